@@ -1,0 +1,51 @@
+"""Root test configuration: isolate every test from the developer's `var/` and `.env`.
+
+Service fixtures live in tests/fixtures/ (one module per real part) and are
+loaded as plugins here so any test directory can use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from yuxi_dash.settings import get_settings
+
+pytest_plugins = [
+    "tests.fixtures.database",
+    "tests.fixtures.graph",
+    "tests.fixtures.app",
+]
+
+_ISOLATED_ENV = (
+    "YUXI_DASH_DATABASE_URL",
+    "YUXI_DASH_WORKDIR",
+    "YUXI_DASH_FALKORDB_DIR",
+    "YUXI_DASH_LD_FLAGS_FILE",
+    "YUXI_DASH_REDIS_URL",
+    "YUXI_DASH_SUMMARIZER_BASE_URL",
+    "YUXI_DASH_SUMMARIZER_API_KEY",
+    "YUXI_DASH_SUMMARIZER_MODEL",
+    "YUXI_DASH_AUTH_MODE",
+    "LAUNCHDARKLY_SDK_KEY",
+    "GRAPHITI_FALKORDB_HOST",
+    "GRAPHITI_FALKORDB_PORT",
+    "GRAPHITI_FALKORDB_PASSWORD",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point every store at a fresh temp dir; never read the developer's `.env`."""
+    for name in _ISOLATED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # `.env` and relative `var/` paths resolve here
+    monkeypatch.setenv("YUXI_DASH_DATABASE_URL", f"sqlite:///{tmp_path / 'yuxi_dash.db'}")
+    monkeypatch.setenv("YUXI_DASH_WORKDIR", str(tmp_path / "workdir"))
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "falkordb"))
+    monkeypatch.setenv("GRAPHITI_TELEMETRY_ENABLED", "false")
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()

@@ -1,0 +1,1 @@
+"""yuxi-dash: operator console over context compression and Graphiti memory."""

@@ -1,0 +1,113 @@
+"""Typed errors shared by the service, CLI and pages.
+
+Every error a caller may act on is a subclass of :class:`YuxiDashError` with a
+stable ``code`` (machine-readable), an HTTP-like ``status_code`` and the CLI
+``exit_code`` from DESIGN §3. The message is one line an operator can act on;
+it never carries user data beyond the ids the caller passed in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class YuxiDashError(Exception):
+    """Base class: one clear line, a stable code, a status and an exit code."""
+
+    code: ClassVar[str] = "internal_error"
+    status_code: ClassVar[int] = 500
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "status": self.status_code, "message": self.message}
+
+
+class InvalidInput(YuxiDashError):
+    code = "invalid_input"
+    status_code = 400
+    exit_code = 2
+
+
+class PathRefused(InvalidInput):
+    """A path that would leave the workdir (or is otherwise not ours to open)."""
+
+    code = "path_refused"
+
+
+class Forbidden(YuxiDashError):
+    code = "forbidden"
+    status_code = 403
+    exit_code = 1
+
+
+class NotFound(YuxiDashError):
+    code = "not_found"
+    status_code = 404
+    exit_code = 3
+
+
+class ThreadNotFound(NotFound):
+    code = "thread_not_found"
+
+
+class AgentNotFound(NotFound):
+    code = "agent_not_found"
+
+
+class UserNotFound(NotFound):
+    code = "user_not_found"
+
+
+class ToolResultNotFound(NotFound):
+    code = "tool_result_not_found"
+
+
+class ThreadBusy(YuxiDashError):
+    code = "thread_busy"
+    status_code = 409
+    exit_code = 4
+
+
+class StaleState(YuxiDashError):
+    code = "stale_state"
+    status_code = 409
+    exit_code = 4
+
+
+class CompressionUnsupported(YuxiDashError):
+    code = "compression_unsupported"
+    status_code = 422
+    exit_code = 5
+
+
+class MemoryGatedOff(YuxiDashError):
+    code = "memory_gated_off"
+    status_code = 403
+    exit_code = 6
+
+
+class SummarizerFailed(YuxiDashError):
+    """The summarizer raised or returned nothing usable; nothing was written."""
+
+    code = "summarizer_failed"
+    status_code = 502
+    exit_code = 1
+
+
+class WorkdirUnavailable(YuxiDashError):
+    code = "workdir_unavailable"
+    status_code = 503
+    exit_code = 1
+
+
+class MemoryUnavailable(YuxiDashError):
+    """The FalkorDB server cannot be reached (or keeps refusing)."""
+
+    code = "memory_unavailable"
+    status_code = 503
+    exit_code = 1

@@ -1,0 +1,140 @@
+"""Every knob of yuxi-dash, read from the environment and `.env` (pydantic-settings).
+
+Names follow DESIGN §3. Relative paths are relative to the working directory the
+process was started in, so the embedded default keeps everything under `var/`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CsvList = Annotated[list[str], NoDecode]
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. Construct directly in tests; use `get_settings()` elsewhere."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", populate_by_name=True, validate_default=True
+    )
+
+    # --- store and workdir -------------------------------------------------
+    database_url: str = Field(
+        "sqlite:///var/yuxi_dash.db", validation_alias=_env("YUXI_DASH_DATABASE_URL")
+    )
+    workdir: Path = Field(Path("var/workdir"), validation_alias=_env("YUXI_DASH_WORKDIR"))
+    lock_timeout_seconds: float = Field(
+        5.0, gt=0, validation_alias=_env("YUXI_DASH_LOCK_TIMEOUT_SECONDS")
+    )
+    cache_ttl_seconds: int = Field(30, ge=0, validation_alias=_env("YUXI_DASH_CACHE_TTL_SECONDS"))
+
+    # --- summarizer (OpenAI-compatible; unset -> offline extractive) -------
+    summarizer_base_url: str | None = Field(
+        None, validation_alias=_env("YUXI_DASH_SUMMARIZER_BASE_URL")
+    )
+    summarizer_api_key: str | None = Field(
+        None, validation_alias=_env("YUXI_DASH_SUMMARIZER_API_KEY")
+    )
+    summarizer_model: str | None = Field(None, validation_alias=_env("YUXI_DASH_SUMMARIZER_MODEL"))
+    summarizer_timeout_seconds: float = Field(
+        60.0, gt=0, validation_alias=_env("YUXI_DASH_SUMMARIZER_TIMEOUT_SECONDS")
+    )
+
+    # --- Graphiti on FalkorDB ---------------------------------------------
+    falkordb_host: str | None = Field(None, validation_alias=_env("GRAPHITI_FALKORDB_HOST"))
+    falkordb_port: int = Field(6380, validation_alias=_env("GRAPHITI_FALKORDB_PORT"))
+    falkordb_password: str | None = Field(None, validation_alias=_env("GRAPHITI_FALKORDB_PASSWORD"))
+    falkordb_data_dir: Path = Field(
+        Path("var/falkordb"), validation_alias=_env("YUXI_DASH_FALKORDB_DIR")
+    )
+    falkordb_query_max_attempts: int = Field(
+        3, ge=1, validation_alias=_env("GRAPHITI_FALKORDB_QUERY_MAX_ATTEMPTS")
+    )
+    falkordb_query_backoff_base: float = Field(
+        0.1, ge=0, validation_alias=_env("GRAPHITI_FALKORDB_QUERY_BACKOFF_BASE")
+    )
+    falkordb_query_timeout_ms: int = Field(
+        5000, ge=0, validation_alias=_env("YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS")
+    )
+    context_max_facts: int = Field(20, ge=1, validation_alias=_env("GRAPHITI_CONTEXT_MAX_FACTS"))
+    community_rebuild_min_new_episodes: int = Field(
+        5, ge=1, validation_alias=_env("GRAPHITI_COMMUNITY_REBUILD_MIN_NEW_EPISODES")
+    )
+    redis_url: str | None = Field(None, validation_alias=_env("YUXI_DASH_REDIS_URL"))
+
+    # --- LaunchDarkly -------------------------------------------------------
+    launchdarkly_sdk_key: str | None = Field(None, validation_alias=_env("LAUNCHDARKLY_SDK_KEY"))
+    ld_flags_file: Path | None = Field(None, validation_alias=_env("YUXI_DASH_LD_FLAGS_FILE"))
+    memory_flag_key: str = Field(
+        "graphiti-memory", validation_alias=_env("YUXI_DASH_MEMORY_FLAG_KEY")
+    )
+    communities_flag_key: str = Field(
+        "graphiti-communities-enabled", validation_alias=_env("YUXI_DASH_COMMUNITIES_FLAG_KEY")
+    )
+
+    # --- identity and roles -------------------------------------------------
+    auth_mode: Literal["local", "oidc", "proxy"] = Field(
+        "local", validation_alias=_env("YUXI_DASH_AUTH_MODE")
+    )
+    local_operator: str = Field(
+        "operator@localhost", validation_alias=_env("YUXI_DASH_LOCAL_OPERATOR")
+    )
+    proxy_user_header: str = Field(
+        "X-Forwarded-Email", validation_alias=_env("YUXI_DASH_PROXY_USER_HEADER")
+    )
+    proxy_secret_header: str = Field(
+        "X-Yuxi-Proxy-Secret", validation_alias=_env("YUXI_DASH_PROXY_SECRET_HEADER")
+    )
+    proxy_secret: str | None = Field(None, validation_alias=_env("YUXI_DASH_PROXY_SECRET"))
+    viewer_emails: CsvList = Field(default_factory=list, validation_alias=_env("YUXI_DASH_VIEWERS"))
+    operator_emails: CsvList = Field(
+        default_factory=list, validation_alias=_env("YUXI_DASH_OPERATORS")
+    )
+    admin_emails: CsvList = Field(default_factory=list, validation_alias=_env("YUXI_DASH_ADMINS"))
+    viewer_domains: CsvList = Field(
+        default_factory=list, validation_alias=_env("YUXI_DASH_VIEWER_DOMAINS")
+    )
+    operator_domains: CsvList = Field(
+        default_factory=list, validation_alias=_env("YUXI_DASH_OPERATOR_DOMAINS")
+    )
+    admin_domains: CsvList = Field(
+        default_factory=list, validation_alias=_env("YUXI_DASH_ADMIN_DOMAINS")
+    )
+
+    @field_validator(
+        "viewer_emails",
+        "operator_emails",
+        "admin_emails",
+        "viewer_domains",
+        "operator_domains",
+        "admin_domains",
+        mode="before",
+    )
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def summarizer_configured(self) -> bool:
+        return bool(self.summarizer_base_url and self.summarizer_model)
+
+    @property
+    def falkordb_embedded(self) -> bool:
+        return not self.falkordb_host
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings; tests call `get_settings.cache_clear()` after changing env."""
+    return Settings()
