@@ -1,0 +1,134 @@
+"""Engines, sessions and migrations (yuxi_dash.store.db) on SQLite and real PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store import db
+from yuxi_dash.store.models import Agent, Base
+
+TABLES = {
+    "agents",
+    "conversations",
+    "agent_runs",
+    "run_requests",
+    "thread_states",
+    "usage_snapshots",
+    "chat_messages",
+    "tool_results",
+    "audit_log",
+}
+
+
+def _tables(url: str) -> set[str]:
+    engine = db.create_engine_for_url(url)
+    try:
+        return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_migrations_up_down_up(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'mig' / 'm.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    assert db.current_revision(url) is None
+    db.upgrade(url)
+    assert db.current_revision(url) == "0001"
+    assert _tables(url) == TABLES
+    db.downgrade(url, "base")
+    assert db.current_revision(url) is None
+    assert _tables(url) == set()
+    db.upgrade(url)
+    assert _tables(url) == TABLES
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_migrated_schema_matches_models(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Autogenerate against the migrated database finds nothing to add: models == migrations."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    url = (
+        f"sqlite:///{tmp_path / 'cmp.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    db.upgrade(url)
+    engine = db.create_engine_for_url(url)
+    try:
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+def test_get_engine_migrates_once_and_creates_parent_dir(tmp_path: Path) -> None:
+    db.forget_engines()
+    target = tmp_path / "deep" / "er" / "store.db"
+    settings = Settings(database_url=f"sqlite:///{target}")
+    engine = db.get_engine(settings)
+    assert target.exists()
+    assert db.get_engine(settings) is engine
+    assert db.current_revision(settings.database_url) == "0001"
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+
+
+def test_session_scope_commits_and_rolls_back() -> None:
+    with db.session_scope() as session:
+        session.add(Agent(slug="a1", name="A1", capabilities=[]))
+    with pytest.raises(RuntimeError):
+        with db.session_scope() as session:
+            session.add(Agent(slug="a2", name="A2", capabilities=[]))
+            session.flush()
+            raise RuntimeError("boom")
+    with db.session_scope() as session:
+        assert session.scalars(sa.select(Agent.slug)).all() == ["a1"]
+
+
+def test_sqlite_locked_session_takes_the_write_lock() -> None:
+    """While one locked session is open, a second cannot take the lock (busy -> error)."""
+    settings = Settings(database_url=get_settings().database_url, lock_timeout_seconds=0.2)
+    db.get_engine(settings)
+    with db.locked_session(settings):
+        with pytest.raises(sa.exc.OperationalError, match="locked"):
+            with db.locked_session(settings) as second:
+                second.execute(sa.text("SELECT 1"))
+
+
+def test_postgres_engine_survives_a_server_side_disconnect(postgres_url: str) -> None:
+    """pool_pre_ping: a pooled connection killed by the server is replaced, not fatal."""
+    engine = db.create_engine_for_url(postgres_url)
+    try:
+        with engine.connect() as conn:
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        killer = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+        with killer.connect() as conn:
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        killer.dispose()
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT 1").scalar() == 1
+            assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar() != pid
+    finally:
+        engine.dispose()
+
+
+def test_normalize_url_uses_psycopg3() -> None:
+    assert db.normalize_url("postgres://h/d") == "postgresql+psycopg://h/d"
+    assert db.normalize_url("postgresql://h/d") == "postgresql+psycopg://h/d"
+    assert db.normalize_url("sqlite:///x.db") == "sqlite:///x.db"

@@ -1,0 +1,54 @@
+"""Alembic environment: migrates the URL (or connection) handed in by yuxi_dash.store.db."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from yuxi_dash.store.db import create_engine_for_url
+from yuxi_dash.store.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _run(connection) -> None:  # noqa: ANN001 - alembic hands us a Connection
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # two processes starting at once: one migrates, the other waits and finds head
+            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(730115)")
+        context.run_migrations()
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"),
+        target_metadata=target_metadata,
+        literal_binds=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = create_engine_for_url(config.get_main_option("sqlalchemy.url"))
+    try:
+        with engine.begin() as conn:
+            _run(conn)
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -1,0 +1,256 @@
+"""SQLAlchemy 2 typed models for every table of DESIGN §2.
+
+`conversations` is THE row the service locks. It also carries the thread's
+current usage (denormalized from the latest `usage_snapshots` row, updated in
+the same transaction), so "latest pressure per thread" is an index lookup on
+`conversations.summary_pressure_ratio`, never a scan of snapshots.
+Timestamps are stored and returned as timezone-aware UTC on every backend.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# --- vocabulary -------------------------------------------------------------
+THREAD_STATUSES = ("active", "archived", "deleted")
+RUN_TYPES = ("chat", "resume", "subagent")
+RUN_STATUSES = (
+    "pending",
+    "running",
+    "completed",
+    "failed",
+    "cancel_requested",
+    "cancelled",
+    "interrupted",
+)
+FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
+NON_FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s not in FINAL_RUN_STATUSES)
+REQUEST_STATUSES = ("queued", "dispatched", "cancelled", "rejected", "failed")
+SNAPSHOT_SOURCES = ("model_call", "auto_compaction", "manual_compression")
+CONTEXT_COMPRESSION = "context_compression"
+
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on PostgreSQL and SQLite alike."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(
+        naming_convention={
+            "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+            "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    slug: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    name: Mapped[str] = mapped_column(sa.String(256))
+    capabilities: Mapped[list[str]] = mapped_column(sa.JSON, default=list)
+    context_window: Mapped[int] = mapped_column(sa.Integer, default=128_000)
+    summary_threshold: Mapped[int] = mapped_column(sa.Integer, default=100)
+    summary_keep_messages: Mapped[int] = mapped_column(sa.Integer, default=10)
+    summary_tool_result_token_limit: Mapped[int] = mapped_column(sa.Integer, default=300)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def compression_capable(self) -> bool:
+        return CONTEXT_COMPRESSION in (self.capabilities or [])
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (
+        sa.Index("ix_conversations_pressure", "summary_pressure_ratio", "thread_id"),
+        sa.Index("ix_conversations_user_id", "user_id"),
+        sa.Index("ix_conversations_agent_slug", "agent_slug"),
+        sa.Index("ix_conversations_last_activity_at", "last_activity_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    user_id: Mapped[str] = mapped_column(sa.String(128))
+    # No foreign key: a thread can name an agent that no longer exists (404 agent_not_found).
+    agent_slug: Mapped[str] = mapped_column(sa.String(128))
+    title: Mapped[str] = mapped_column(sa.String(512), default="")
+    status: Mapped[str] = mapped_column(sa.String(16), default="active")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # current usage: the latest snapshot's figures, written with each snapshot
+    llm_input_tokens: Mapped[int] = mapped_column(sa.Integer, default=0)
+    next_llm_input_tokens: Mapped[int] = mapped_column(sa.Integer, default=0)
+    context_window: Mapped[int] = mapped_column(sa.Integer, default=0)
+    context_usage_ratio: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    summary_trigger_tokens: Mapped[int] = mapped_column(sa.Integer, default=0)
+    summary_pressure_ratio: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    summary_active: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    usage_measured_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_compression_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_activity_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AgentRun(Base):
+    __tablename__ = "agent_runs"
+    __table_args__ = (
+        sa.Index("ix_agent_runs_thread_id_created_at", "thread_id", "created_at"),
+        sa.Index("ix_agent_runs_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128), sa.ForeignKey("conversations.thread_id", ondelete="CASCADE")
+    )
+    request_id: Mapped[int | None] = mapped_column(
+        BigId, sa.ForeignKey("run_requests.id", ondelete="SET NULL"), nullable=True
+    )
+    run_type: Mapped[str] = mapped_column(sa.String(16), default="chat")
+    status: Mapped[str] = mapped_column(sa.String(24), default="pending")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class RunRequest(Base):
+    __tablename__ = "run_requests"
+    __table_args__ = (sa.Index("ix_run_requests_thread_id_status", "thread_id", "status"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128), sa.ForeignKey("conversations.thread_id", ondelete="CASCADE")
+    )
+    run_type: Mapped[str] = mapped_column(sa.String(16), default="chat")
+    status: Mapped[str] = mapped_column(sa.String(16), default="queued")
+    payload: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class ThreadState(Base):
+    """The checkpoint. Written only by `yuxi_dash.store.state_repository`."""
+
+    __tablename__ = "thread_states"
+
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128),
+        sa.ForeignKey("conversations.thread_id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    version: Mapped[int] = mapped_column(sa.Integer, default=1)
+    messages: Mapped[list[dict[str, Any]]] = mapped_column(sa.JSON, default=list)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)
+    history_session_id: Mapped[str] = mapped_column(sa.String(128), default="")
+    token_usage: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class UsageSnapshotRow(Base):
+    __tablename__ = "usage_snapshots"
+    __table_args__ = (
+        sa.Index("ix_usage_snapshots_thread_id_measured_at", "thread_id", "measured_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128), sa.ForeignKey("conversations.thread_id", ondelete="CASCADE")
+    )
+    measured_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    llm_input_tokens: Mapped[int] = mapped_column(sa.Integer)
+    next_llm_input_tokens: Mapped[int] = mapped_column(sa.Integer)
+    context_window: Mapped[int] = mapped_column(sa.Integer)
+    context_usage_ratio: Mapped[float] = mapped_column(sa.Float)
+    summary_trigger_tokens: Mapped[int] = mapped_column(sa.Integer)
+    summary_pressure_ratio: Mapped[float] = mapped_column(sa.Float)
+    summary_active: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    source: Mapped[str] = mapped_column(sa.String(24), default="model_call")
+
+
+class ChatMessage(Base):
+    """The full, never-compressed chat record of a thread."""
+
+    __tablename__ = "chat_messages"
+    __table_args__ = (sa.UniqueConstraint("thread_id", "sequence"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128), sa.ForeignKey("conversations.thread_id", ondelete="CASCADE")
+    )
+    sequence: Mapped[int] = mapped_column(sa.Integer)
+    role: Mapped[str] = mapped_column(sa.String(16))
+    content: Mapped[str] = mapped_column(sa.Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ToolResult(Base):
+    """Index of one offloaded tool-result file. The file is the truth."""
+
+    __tablename__ = "tool_results"
+    __table_args__ = (
+        sa.UniqueConstraint("thread_id", "path"),
+        sa.Index("ix_tool_results_sha256", "sha256"),
+        sa.Index("ix_tool_results_tool_name", "tool_name"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(
+        sa.String(128), sa.ForeignKey("conversations.thread_id", ondelete="CASCADE")
+    )
+    tool_name: Mapped[str] = mapped_column(sa.String(128))
+    tool_call_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    sha256: Mapped[str] = mapped_column(sa.String(64))
+    path: Mapped[str] = mapped_column(sa.String(1024))
+    chars: Mapped[int] = mapped_column(sa.Integer)
+    approx_tokens: Mapped[int] = mapped_column(sa.Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AuditEntry(Base):
+    __tablename__ = "audit_log"
+    __table_args__ = (
+        sa.Index("ix_audit_log_at", "at"),
+        sa.Index("ix_audit_log_actor", "actor"),
+        sa.Index("ix_audit_log_action", "action"),
+        sa.Index("ix_audit_log_target", "target"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(sa.String(256))
+    action: Mapped[str] = mapped_column(sa.String(64))
+    target: Mapped[str] = mapped_column(sa.String(256))
+    outcome: Mapped[str] = mapped_column(sa.String(32))
+    detail: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)

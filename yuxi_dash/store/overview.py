@@ -1,0 +1,242 @@
+"""Dashboard-only aggregates for the pressure overview, computed in SQL.
+
+KPIs over the (filtered) thread population, the population binned into a
+heatmap grid by the database (so 100,000 threads become at most a few thousand
+cells, never 100,000 rows shipped to the browser), the threads above a pressure
+floor as individual points, and compressions in a recent window split auto /
+manual. Reads only; every function takes a Session first. Thread filters mean
+what they mean in `yuxi_dash.store.queries.list_threads`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from yuxi_dash.store.models import Conversation, UsageSnapshotRow
+from yuxi_dash.store.queries import _thread_filters
+
+SUGGESTION_LINE = 0.85  # the 85% rule (yuxi_dash.usage.should_suggest_compression)
+POINTS_FLOOR = 0.75  # threads at or above this pressure are drawn one by one
+MAX_POINTS = 5000  # altair's default row limit: never ship more points than this
+HEATMAP_X_BINS = 40  # context usage 0..1 in steps of 0.025
+HEATMAP_Y_STEP = 0.05  # summary pressure in steps of 0.05 ...
+HEATMAP_Y_MAX = 1.5  # ... up to 1.5; anything higher lands in the top row
+
+
+@dataclass(frozen=True)
+class ThreadFilter:
+    """The overview's filters (all optional): agent slug, user id, status, active since."""
+
+    agent: str | None = None
+    user_id: str | None = None
+    status: str | None = None
+    active_since: datetime | None = None
+
+    def clauses(self) -> list[sa.ColumnElement[bool]]:
+        return _thread_filters(
+            min_pressure=None,
+            agent=self.agent,
+            user_id=self.user_id,
+            status=self.status,
+            active_since=self.active_since,
+            include_deleted=False,
+        )
+
+
+@dataclass(frozen=True)
+class OverviewKpis:
+    threads: int
+    at_or_over_suggestion: int  # summary pressure >= 0.85
+    over_threshold: int  # summary pressure > 1.0
+    summary_active: int
+    compressions_auto: int  # in the window (default: last 24 h)
+    compressions_manual: int
+
+    @property
+    def summary_active_share(self) -> float:
+        return self.summary_active / self.threads if self.threads else 0.0
+
+    @property
+    def compressions(self) -> int:
+        return self.compressions_auto + self.compressions_manual
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "summary_active_share": self.summary_active_share,
+            "compressions": self.compressions,
+        }
+
+
+@dataclass(frozen=True)
+class HeatmapCell:
+    """A bin of the population: its lower-left corner, its size, and how many threads."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    threads: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PressurePoint:
+    thread_id: str
+    user_id: str
+    agent_slug: str
+    context_usage_ratio: float
+    summary_pressure_ratio: float
+    next_llm_input_tokens: int
+    summary_trigger_tokens: int
+    llm_input_tokens: int
+    context_window: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _floor_int(session: Session, expr: sa.ColumnElement[float]) -> sa.ColumnElement[int]:
+    """floor() as an integer on every backend (PostgreSQL's CAST rounds; SQLite's truncates)."""
+    if session.get_bind().dialect.name == "sqlite":
+        return sa.cast(expr, sa.Integer)  # values here are never negative: truncation is floor
+    return sa.cast(sa.func.floor(expr), sa.Integer)
+
+
+def _clamp(expr: sa.ColumnElement[float], low: float, high: float) -> sa.ColumnElement[float]:
+    return sa.case((expr < low, low), (expr > high, high), else_=expr)
+
+
+def compressions_since(
+    session: Session, since: datetime, *, where: ThreadFilter | None = None
+) -> tuple[int, int]:
+    """(automatic, manual) compressions recorded at or after `since`."""
+    query = (
+        sa.select(UsageSnapshotRow.source, sa.func.count())
+        .where(
+            UsageSnapshotRow.measured_at >= since,
+            UsageSnapshotRow.source.in_(("auto_compaction", "manual_compression")),
+        )
+        .group_by(UsageSnapshotRow.source)
+    )
+    clauses = (where or ThreadFilter()).clauses()
+    if clauses:
+        query = query.join(
+            Conversation, Conversation.thread_id == UsageSnapshotRow.thread_id
+        ).where(*clauses)
+    counts = dict(session.execute(query).all())
+    return int(counts.get("auto_compaction", 0)), int(counts.get("manual_compression", 0))
+
+
+def overview_kpis(
+    session: Session,
+    *,
+    where: ThreadFilter | None = None,
+    now: datetime | None = None,
+    window: timedelta = timedelta(hours=24),
+) -> OverviewKpis:
+    """Counts over the filtered population in one pass, plus compressions in `window`."""
+    where = where or ThreadFilter()
+    pressure = Conversation.summary_pressure_ratio
+    row = session.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.count().filter(pressure >= SUGGESTION_LINE),
+            sa.func.count().filter(pressure > 1.0),
+            sa.func.count().filter(Conversation.summary_active.is_(True)),
+        )
+        .select_from(Conversation)
+        .where(*where.clauses())
+    ).one()
+    now = now or datetime.now(UTC)
+    auto, manual = compressions_since(session, now - window, where=where)
+    return OverviewKpis(
+        threads=int(row[0]),
+        at_or_over_suggestion=int(row[1]),
+        over_threshold=int(row[2]),
+        summary_active=int(row[3]),
+        compressions_auto=auto,
+        compressions_manual=manual,
+    )
+
+
+def pressure_heatmap(session: Session, *, where: ThreadFilter | None = None) -> list[HeatmapCell]:
+    """The population binned by (context usage, summary pressure), counted by the database."""
+    where = where or ThreadFilter()
+    y_bins = round(HEATMAP_Y_MAX / HEATMAP_Y_STEP)
+    x_bin = _clamp(
+        _floor_int(session, Conversation.context_usage_ratio * HEATMAP_X_BINS),
+        0,
+        HEATMAP_X_BINS - 1,
+    ).label("x_bin")
+    y_bin = _clamp(
+        _floor_int(session, Conversation.summary_pressure_ratio / HEATMAP_Y_STEP), 0, y_bins - 1
+    ).label("y_bin")
+    inner = sa.select(x_bin, y_bin).where(*where.clauses()).subquery()
+    rows = session.execute(
+        sa.select(inner.c.x_bin, inner.c.y_bin, sa.func.count())
+        .group_by(inner.c.x_bin, inner.c.y_bin)
+        .order_by(inner.c.x_bin, inner.c.y_bin)
+    ).all()
+    x_step = 1.0 / HEATMAP_X_BINS
+    return [
+        HeatmapCell(
+            x0=round(int(x) * x_step, 6),
+            x1=round((int(x) + 1) * x_step, 6),
+            y0=round(int(y) * HEATMAP_Y_STEP, 6),
+            y1=round((int(y) + 1) * HEATMAP_Y_STEP, 6),
+            threads=int(n),
+        )
+        for x, y, n in rows
+    ]
+
+
+def pressure_points(
+    session: Session,
+    *,
+    where: ThreadFilter | None = None,
+    floor: float = POINTS_FLOOR,
+    limit: int = MAX_POINTS,
+) -> list[PressurePoint]:
+    """Threads at or above `floor` pressure, highest first, at most `limit` of them."""
+    where = where or ThreadFilter()
+    rows = session.execute(
+        sa.select(
+            Conversation.thread_id,
+            Conversation.user_id,
+            Conversation.agent_slug,
+            Conversation.context_usage_ratio,
+            Conversation.summary_pressure_ratio,
+            Conversation.next_llm_input_tokens,
+            Conversation.summary_trigger_tokens,
+            Conversation.llm_input_tokens,
+            Conversation.context_window,
+        )
+        .where(Conversation.summary_pressure_ratio >= floor, *where.clauses())
+        .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id)
+        .limit(limit)
+    ).all()
+    return [PressurePoint(*row) for row in rows]
+
+
+def filter_choices(session: Session) -> dict[str, list[str]]:
+    """The distinct agents, users and statuses of non-deleted threads, for the filter widgets."""
+    live = Conversation.status != "deleted"
+
+    def distinct(column: sa.ColumnElement[str]) -> list[str]:
+        return [
+            v for v in session.scalars(sa.select(column).where(live).distinct().order_by(column))
+        ]
+
+    return {
+        "agents": distinct(Conversation.agent_slug),
+        "users": distinct(Conversation.user_id),
+        "statuses": distinct(Conversation.status),
+    }
