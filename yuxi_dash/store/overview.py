@@ -26,6 +26,7 @@ MAX_POINTS = 5000  # altair's default row limit: never ship more points than thi
 HEATMAP_X_BINS = 40  # context usage 0..1 in steps of 0.025
 HEATMAP_Y_STEP = 0.05  # summary pressure in steps of 0.05 ...
 HEATMAP_Y_MAX = 1.5  # ... up to 1.5; anything higher lands in the top row
+_EPSILON = 1e-9  # 0.85 / 0.05 is 16.999999999999996 in floating point: bin it as 17
 
 
 @dataclass(frozen=True)
@@ -172,12 +173,14 @@ def pressure_heatmap(session: Session, *, where: ThreadFilter | None = None) -> 
     where = where or ThreadFilter()
     y_bins = round(HEATMAP_Y_MAX / HEATMAP_Y_STEP)
     x_bin = _clamp(
-        _floor_int(session, Conversation.context_usage_ratio * HEATMAP_X_BINS),
+        _floor_int(session, Conversation.context_usage_ratio * HEATMAP_X_BINS + _EPSILON),
         0,
         HEATMAP_X_BINS - 1,
     ).label("x_bin")
     y_bin = _clamp(
-        _floor_int(session, Conversation.summary_pressure_ratio / HEATMAP_Y_STEP), 0, y_bins - 1
+        _floor_int(session, Conversation.summary_pressure_ratio / HEATMAP_Y_STEP + _EPSILON),
+        0,
+        y_bins - 1,
     ).label("y_bin")
     inner = sa.select(x_bin, y_bin).where(*where.clauses()).subquery()
     rows = session.execute(
@@ -224,6 +227,20 @@ def pressure_points(
         .limit(limit)
     ).all()
     return [PressurePoint(*row) for row in rows]
+
+
+def count_at_or_above(
+    session: Session, *, where: ThreadFilter | None = None, floor: float = POINTS_FLOOR
+) -> int:
+    """How many threads are at or above `floor` pressure (the points that exist, drawn or not)."""
+    where = where or ThreadFilter()
+    return int(
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(Conversation)
+            .where(Conversation.summary_pressure_ratio >= floor, *where.clauses())
+        )
+    )
 
 
 def filter_choices(session: Session) -> dict[str, list[str]]:

@@ -1,0 +1,203 @@
+"""Altair chart builders for the dashboard (pure: DataFrames in, charts out).
+
+- `pressure_overview_chart`: the population as a binned heatmap (cells counted
+  by the database, see yuxi_dash.store.overview) with the threads above the
+  points floor drawn one by one, coloured by agent, the 0.85 suggestion line
+  and the 1.0 threshold. Clicking a point selects it (selection `pick`).
+- `pressure_timeline_chart`: one thread's summary pressure and context usage
+  over time, rules at 0.85 and 1.0, markers for automatic / manual compressions.
+- `context_breakdown_chart`: the next model input as one stacked bar by part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import altair as alt
+import pandas as pd
+
+SUGGESTION_LINE = 0.85
+THRESHOLD_LINE = 1.0
+PICK = "pick"  # name of the point selection on the overview chart
+
+BREAKDOWN_PARTS = ("system", "tools", "summary", "messages", "tool_results", "compressed_away")
+BREAKDOWN_LABELS = {
+    "system": "System prompt",
+    "tools": "Tool schemas",
+    "summary": "Summary",
+    "messages": "Messages",
+    "tool_results": "Tool results",
+    "compressed_away": "Compressed away (not sent)",
+}
+_SOURCE_LABELS = {
+    "auto_compaction": "automatic compression",
+    "manual_compression": "manual compression",
+}
+
+
+def _rule(y: float, color: str, label: str) -> alt.LayerChart:
+    frame = pd.DataFrame({"y": [y], "label": [label]})
+    line = (
+        alt.Chart(frame)
+        .mark_rule(color=color, strokeDash=[6, 4], strokeWidth=1.5)
+        .encode(y="y:Q", tooltip=[alt.Tooltip("label:N", title="Line")])
+    )
+    text = (
+        alt.Chart(frame)
+        .mark_text(align="left", dx=4, dy=-6, color=color, fontSize=11)
+        .encode(y="y:Q", x=alt.value(0), text="label:N")
+    )
+    return line + text
+
+
+def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
+    """Heatmap cells (x0, x1, y0, y1, threads) under points (one row per thread)."""
+    x_scale = alt.Scale(domain=[0, 1])
+    y_top = max(1.2, float(heatmap["y1"].max()) if not heatmap.empty else 0.0)
+    if not points.empty:
+        y_top = max(y_top, float(points["summary_pressure_ratio"].max()) + 0.05)
+    y_scale = alt.Scale(domain=[0, round(y_top, 2)])
+    cells = (
+        alt.Chart(heatmap)
+        .mark_rect(opacity=0.85)
+        .encode(
+            x=alt.X("x0:Q", title="Context usage ratio", scale=x_scale, axis=alt.Axis(format="%")),
+            x2="x1:Q",
+            y=alt.Y(
+                "y0:Q", title="Summary pressure ratio", scale=y_scale, axis=alt.Axis(format="%")
+            ),
+            y2="y1:Q",
+            color=alt.Color(
+                "threads:Q",
+                title="Threads per cell",
+                scale=alt.Scale(scheme="greys", type="log"),
+            ),
+            tooltip=[
+                alt.Tooltip("threads:Q", title="Threads"),
+                alt.Tooltip("x0:Q", title="Usage from", format=".1%"),
+                alt.Tooltip("x1:Q", title="Usage to", format=".1%"),
+                alt.Tooltip("y0:Q", title="Pressure from", format=".0%"),
+                alt.Tooltip("y1:Q", title="Pressure to", format=".0%"),
+            ],
+        )
+    )
+    pick = alt.selection_point(name=PICK, fields=["thread_id"], on="click", empty=False)
+    dots = (
+        alt.Chart(points)
+        .mark_circle(size=70, opacity=0.9, stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("context_usage_ratio:Q", scale=x_scale),
+            y=alt.Y("summary_pressure_ratio:Q", scale=y_scale),
+            color=alt.Color("agent_slug:N", title="Agent", scale=alt.Scale(scheme="tableau10")),
+            size=alt.condition(pick, alt.value(180), alt.value(70)),
+            tooltip=[
+                alt.Tooltip("thread_id:N", title="Thread"),
+                alt.Tooltip("user_id:N", title="User"),
+                alt.Tooltip("agent_slug:N", title="Agent"),
+                alt.Tooltip("summary_pressure_ratio:Q", title="Summary pressure", format=".1%"),
+                alt.Tooltip("context_usage_ratio:Q", title="Context usage", format=".1%"),
+                alt.Tooltip("next_llm_input_tokens:Q", title="Next input tokens", format=","),
+                alt.Tooltip("summary_trigger_tokens:Q", title="Summary threshold", format=","),
+            ],
+        )
+        .add_params(pick)
+    )
+    layers = [
+        cells,
+        dots,
+        _rule(SUGGESTION_LINE, "#d97706", "85% — compression suggested"),
+        _rule(THRESHOLD_LINE, "#dc2626", "100% — summary threshold"),
+    ]
+    return alt.layer(*layers).resolve_scale(color="independent").properties(height=460)
+
+
+def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
+    """timeline: measured_at, summary_pressure_ratio, context_usage_ratio, source."""
+    long = timeline.melt(
+        id_vars=["measured_at", "source"],
+        value_vars=["summary_pressure_ratio", "context_usage_ratio"],
+        var_name="series",
+        value_name="ratio",
+    )
+    long["series"] = long["series"].map(
+        {"summary_pressure_ratio": "Summary pressure", "context_usage_ratio": "Context usage"}
+    )
+    lines = (
+        alt.Chart(long)
+        .mark_line(point=False, interpolate="step-after")
+        .encode(
+            x=alt.X("measured_at:T", title="Measured at"),
+            y=alt.Y("ratio:Q", title="Ratio", axis=alt.Axis(format="%")),
+            color=alt.Color("series:N", title="Series"),
+            tooltip=[
+                alt.Tooltip("measured_at:T", title="At", format="%Y-%m-%d %H:%M"),
+                alt.Tooltip("series:N"),
+                alt.Tooltip("ratio:Q", format=".1%"),
+            ],
+        )
+    )
+    events = timeline[timeline["source"].isin(list(_SOURCE_LABELS))].copy()
+    events["event"] = events["source"].map(_SOURCE_LABELS)
+    markers = (
+        alt.Chart(events)
+        .mark_point(size=140, filled=True)
+        .encode(
+            x="measured_at:T",
+            y="summary_pressure_ratio:Q",
+            shape=alt.Shape(
+                "event:N",
+                title="Compression",
+                scale=alt.Scale(
+                    domain=list(_SOURCE_LABELS.values()), range=["triangle-down", "diamond"]
+                ),
+            ),
+            color=alt.value("#111827"),
+            tooltip=[
+                alt.Tooltip("measured_at:T", title="At", format="%Y-%m-%d %H:%M"),
+                alt.Tooltip("event:N", title="Event"),
+                alt.Tooltip("summary_pressure_ratio:Q", title="Pressure after", format=".1%"),
+            ],
+        )
+    )
+    return alt.layer(
+        lines,
+        markers,
+        _rule(SUGGESTION_LINE, "#d97706", "85%"),
+        _rule(THRESHOLD_LINE, "#dc2626", "100%"),
+    ).properties(height=320)
+
+
+def breakdown_frame(breakdown: Mapping[str, int]) -> pd.DataFrame:
+    """The breakdown dict as rows in a fixed order, zero parts left in (so every part is listed)."""
+    return pd.DataFrame(
+        {
+            "part": [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
+            "tokens": [int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS],
+            "order": list(range(len(BREAKDOWN_PARTS))),
+            "sent": [p != "compressed_away" for p in BREAKDOWN_PARTS],
+        }
+    )
+
+
+def context_breakdown_chart(breakdown: Mapping[str, int]) -> alt.Chart:
+    """One horizontal stacked bar: the next model input by part (plus what was compressed away)."""
+    frame = breakdown_frame(breakdown)
+    return (
+        alt.Chart(frame[frame["tokens"] > 0])
+        .mark_bar(height=36)
+        .encode(
+            x=alt.X("sum(tokens):Q", title="Tokens", stack="zero", axis=alt.Axis(format=",")),
+            color=alt.Color(
+                "part:N",
+                title="Part",
+                sort=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
+                scale=alt.Scale(
+                    domain=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
+                    range=["#64748b", "#a78bfa", "#f59e0b", "#3b82f6", "#10b981", "#e5e7eb"],
+                ),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("tokens:Q", format=",")],
+        )
+        .properties(height=90)
+    )

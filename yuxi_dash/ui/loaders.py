@@ -1,0 +1,324 @@
+"""Cached loaders: everything the Operations pages read, as plain frames and dicts.
+
+Each loader is `st.cache_data` with `settings.cache_ttl_seconds` as TTL and the
+database URL in its key (so two databases never share a cache entry), and
+returns picklable data (DataFrames, dicts), never ORM objects or sessions.
+`clear_loaders()` drops them all; pages call it after any write. Reads that
+must be fresh (the compression preview the operator confirms) or that are
+audited (opening a tool result's content) are not cached: pages call the
+service for those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from yuxi_dash.settings import get_settings
+from yuxi_dash.store import overview
+from yuxi_dash.store.db import session_scope
+
+_TTL = get_settings().cache_ttl_seconds
+
+THREAD_COLUMNS = [
+    "thread_id",
+    "user_id",
+    "agent_slug",
+    "title",
+    "status",
+    "summary_pressure_ratio",
+    "context_usage_ratio",
+    "llm_input_tokens",
+    "next_llm_input_tokens",
+    "summary_trigger_tokens",
+    "context_window",
+    "summary_active",
+    "busy_reason",
+    "capable",
+    "last_compression_at",
+    "last_activity_at",
+    "version",
+]
+
+
+def _url() -> str:
+    return get_settings().database_url
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame(columns=columns)
+
+
+# --- overview -----------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _filter_choices(database_url: str) -> dict[str, list[str]]:
+    with session_scope(get_settings()) as session:
+        return overview.filter_choices(session)
+
+
+def filter_choices() -> dict[str, list[str]]:
+    """Agents, users and statuses present, for the filter widgets."""
+    return _filter_choices(_url())
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _overview(
+    database_url: str,
+    agent: str | None,
+    user_id: str | None,
+    status: str | None,
+    active_since: datetime | None,
+) -> dict[str, Any]:
+    where = overview.ThreadFilter(
+        agent=agent, user_id=user_id, status=status, active_since=active_since
+    )
+    with session_scope(get_settings()) as session:
+        kpis = overview.overview_kpis(session, where=where)
+        cells = overview.pressure_heatmap(session, where=where)
+        points = overview.pressure_points(session, where=where)
+        points_total = (
+            len(points)
+            if len(points) < overview.MAX_POINTS
+            else overview.count_at_or_above(session, where=where)
+        )
+    return {
+        "kpis": kpis.to_dict(),
+        "heatmap": _frame([c.to_dict() for c in cells], ["x0", "x1", "y0", "y1", "threads"]),
+        "points": _frame(
+            [p.to_dict() for p in points],
+            [
+                "thread_id",
+                "user_id",
+                "agent_slug",
+                "context_usage_ratio",
+                "summary_pressure_ratio",
+                "next_llm_input_tokens",
+                "summary_trigger_tokens",
+                "llm_input_tokens",
+                "context_window",
+            ],
+        ),
+        "points_total": points_total,
+    }
+
+
+def pressure_overview(
+    *,
+    agent: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    active_since: datetime | None = None,
+) -> dict[str, Any]:
+    """KPIs, heatmap cells and the points above the floor for the filtered population."""
+    return _overview(_url(), agent, user_id, status, active_since)
+
+
+# --- threads --------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[str, Any]:
+    from yuxi_dash.store.queries import count_threads, list_threads
+
+    with session_scope(get_settings()) as session:
+        rows = list_threads(session, min_pressure=min_pressure, limit=limit)
+        total = count_threads(session, min_pressure=min_pressure)
+    return {"rows": _frame([asdict(r) for r in rows], THREAD_COLUMNS), "total": total}
+
+
+def threads(*, min_pressure: float | None = 0.85, limit: int = 500) -> dict[str, Any]:
+    """{"rows": DataFrame (highest pressure first), "total": count matching}."""
+    return _threads(_url(), min_pressure, limit)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _thread_ids(database_url: str, limit: int) -> list[str]:
+    from yuxi_dash.store.queries import list_threads
+
+    with session_scope(get_settings()) as session:
+        return [t.thread_id for t in list_threads(session, limit=limit)]
+
+
+def thread_ids(limit: int = 2000) -> list[str]:
+    """Thread ids, highest pressure first (for pickers)."""
+    return _thread_ids(_url(), limit)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
+    from yuxi_dash.compression.state import is_summary_message, message_text
+    from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
+    from yuxi_dash.usage import context_breakdown
+
+    with session_scope(get_settings()) as session:
+        detail = get_thread(session, thread_id)
+        timeline = usage_timeline(session, thread_id)
+        chat = chat_record(session, thread_id)
+    visible = []
+    for message in detail.state.model_visible_messages():
+        text = message_text(message)
+        visible.append(
+            {
+                "type": message.type,
+                "name": getattr(message, "name", None),
+                "text": text,
+                "summary": is_summary_message(message),
+                "saved_result": text.startswith("[Tool result saved]"),
+                "tool_calls": [
+                    {"name": c.get("name"), "args": c.get("args")}
+                    for c in getattr(message, "tool_calls", None) or []
+                ],
+            }
+        )
+    return {
+        "summary": asdict(detail.summary),
+        "version": detail.version,
+        "token_usage": detail.token_usage,
+        "agent": detail.agent.to_dict() if detail.agent else None,
+        "breakdown": context_breakdown(detail.state),
+        "messages_total": len(detail.state.messages),
+        "visible": visible,
+        "summary_file": detail.state.summary.file_path if detail.state.summary else None,
+        "timeline": _frame(
+            [p.to_dict() for p in timeline],
+            [
+                "measured_at",
+                "llm_input_tokens",
+                "next_llm_input_tokens",
+                "context_window",
+                "context_usage_ratio",
+                "summary_trigger_tokens",
+                "summary_pressure_ratio",
+                "summary_active",
+                "source",
+            ],
+        ),
+        "chat": _frame(
+            [m.to_dict() for m in chat], ["thread_id", "sequence", "role", "content", "created_at"]
+        ),
+    }
+
+
+def thread_detail(thread_id: str) -> dict[str, Any]:
+    """One thread: its row, model-visible context, breakdown, timeline and full chat record."""
+    return _thread_detail(_url(), thread_id)
+
+
+# --- tool results -----------------------------------------------------------------
+
+
+TOOL_RESULT_COLUMNS = [
+    "id",
+    "thread_id",
+    "user_id",
+    "tool_name",
+    "tool_call_id",
+    "sha256",
+    "path",
+    "chars",
+    "approx_tokens",
+    "created_at",
+]
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _tool_results(
+    database_url: str,
+    thread_id: str | None,
+    user_id: str | None,
+    tool_name: str | None,
+    min_chars: int | None,
+    limit: int,
+    offset: int,
+) -> pd.DataFrame:
+    from yuxi_dash.tool_results import list_tool_results
+
+    with session_scope(get_settings()) as session:
+        rows = list_tool_results(
+            session,
+            thread_id=thread_id,
+            user_id=user_id,
+            tool_name=tool_name,
+            min_chars=min_chars,
+            limit=limit,
+            offset=offset,
+        )
+        records = [_as_dict(r) for r in rows]
+    return _frame(records, TOOL_RESULT_COLUMNS)
+
+
+def _as_dict(row: Any) -> dict[str, Any]:
+    if hasattr(row, "to_dict"):
+        return row.to_dict()
+    return asdict(row)
+
+
+def tool_results(
+    *,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    tool_name: str | None = None,
+    min_chars: int | None = None,
+    limit: int = 200,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """Offloaded tool results matching the filters (index rows, not file content)."""
+    return _tool_results(_url(), thread_id, user_id, tool_name, min_chars, limit, offset)
+
+
+# --- audit ---------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _audit(
+    database_url: str,
+    actor: str | None,
+    action: str | None,
+    target: str | None,
+    since: datetime | None,
+    limit: int,
+) -> pd.DataFrame:
+    from yuxi_dash.store.queries import list_audit
+
+    with session_scope(get_settings()) as session:
+        rows = list_audit(
+            session, actor=actor, action=action, target=target, since=since, limit=limit
+        )
+    return _frame(
+        [r.to_dict() for r in rows], ["id", "at", "actor", "action", "target", "outcome", "detail"]
+    )
+
+
+def audit_rows(
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    target: str | None = None,
+    since: datetime | None = None,
+    limit: int = 1000,
+) -> pd.DataFrame:
+    """Audit rows, newest first."""
+    return _audit(_url(), actor, action, target, since, limit)
+
+
+_CACHED = (
+    _filter_choices,
+    _overview,
+    _threads,
+    _thread_ids,
+    _thread_detail,
+    _tool_results,
+    _audit,
+)
+
+
+def clear_loaders() -> None:
+    """Forget every cached read of this module (call after any write)."""
+    for loader in _CACHED:
+        loader.clear()
