@@ -1,0 +1,138 @@
+"""Offloading large tool results and truncating long file-write arguments."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from tests.compression.conftest import kb_payload, tool_exchange
+from yuxi_dash.compression import (
+    ARG_TRUNCATION_MARKER,
+    compact_messages,
+    is_saved_result,
+    parse_saved_header,
+    tool_result_preview,
+)
+from yuxi_dash.compression.compaction import offload_tool_results
+from yuxi_dash.workdir import Workdir
+
+
+def test_large_result_is_offloaded_with_exact_header(workdir: Workdir) -> None:
+    content = "line of output\n" * 400  # 6000 chars -> 1500 tokens
+    messages = [HumanMessage(content="run it"), *tool_exchange(1, "run_command", content)]
+    compacted = compact_messages(messages, workdir)
+    replaced = compacted[2]
+    assert isinstance(replaced, ToolMessage)
+    assert replaced.tool_call_id == "call-1" and replaced.name == "run_command"
+    sha = hashlib.sha256(content.encode()).hexdigest()
+    path = f"outputs/large_tool_results/run_command-{sha[:16]}.txt"
+    preview = tool_result_preview("run_command", content, 300)
+    lines = replaced.content.split("\n")
+    assert lines[:8] == [
+        "[Tool result saved]",
+        "Tool: run_command",
+        "Approx tokens: 1500",
+        f"SHA-256: {sha}",
+        f"Full output path: {path}",
+        "",
+        "Output preview:",
+        "[HEAD]",
+    ]
+    assert replaced.content.endswith(
+        f"\n[Truncated {len(content) - len(preview)} chars. Read the full output from the saved file.]"
+    )
+    assert preview in replaced.content
+    # The file is the truth: its SHA-256 is the header's, its bytes the original's.
+    raw = (workdir.root / path).read_bytes()
+    assert raw == content.encode("utf-8")
+    assert hashlib.sha256(raw).hexdigest() == parse_saved_header(replaced.content)["SHA-256"]
+    # Input messages are untouched.
+    assert messages[2].content == content
+
+
+def test_threshold_is_ceil_chars_over_4_greater_than_limit(workdir: Workdir) -> None:
+    at_limit = [*tool_exchange(1, "run", "a" * 1200)]  # exactly 300 tokens: stays
+    over = [*tool_exchange(2, "run", "a" * 1201)]  # ceil(1201/4)=301: offloaded
+    assert compact_messages(at_limit, workdir)[1].content == "a" * 1200
+    assert is_saved_result(compact_messages(over, workdir)[1])
+    assert is_saved_result(compact_messages(over, workdir, tool_result_token_limit=100)[1])
+    assert compact_messages(over, workdir, tool_result_token_limit=400)[1].content == "a" * 1201
+
+
+def test_same_content_twice_is_one_file_and_saved_messages_are_skipped(workdir: Workdir) -> None:
+    content = "same " * 2000
+    messages = [*tool_exchange(1, "run", content), *tool_exchange(2, "run", content)]
+    compacted, saved = offload_tool_results(messages, workdir)
+    assert len(saved) == 2
+    assert saved[0][2].path == saved[1][2].path
+    assert len(list((workdir.root / "outputs/large_tool_results").iterdir())) == 1
+    again, saved_again = offload_tool_results(compacted, workdir)
+    assert saved_again == []
+    assert [m.content for m in again] == [m.content for m in compacted]
+
+
+def test_write_failure_leaves_message_exactly_as_it_was(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("file")
+    content = "z" * 5000
+    messages = [*tool_exchange(1, "run", content)]
+    compacted = compact_messages(messages, Workdir(blocker))
+    assert compacted[1] == messages[1]
+    assert compacted[1].content == content
+
+
+def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) -> None:
+    workdir = Workdir(tmp_path / "wd")
+    real_save = Workdir.save_tool_result
+
+    def flaky(self: Workdir, tool_name: str, content: str):
+        if content.startswith("fail"):
+            raise OSError("disk full")
+        return real_save(self, tool_name, content)
+
+    monkeypatch.setattr(Workdir, "save_tool_result", flaky)
+    messages = [*tool_exchange(1, "run", "fail" + "x" * 5000), *tool_exchange(2, "run", "y" * 5000)]
+    compacted = compact_messages(messages, workdir)
+    assert compacted[1] == messages[1]
+    assert is_saved_result(compacted[3])
+
+
+def test_missing_workdir_leaves_messages_unchanged() -> None:
+    messages = [*tool_exchange(1, "query_kb", kb_payload(20))]
+    compacted = compact_messages(messages, None)
+    assert compacted == messages
+
+
+def test_tool_name_falls_back_to_the_tool_call(workdir: Workdir) -> None:
+    messages = [
+        AIMessage(content="", tool_calls=[{"name": "query_kb", "args": {}, "id": "k1"}]),
+        ToolMessage(content=kb_payload(12), tool_call_id="k1"),
+    ]
+    compacted = compact_messages(messages, workdir)
+    header = parse_saved_header(compacted[1].content)
+    assert header["Tool"] == "query_kb"
+    assert header["Full output path"].startswith("outputs/large_tool_results/query_kb-")
+    assert '"kind":"knowledge_base"' in compacted[1].content
+
+
+def test_write_file_args_truncated_in_view_only(workdir: Workdir) -> None:
+    long_text = "0123456789abcdefghij" + "k" * 3000
+    ai = AIMessage(
+        content="writing",
+        tool_calls=[
+            {"name": "write_file", "args": {"path": "a.py", "content": long_text}, "id": "w1"},
+            {"name": "edit_file", "args": {"old": "x" * 2000, "new": "y" * 2001}, "id": "w2"},
+            {"name": "run_command", "args": {"cmd": "z" * 5000}, "id": "w3"},
+        ],
+    )
+    compacted = compact_messages([ai], workdir)
+    calls = compacted[0].tool_calls
+    assert calls[0]["args"]["content"] == "0123456789abcdefghij" + ARG_TRUNCATION_MARKER
+    assert ARG_TRUNCATION_MARKER == "...(argument truncated for context view)"
+    assert calls[0]["args"]["path"] == "a.py"
+    assert calls[1]["args"]["old"] == "x" * 2000  # exactly 2000 is not > 2000
+    assert calls[1]["args"]["new"] == "y" * 20 + ARG_TRUNCATION_MARKER
+    assert calls[2]["args"]["cmd"] == "z" * 5000  # other tools untouched
+    assert ai.tool_calls[0]["args"]["content"] == long_text  # stored message untouched

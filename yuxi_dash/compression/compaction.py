@@ -1,0 +1,167 @@
+"""Deterministic compaction: offload large tool results, truncate long file-write args.
+
+- ``offload_tool_results``: every ToolMessage whose text is over the limit
+  (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and replaced
+  by the saved-result header carrying the full SHA-256, the path and a preview.
+  Messages already saved are skipped. A failed write (OSError) or no workdir
+  leaves that message exactly as it was. This change is persisted in the state.
+- ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
+  than the limit are shown as their first 20 chars plus a marker. This is the
+  model's view only; the stored messages keep the full arguments.
+- ``compact_messages``: both, the public one-call form (DESIGN §3).
+
+No model is called here and input messages are never mutated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from yuxi_dash.compression.preview import tool_result_preview
+from yuxi_dash.compression.state import SAVED_RESULT_MARKER
+from yuxi_dash.workdir import SavedFile, Workdir, approx_tokens_for_chars
+
+logger = logging.getLogger(__name__)
+
+TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
+ARG_TRUNCATION_KEEP_CHARS = 20
+ARG_TRUNCATION_MARKER = "...(argument truncated for context view)"
+
+SavedRecord = tuple[str | None, str, SavedFile]  # (tool_call_id, tool_name, saved file)
+
+
+def is_saved_result(message: BaseMessage) -> bool:
+    """True when a ToolMessage already carries the saved-result header."""
+    return isinstance(message.content, str) and message.content.startswith(SAVED_RESULT_MARKER)
+
+
+def saved_result_header(tool_name: str, saved: SavedFile, preview: str, original_chars: int) -> str:
+    """The text that replaces an offloaded tool result in the model's view (DESIGN §4)."""
+    truncated = max(0, original_chars - len(preview))
+    return (
+        f"{SAVED_RESULT_MARKER}\n"
+        f"Tool: {tool_name}\n"
+        f"Approx tokens: {saved.approx_tokens}\n"
+        f"SHA-256: {saved.sha256}\n"
+        f"Full output path: {saved.path}\n"
+        "\n"
+        "Output preview:\n"
+        f"{preview}\n"
+        f"[Truncated {truncated} chars. Read the full output from the saved file.]"
+    )
+
+
+def parse_saved_header(content: str) -> dict[str, str]:
+    """The header fields (Tool, Approx tokens, SHA-256, Full output path) of a saved result."""
+    fields: dict[str, str] = {}
+    if not content.startswith(SAVED_RESULT_MARKER):
+        return fields
+    for line in content.split("\n", 6)[1:6]:
+        key, sep, value = line.partition(": ")
+        if sep and key in ("Tool", "Approx tokens", "SHA-256", "Full output path"):
+            fields[key] = value
+    return fields
+
+
+def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """Tool name of every tool call the AI messages made, by call id."""
+    names: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call.get("id"):
+                    names[call["id"]] = call.get("name") or ""
+    return names
+
+
+def offload_tool_results(
+    messages: Sequence[BaseMessage],
+    workdir: Workdir | None,
+    *,
+    tool_result_token_limit: int = 300,
+    start: int = 0,
+) -> tuple[list[BaseMessage], list[SavedRecord]]:
+    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved)."""
+    result = list(messages)
+    saved_records: list[SavedRecord] = []
+    if workdir is None:
+        return result, saved_records
+    call_names: dict[str, str] | None = None
+    for index in range(max(0, start), len(result)):
+        message = result[index]
+        if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
+            continue
+        content = message.content
+        if approx_tokens_for_chars(len(content)) <= tool_result_token_limit:
+            continue
+        if content.startswith(SAVED_RESULT_MARKER):
+            continue
+        tool_name = message.name
+        if not tool_name:
+            if call_names is None:
+                call_names = tool_names_by_call_id(messages)
+            tool_name = call_names.get(message.tool_call_id) or "tool"
+        try:
+            saved = workdir.save_tool_result(tool_name, content)
+        except OSError as exc:
+            # The message stays exactly as it was; the next compaction tries again.
+            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+            continue
+        preview = tool_result_preview(tool_name, content, tool_result_token_limit)
+        header = saved_result_header(tool_name, saved, preview, len(content))
+        result[index] = message.model_copy(update={"content": header})
+        saved_records.append((message.tool_call_id, tool_name, saved))
+    return result, saved_records
+
+
+def _truncate_args(args: dict[str, Any], max_length: int) -> dict[str, Any] | None:
+    changed = False
+    view: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, str) and len(value) > max_length:
+            view[key] = value[:ARG_TRUNCATION_KEEP_CHARS] + ARG_TRUNCATION_MARKER
+            changed = True
+        else:
+            view[key] = value
+    return view if changed else None
+
+
+def truncate_tool_args(
+    messages: Sequence[BaseMessage], tool_arg_max_length: int = 2000
+) -> list[BaseMessage]:
+    """The model's view of ``messages`` with long write_file/edit_file string args shortened."""
+    result = list(messages)
+    for index, message in enumerate(result):
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        calls = []
+        changed = False
+        for call in message.tool_calls:
+            args = call.get("args")
+            if call.get("name") in TRUNCATED_ARG_TOOLS and isinstance(args, dict):
+                view_args = _truncate_args(args, tool_arg_max_length)
+                if view_args is not None:
+                    call = {**call, "args": view_args}
+                    changed = True
+            calls.append(call)
+        if changed:
+            result[index] = message.model_copy(update={"tool_calls": calls})
+    return result
+
+
+def compact_messages(
+    messages: Sequence[BaseMessage],
+    workdir: Workdir | None,
+    *,
+    tool_result_token_limit: int = 300,
+    tool_arg_max_length: int = 2000,
+) -> list[BaseMessage]:
+    """Offload large tool results and truncate long file-write args (the compacted view)."""
+    offloaded, _saved = offload_tool_results(
+        messages, workdir, tool_result_token_limit=tool_result_token_limit
+    )
+    return truncate_tool_args(offloaded, tool_arg_max_length)

@@ -1,0 +1,157 @@
+"""The compression engine's view of one thread: messages, summary event, outcomes.
+
+``ThreadContextState`` holds every message of the thread (never dropped) plus the
+latest ``SummaryEvent``; what the model sees is the summary message followed by
+the messages from ``cutoff_index`` on. ``to_storage``/``from_storage`` give the
+``messages_to_dict`` form the store keeps in ``thread_states``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    message_to_dict,
+    messages_from_dict,
+    messages_to_dict,
+)
+
+from yuxi_dash.workdir import SavedFile
+
+SUMMARY_SOURCE = "summarization"
+SAVED_RESULT_MARKER = "[Tool result saved]"
+
+
+def is_summary_message(message: BaseMessage) -> bool:
+    """True for a summary message written by the engine (``lc_source=summarization``)."""
+    return (
+        isinstance(message, HumanMessage)
+        and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+    )
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a message's content (text blocks joined; other blocks skipped)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class SummaryEvent:
+    """The latest summary: messages before ``cutoff_index`` are replaced by ``summary_message``."""
+
+    cutoff_index: int
+    summary_message: HumanMessage
+    file_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cutoff_index": self.cutoff_index,
+            "summary_message": message_to_dict(self.summary_message),
+            "file_path": self.file_path,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SummaryEvent:
+        (message,) = messages_from_dict([data["summary_message"]])
+        if not isinstance(message, HumanMessage):
+            raise ValueError("summary_message must be a human message")
+        return cls(
+            cutoff_index=int(data["cutoff_index"]),
+            summary_message=message,
+            file_path=str(data.get("file_path", "")),
+        )
+
+
+@dataclass(frozen=True)
+class ThreadContextState:
+    """All messages of a thread plus its latest summary event (the checkpoint's context part)."""
+
+    thread_id: str
+    messages: list[BaseMessage]
+    summary: SummaryEvent | None = None
+    history_session_id: str = ""
+
+    @property
+    def visible_start(self) -> int:
+        """Index of the first message the model still sees after the summary."""
+        if self.summary is None:
+            return 0
+        return max(0, min(self.summary.cutoff_index, len(self.messages)))
+
+    def model_visible_messages(self) -> list[BaseMessage]:
+        """``[summary] + messages[cutoff:]`` when summarized, else every message."""
+        if self.summary is None:
+            return list(self.messages)
+        return [self.summary.summary_message, *self.messages[self.visible_start :]]
+
+    def summary_active(self) -> bool:
+        """The first model-visible message is the summary (DESIGN §4)."""
+        visible = self.model_visible_messages()
+        return bool(visible) and is_summary_message(visible[0])
+
+    def to_storage(self) -> dict[str, Any]:
+        return {
+            "messages": messages_to_dict(self.messages),
+            "summary": self.summary.to_dict() if self.summary else None,
+            "history_session_id": self.history_session_id,
+        }
+
+    @classmethod
+    def from_storage(cls, thread_id: str, data: dict[str, Any] | None) -> ThreadContextState:
+        data = data or {}
+        summary_data = data.get("summary")
+        return cls(
+            thread_id=thread_id,
+            messages=list(messages_from_dict(data.get("messages") or [])),
+            summary=SummaryEvent.from_dict(summary_data) if summary_data else None,
+            history_session_id=str(data.get("history_session_id") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class CompressionOutcome:
+    """What one force/auto compression did; ``state`` is the state to write (or the input on no_op)."""
+
+    status: Literal["completed", "no_op"]
+    reason: str | None
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int
+    file_path: str | None
+    state: ThreadContextState
+    summarized: bool = False
+    saved_files: list[tuple[str | None, str, SavedFile]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result fields the service and CLI report (no message content)."""
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "before_tokens": self.before_tokens,
+            "after_tokens": self.after_tokens,
+            "compressed_messages": self.compressed_messages,
+            "file_path": self.file_path,
+            "summarized": self.summarized,
+            "saved_files": [
+                {
+                    "tool_call_id": call_id,
+                    "tool_name": name,
+                    "path": saved.path,
+                    "sha256": saved.sha256,
+                    "chars": saved.chars,
+                }
+                for call_id, name, saved in self.saved_files
+            ],
+        }
