@@ -5,11 +5,19 @@ session when given one (same transaction), otherwise in its own short
 transaction, so a refused or failed attempt is recorded even when the work it
 guarded was rolled back. `detail` is for ids, codes and counts only: keys that
 could carry user content or query parameters are dropped before writing.
+
+`record_audit_eventually` is for refusals that happen while another writer
+holds the database (SQLite has one writer at a time): when the write lock
+cannot be had now, the row is handed to a background writer that retries
+until the lock is free, so even a "thread is locked" refusal is recorded.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
+import time
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -77,3 +85,74 @@ def record_audit(
         entry_id = entry.id
     log.info("audit %s %s -> %s", action, outcome, target)
     return entry_id
+
+
+_RETRY_SECONDS = 120.0
+_pending: queue.Queue[tuple[dict[str, Any], Settings | None, float]] = queue.Queue()
+_writer_lock = threading.Lock()
+_writer: threading.Thread | None = None
+
+
+def _is_locked(exc: BaseException) -> bool:
+    return (
+        "locked" in str(exc).lower()
+        or getattr(getattr(exc, "orig", None), "sqlstate", "") == "55P03"
+    )
+
+
+def _drain() -> None:
+    while True:
+        fields, settings, give_up_at = _pending.get()
+        try:
+            while True:
+                try:
+                    record_audit(**fields, settings=settings)
+                    break
+                except Exception as exc:  # noqa: BLE001 - retried, then logged without detail
+                    if not _is_locked(exc) or time.monotonic() > give_up_at:
+                        log.error("audit row for %s could not be written", fields.get("action"))
+                        break
+                    time.sleep(0.05)
+        finally:
+            _pending.task_done()
+
+
+def record_audit_eventually(
+    *,
+    actor: str,
+    action: str,
+    target: str,
+    outcome: str,
+    detail: dict[str, Any] | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Write now if possible; if the database is write-locked, retry in the background."""
+    global _writer
+    fields = {
+        "actor": actor,
+        "action": action,
+        "target": target,
+        "outcome": outcome,
+        "detail": sanitize_detail(detail),
+    }
+    try:
+        record_audit(**fields, settings=settings)
+        return
+    except Exception as exc:
+        if not _is_locked(exc):
+            raise
+    with _writer_lock:
+        if _writer is None or not _writer.is_alive():
+            _writer = threading.Thread(target=_drain, name="audit-retry", daemon=True)
+            _writer.start()
+    _pending.put((fields, settings, time.monotonic() + _RETRY_SECONDS))
+
+
+def wait_for_pending_audit(timeout: float = 30.0) -> bool:
+    """Block until every deferred audit row is written (True) or `timeout` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while _pending.unfinished_tasks:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

@@ -27,6 +27,7 @@ from yuxi_dash.settings import Settings, get_settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BEGIN_OPTION = "yuxi_sqlite_begin"  # execution option: "IMMEDIATE" takes the write lock
+SQLITE_BUSY_OPTION = "yuxi_sqlite_busy_ms"  # execution option: busy timeout for this transaction
 _MAX_CACHED_ENGINES = 16
 _lock = threading.RLock()
 _engines: OrderedDict[tuple[str, float], sa.Engine] = OrderedDict()
@@ -81,7 +82,10 @@ def create_engine_for_url(url: str, *, busy_timeout_seconds: float = 5.0) -> sa.
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION)
+        options = conn.get_execution_options()
+        wait_ms = int(options.get(SQLITE_BUSY_OPTION, busy_ms))
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={wait_ms}")
+        mode = options.get(SQLITE_BEGIN_OPTION)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")
 
     return engine
@@ -176,18 +180,25 @@ def session_scope(settings: Settings | None = None) -> Iterator[Session]:
 
 
 @contextmanager
-def locked_session(settings: Settings | None = None) -> Iterator[Session]:
+def locked_session(
+    settings: Settings | None = None, *, wait_seconds: float | None = None
+) -> Iterator[Session]:
     """Like `session_scope`, but on SQLite the transaction starts with BEGIN IMMEDIATE.
 
     That takes SQLite's database write lock before the first read, which is the
     SQLite equivalent of the service's `SELECT ... FOR UPDATE` on PostgreSQL.
+    `wait_seconds` bounds the wait for that lock (default: settings.lock_timeout_seconds);
+    running out raises sqlalchemy's OperationalError ("database is locked").
     """
     settings = settings or get_settings()
     session = session_factory(settings)()
     try:
         with session.begin():
             if is_sqlite(session):
-                session.connection(execution_options={SQLITE_BEGIN_OPTION: "IMMEDIATE"})
+                options: dict[str, Any] = {SQLITE_BEGIN_OPTION: "IMMEDIATE"}
+                if wait_seconds is not None:
+                    options[SQLITE_BUSY_OPTION] = max(0, int(wait_seconds * 1000))
+                session.connection(execution_options=options)
             yield session
     finally:
         session.close()

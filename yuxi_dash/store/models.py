@@ -182,6 +182,7 @@ class UsageSnapshotRow(Base):
     __tablename__ = "usage_snapshots"
     __table_args__ = (
         sa.Index("ix_usage_snapshots_thread_id_measured_at", "thread_id", "measured_at"),
+        sa.Index("ix_usage_snapshots_source_measured_at", "source", "measured_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

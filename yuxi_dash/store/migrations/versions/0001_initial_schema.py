@@ -217,6 +217,9 @@ def upgrade() -> None:
     op.create_index(
         "ix_usage_snapshots_thread_id_measured_at", "usage_snapshots", ["thread_id", "measured_at"]
     )
+    op.create_index(
+        "ix_usage_snapshots_source_measured_at", "usage_snapshots", ["source", "measured_at"]
+    )
 
     op.create_table(
         "agent_runs",
@@ -258,6 +261,7 @@ def downgrade() -> None:
     op.drop_index("ix_agent_runs_status", table_name="agent_runs")
 
     op.drop_table("agent_runs")
+    op.drop_index("ix_usage_snapshots_source_measured_at", table_name="usage_snapshots")
     op.drop_index("ix_usage_snapshots_thread_id_measured_at", table_name="usage_snapshots")
 
     op.drop_table("usage_snapshots")
