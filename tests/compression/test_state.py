@@ -1,0 +1,45 @@
+"""ThreadContextState storage round trip and the model-visible view."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import HumanMessage
+
+from tests.compression.conftest import build_thread
+from yuxi_dash.compression import (
+    SUMMARY_SOURCE,
+    SummaryEvent,
+    ThreadContextState,
+    is_summary_message,
+)
+
+
+def test_storage_round_trip_is_json_and_equal() -> None:
+    summary = HumanMessage(content="summary", additional_kwargs={"lc_source": SUMMARY_SOURCE})
+    state = ThreadContextState(
+        "t",
+        build_thread(3),
+        summary=SummaryEvent(cutoff_index=4, summary_message=summary, file_path="outputs/x.md"),
+        history_session_id="t",
+    )
+    stored = json.loads(json.dumps(state.to_storage()))
+    assert set(stored) == {"messages", "summary", "history_session_id"}
+    restored = ThreadContextState.from_storage("t", stored)
+    assert restored == state
+    assert restored.summary_active()
+    assert restored.model_visible_messages() == [summary, *state.messages[4:]]
+
+
+def test_without_summary_every_message_is_visible() -> None:
+    state = ThreadContextState.from_storage("t", {"messages": [], "summary": None})
+    assert state.model_visible_messages() == [] and not state.summary_active()
+    full = ThreadContextState("t", build_thread(2))
+    assert full.model_visible_messages() == full.messages
+
+
+def test_summary_marker_is_the_lc_source() -> None:
+    assert is_summary_message(
+        HumanMessage(content="x", additional_kwargs={"lc_source": SUMMARY_SOURCE})
+    )
+    assert not is_summary_message(HumanMessage(content="x"))
