@@ -109,3 +109,55 @@ def outcome_line(thread_id: str, result: Mapping[str, Any]) -> str:
         return line
     reason = result.get("reason") or "nothing to do"
     return f"{thread_id}: nothing compressed ({reason}); {before} tokens unchanged"
+
+
+def saved_result_parts(text: str) -> dict[str, Any] | None:
+    """Split a saved-result message into header fields, the preview, and the truncation note.
+
+    None when `text` is not a saved-result message.
+    """
+    from yuxi_dash.compression.compaction import parse_saved_header
+
+    fields = parse_saved_header(text)
+    if not fields:
+        return None
+    _, _, rest = text.partition("\nOutput preview:\n")
+    preview, sep, note = rest.rpartition("\n[Truncated ")
+    if not sep:
+        preview, note = rest, ""
+    else:
+        note = "[Truncated " + note
+    return {"fields": fields, "preview": preview, "note": note}
+
+
+def structured_records(preview: str) -> dict[str, Any] | None:
+    """The records of a structured query_kb / web_search preview (compact JSON), else None.
+
+    Returns {"kind", "result_count", "omitted_results", "query", "records": [flat dicts]}.
+    """
+    import json
+
+    try:
+        document = json.loads(preview)
+    except (ValueError, TypeError):
+        return None
+    if isinstance(document, list):
+        document = {"results": document}
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        return None
+    records = []
+    for record in document["results"]:
+        if not isinstance(record, dict):
+            continue
+        flat = {k: v for k, v in record.items() if k != "metadata"}
+        metadata = record.get("metadata")
+        if isinstance(metadata, dict):
+            flat.update({f"metadata.{k}": v for k, v in metadata.items()})
+        records.append(flat)
+    return {
+        "kind": document.get("kind"),
+        "result_count": document.get("result_count", len(records)),
+        "omitted_results": document.get("omitted_results", 0),
+        "query": document.get("query"),
+        "records": records,
+    }

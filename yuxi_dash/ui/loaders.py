@@ -272,6 +272,21 @@ def tool_results(
     return _tool_results(_url(), thread_id, user_id, tool_name, min_chars, limit, offset)
 
 
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _verify_statuses(database_url: str, result_ids: tuple[int, ...]) -> dict[int, str]:
+    from yuxi_dash.tool_results import verify_tool_results
+
+    settings = get_settings()
+    with session_scope(settings) as session:
+        report = verify_tool_results(session, result_ids=list(result_ids), settings=settings)
+    return {r.id: r.status for r in report.results}
+
+
+def verify_statuses(result_ids: list[int]) -> dict[int, str]:
+    """SHA-256 status (ok / mismatch / missing) of these tool results, re-hashed from the files."""
+    return _verify_statuses(_url(), tuple(sorted(int(i) for i in result_ids)))
+
+
 # --- audit ---------------------------------------------------------------------------
 
 
@@ -314,6 +329,7 @@ _CACHED = (
     _thread_ids,
     _thread_detail,
     _tool_results,
+    _verify_statuses,
     _audit,
 )
 

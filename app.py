@@ -1,0 +1,72 @@
+"""yuxi-dash entry point: settings, identity, then st.navigation over pages/.
+
+Run with `yuxi-dash serve` (or `streamlit run app.py`). A visitor nobody
+vouches for gets the refusal page and no navigation at all. The Operations
+group is always there (Audit log for admins only); the Memory group lists the
+memory pages that exist in pages/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from yuxi_dash.auth import Role
+from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.identity import current_identity, show_refusal
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+
+OPERATIONS = [
+    ("overview.py", "Pressure overview", ":material/monitoring:", Role.VIEWER),
+    ("threads.py", "Threads ≥ 85%", ":material/compress:", Role.VIEWER),
+    ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
+    ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
+    ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),
+]
+MEMORY = [
+    ("memory_overview.py", "Memory overview", ":material/hub:"),
+    ("memory_entities.py", "Entities", ":material/category:"),
+    ("memory_relations.py", "Facts", ":material/share:"),
+    ("memory_ratification.py", "Ratification", ":material/verified:"),
+    ("memory_communities.py", "Communities", ":material/groups:"),
+    ("memory_episodes.py", "Episodes", ":material/history_edu:"),
+    ("memory_chat.py", "Memory vs chat", ":material/forum:"),
+    ("memory_context.py", "Warm context", ":material/psychology:"),
+]
+
+st.set_page_config(page_title="yuxi-dash", page_icon=":material/compress:", layout="wide")
+
+settings = get_settings()
+identity = current_identity(settings)
+
+if identity.actor is None:
+    st.navigation([st.Page(lambda: show_refusal(identity), title="yuxi-dash")], position="hidden")
+    show_refusal(identity)
+    st.stop()
+
+actor = identity.actor
+operations = [
+    st.Page(PAGES_DIR / name, title=title, icon=icon, default=(name == "overview.py"))
+    for name, title, icon, needed in OPERATIONS
+    if actor.role >= needed
+]
+memory = [
+    st.Page(PAGES_DIR / name, title=title, icon=icon)
+    for name, title, icon in MEMORY
+    if (PAGES_DIR / name).is_file()
+]
+sections = {"Operations": operations}
+if memory:
+    sections["Memory"] = memory
+page = st.navigation(sections)
+
+with st.sidebar:
+    st.caption(f"Signed in as **{actor.id}** · {actor.role.label} · {actor.via}")
+    if identity.banner:
+        st.info(identity.banner, icon=":material/lock_open:")
+    if actor.via == "oidc":
+        st.button("Sign out", on_click=st.logout)
+
+page.run()

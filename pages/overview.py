@@ -1,0 +1,86 @@
+"""Pressure overview: KPIs, the population heatmap with the hottest threads as points, filters.
+
+Reads through yuxi_dash.ui.loaders (aggregates computed in SQL by
+yuxi_dash.store.overview); clicking a point opens that thread's detail.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import streamlit as st
+
+from yuxi_dash.ui import loaders
+from yuxi_dash.ui.charts import PICK, pressure_overview_chart
+from yuxi_dash.ui.format import pct
+from yuxi_dash.ui.identity import require_actor
+
+ACTIVITY_WINDOWS = {
+    "any time": None,
+    "last hour": timedelta(hours=1),
+    "last 24 hours": timedelta(hours=24),
+    "last 7 days": timedelta(days=7),
+    "last 30 days": timedelta(days=30),
+}
+
+require_actor()
+st.title("Context pressure")
+
+choices = loaders.filter_choices()
+with st.container(horizontal=True):
+    agent = st.selectbox("Agent", choices["agents"], index=None, placeholder="all agents")
+    user_id = st.selectbox("User", choices["users"], index=None, placeholder="all users")
+    status = st.selectbox(
+        "Status", choices["statuses"], index=None, placeholder="active + archived"
+    )
+    window = st.selectbox("Last activity", list(ACTIVITY_WINDOWS), index=0)
+    auto_refresh = st.toggle("Auto-refresh (30 s)", value=False)
+
+since_delta = ACTIVITY_WINDOWS[window]
+active_since = None
+if since_delta is not None:  # rounded to the minute so the cache key is stable within it
+    active_since = (datetime.now(UTC) - since_delta).replace(second=0, microsecond=0)
+
+
+@st.fragment(run_every=30 if auto_refresh else None)
+def pressure_panel() -> None:
+    data = loaders.pressure_overview(
+        agent=agent, user_id=user_id, status=status, active_since=active_since
+    )
+    kpis = data["kpis"]
+    if not kpis["threads"]:
+        st.info("No threads match these filters. Seed the demo with `yuxi-dash demo`.")
+        return
+    cols = st.columns(6)
+    cols[0].metric("Threads", f"{kpis['threads']:,}")
+    cols[1].metric("At or over 85%", f"{kpis['at_or_over_suggestion']:,}")
+    cols[2].metric("Over 100%", f"{kpis['over_threshold']:,}")
+    cols[3].metric("Summary active", pct(kpis["summary_active_share"]))
+    cols[4].metric("Compressions, 24 h", f"{kpis['compressions']:,}")
+    cols[5].metric(
+        "Auto / manual, 24 h", f"{kpis['compressions_auto']:,} / {kpis['compressions_manual']:,}"
+    )
+    points = data["points"]
+    if data["points_total"] > len(points):
+        st.caption(
+            f"Drawing the {len(points):,} highest of {data['points_total']:,} threads above 75% "
+            "as points; every thread is counted in the heatmap."
+        )
+    else:
+        st.caption(
+            "Grey cells: every thread, counted per cell. Points: threads at or above 75% "
+            "summary pressure, coloured by agent. Click a point to open the thread."
+        )
+    event = st.altair_chart(
+        pressure_overview_chart(data["heatmap"], points),
+        on_select="rerun",
+        selection_mode=PICK,
+        key="pressure_chart",
+        width="stretch",
+    )
+    picked = (event.get("selection") or {}).get(PICK) or [] if event else []
+    if picked and picked[0].get("thread_id"):
+        st.switch_page("pages/thread_detail.py", query_params={"thread": picked[0]["thread_id"]})
+
+
+pressure_panel()

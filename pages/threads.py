@@ -1,0 +1,113 @@
+"""Threads at or above 85% summary pressure, highest first, with the compress action.
+
+One thread or a selection: a dialog previews what would be summarized, then the
+locked service core compresses with the version the operator saw. Buttons are
+disabled where the action cannot succeed; the service decides regardless.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from yuxi_dash.ui import loaders
+from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
+from yuxi_dash.ui.format import ago, busy_label, compress_blocker, pct, tokens_to_threshold
+from yuxi_dash.ui.identity import require_actor
+
+SUGGESTION_LINE = 0.85
+
+actor = require_actor()
+st.title("Threads at or above 85%")
+show_results()
+
+data = loaders.threads(min_pressure=SUGGESTION_LINE)
+rows: pd.DataFrame = data["rows"]
+if rows.empty:
+    st.info("No thread is at or above 85% of its summary threshold. Nothing to compress.")
+    st.stop()
+
+records = rows.to_dict("records")
+blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
+shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
+st.caption(f"{shown} threads, highest summary pressure first.")
+
+table = pd.DataFrame(
+    {
+        "open": [f"thread_detail?thread={t}" for t in rows["thread_id"]],
+        "thread": rows["thread_id"],
+        "user": rows["user_id"],
+        "agent": rows["agent_slug"],
+        "pressure": rows["summary_pressure_ratio"],
+        "context usage": rows["context_usage_ratio"],
+        "tokens to threshold": [
+            tokens_to_threshold(n, t)
+            for n, t in zip(
+                rows["next_llm_input_tokens"], rows["summary_trigger_tokens"], strict=True
+            )
+        ],
+        "busy": [busy_label(b) for b in rows["busy_reason"]],
+        "compression": ["supported" if c else "unsupported" for c in rows["capable"]],
+        "last compression": [ago(t) for t in rows["last_compression_at"]],
+    }
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "open": st.column_config.LinkColumn("", display_text="open", width="small"),
+        "pressure": st.column_config.ProgressColumn(
+            "Summary pressure", format="percent", min_value=0.0, max_value=1.5
+        ),
+        "context usage": st.column_config.ProgressColumn(
+            "Context usage", format="percent", min_value=0.0, max_value=1.0
+        ),
+        "tokens to threshold": st.column_config.NumberColumn(
+            "Tokens to threshold", format="localized", help="negative: already over"
+        ),
+    },
+)
+
+st.subheader("Compress")
+one, many = st.columns(2)
+with one:
+    thread_id = st.selectbox(
+        "One thread",
+        rows["thread_id"].tolist(),
+        format_func=lambda t: (
+            f"{t} · {pct(rows.set_index('thread_id').at[t, 'summary_pressure_ratio'])}"
+        ),
+        key="compress_thread",
+    )
+    blocker = blockers.get(thread_id)
+    version = int(rows.set_index("thread_id").at[thread_id, "version"]) if thread_id else 0
+    st.button(
+        "Compress…",
+        type="primary",
+        key="compress_one",
+        disabled=thread_id is None or blocker is not None,
+        help=blocker,
+        on_click=request_compression,
+        args=([{"thread_id": thread_id, "version": version}],),
+    )
+    if blocker:
+        st.caption(f"Cannot compress: {blocker}.")
+with many:
+    eligible = [r["thread_id"] for r in records if blockers[r["thread_id"]] is None]
+    selection = st.multiselect(
+        "Several threads (idle, supported)",
+        eligible,
+        key="compress_selection",
+        placeholder="choose threads" if eligible else "no thread can be compressed now",
+    )
+    versions = dict(zip(rows["thread_id"], rows["version"], strict=True))
+    st.button(
+        f"Compress {len(selection)} selected…",
+        key="compress_bulk",
+        disabled=not selection,
+        on_click=request_compression,
+        args=([{"thread_id": t, "version": int(versions[t])} for t in selection],),
+    )
+
+maybe_open_dialog(actor)

@@ -1,0 +1,105 @@
+"""One-line wording and parsing helpers (yuxi_dash.ui.format)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
+from yuxi_dash.ui.format import (
+    ago,
+    compress_blocker,
+    error_line,
+    outcome_line,
+    pct,
+    saved_result_parts,
+    structured_records,
+    tokens,
+    tokens_to_threshold,
+)
+
+OPERATOR = Actor(id="op@example.com", role=Role.OPERATOR)
+VIEWER = Actor(id="v@example.com", role=Role.VIEWER)
+IDLE = {"status": "active", "capable": True, "busy_reason": None, "agent_slug": "a"}
+
+
+def test_numbers() -> None:
+    assert pct(0.8734) == "87.3%"
+    assert pct(None) == "–"
+    assert tokens(102400) == "102,400"
+    assert tokens_to_threshold(90_000, 102_400) == 12_400
+    assert tokens_to_threshold(110_000, 102_400) == -7_600
+
+
+def test_ago() -> None:
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    assert ago(None) == "never"
+    assert ago(now - timedelta(seconds=5), now=now) == "just now"
+    assert ago(now - timedelta(minutes=5), now=now) == "5 min ago"
+    assert ago(now - timedelta(hours=3), now=now) == "3 h ago"
+    assert ago(now - timedelta(days=2), now=now) == "2 d ago"
+
+
+def test_compress_blocker_says_why_the_button_is_disabled() -> None:
+    assert compress_blocker(IDLE, OPERATOR) is None
+    assert "operator role" in (compress_blocker(IDLE, VIEWER) or "")
+    assert "busy (queued)" in (compress_blocker({**IDLE, "busy_reason": "queued"}, OPERATOR) or "")
+    assert "does not support" in (compress_blocker({**IDLE, "capable": False}, OPERATOR) or "")
+    assert "deleted" in (compress_blocker({**IDLE, "status": "deleted"}, OPERATOR) or "")
+
+
+def test_error_and_outcome_lines_are_single_lines() -> None:
+    busy = error_line(ThreadBusy("thread t1 is busy (running)"), thread_id="t1")
+    assert busy == "t1: Busy — thread t1 is busy (running) [thread_busy]"
+    assert "Stale" in error_line(StaleState("moved"))
+    assert "Not allowed" in error_line(Forbidden("no"))
+    assert "RuntimeError" in error_line(RuntimeError("secret detail"))
+    assert "secret detail" not in error_line(RuntimeError("secret detail"))
+    done = outcome_line(
+        "t1",
+        {
+            "status": "completed",
+            "before_tokens": 120000,
+            "after_tokens": 3000,
+            "compressed_messages": 40,
+            "file_path": "outputs/conversation_history/session_t1.md",
+        },
+    )
+    assert done == (
+        "t1: compressed 40 messages, 120,000 → 3,000 tokens; "
+        "history in outputs/conversation_history/session_t1.md"
+    )
+    noop = outcome_line(
+        "t1", {"status": "no_op", "reason": "insufficient_history", "before_tokens": 5}
+    )
+    assert "insufficient_history" in noop and "\n" not in noop
+
+
+def test_saved_result_parts_and_structured_records() -> None:
+    preview = json.dumps(
+        {
+            "kind": "knowledge_base",
+            "result_count": 12,
+            "query": "refunds",
+            "results": [{"id": "c1", "title": "Refunds", "metadata": {"chunk_index": 3}}],
+            "omitted_results": 11,
+        }
+    )
+    text = (
+        "[Tool result saved]\nTool: query_kb\nApprox tokens: 900\nSHA-256: " + "a" * 64 + "\n"
+        "Full output path: outputs/large_tool_results/query_kb-aaaa.txt\n\nOutput preview:\n"
+        + preview
+        + "\n[Truncated 3000 chars. Read the full output from the saved file.]"
+    )
+    parts = saved_result_parts(text)
+    assert parts is not None
+    assert parts["fields"]["Tool"] == "query_kb"
+    assert parts["preview"] == preview
+    assert parts["note"].startswith("[Truncated 3000 chars")
+    records = structured_records(parts["preview"])
+    assert records is not None
+    assert records["records"] == [{"id": "c1", "title": "Refunds", "metadata.chunk_index": 3}]
+    assert (records["result_count"], records["omitted_results"]) == (12, 11)
+    assert saved_result_parts("plain tool output") is None
+    assert structured_records("[HEAD]\nnot json") is None

@@ -1,0 +1,143 @@
+"""The compress action in the UI: ask, confirm with a preview, run through the service, report.
+
+Flow: a button's callback stores the threads the operator picked (with the
+version each row showed) under `PENDING_KEY`; while something is pending the
+page opens `confirm_dialog`, which shows `service.preview_compression` for
+each thread and, on confirm, calls `service.compress_thread_context` one
+thread at a time with the version the operator saw in that preview (a state
+that moved since is refused as stale). Every outcome or refusal becomes one
+line under `RESULTS_KEY`, the cached loaders are cleared, and the app reruns.
+The service checks the role again: the disabled button is a courtesy only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import streamlit as st
+
+from yuxi_dash.auth import Actor
+from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.service import compress_thread_context, preview_compression
+from yuxi_dash.ui.format import error_line, outcome_line, tokens
+from yuxi_dash.ui.loaders import clear_loaders
+
+log = logging.getLogger(__name__)
+
+PENDING_KEY = "compress_pending"
+RESULTS_KEY = "compress_results"
+
+
+def request_compression(items: list[dict[str, Any]]) -> None:
+    """Button callback: remember what to confirm ([{thread_id, version}, ...])."""
+    st.session_state[PENDING_KEY] = [
+        {"thread_id": str(i["thread_id"]), "version": int(i["version"])} for i in items
+    ]
+
+
+def _dismiss() -> None:
+    st.session_state.pop(PENDING_KEY, None)
+
+
+def compress_one(thread_id: str, version: int | None, actor: Actor) -> tuple[str, str]:
+    """Run one compression through the locked service core.
+
+    Returns (kind, one line) with kind "completed", "no_op" or "refused".
+    """
+    try:
+        result = compress_thread_context(thread_id, actor=actor, expected_version=version)
+    except YuxiDashError as exc:
+        return "refused", error_line(exc, thread_id=thread_id)
+    except Exception as exc:  # noqa: BLE001 - shown as one line; details go to the log
+        log.exception("compress failed unexpectedly (%s)", type(exc).__name__)
+        return "refused", error_line(exc, thread_id=thread_id)
+    return result.status, outcome_line(thread_id, result.to_dict())
+
+
+def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for item in pending:
+        thread_id = item["thread_id"]
+        try:
+            preview = preview_compression(thread_id)
+        except YuxiDashError as exc:
+            rows.append(
+                {"thread_id": thread_id, "version": item["version"], "note": error_line(exc)}
+            )
+            continue
+        note = preview.reason or (f"busy ({preview.busy_reason})" if preview.busy_reason else "")
+        if not preview.capable:
+            note = "agent does not support context compression"
+        if preview.version != item["version"]:
+            changed = f"changed since the list was loaded (v{item['version']} → v{preview.version})"
+            note = f"{note}; {changed}" if note else changed
+        rows.append(
+            {
+                "thread_id": thread_id,
+                "version": preview.version,
+                "messages to summarize": preview.messages_to_summarize,
+                "tokens before (est.)": tokens(preview.estimated_before_tokens),
+                "tokens after (est.)": tokens(preview.estimated_after_tokens),
+                "note": note,
+            }
+        )
+    return rows
+
+
+@st.dialog("Compress context", width="large", on_dismiss=_dismiss)
+def confirm_dialog(actor: Actor) -> None:
+    """Preview, then compress the pending threads one by one."""
+    pending: list[dict[str, Any]] = st.session_state.get(PENDING_KEY) or []
+    if not pending:
+        st.write("Nothing selected.")
+        return
+    rows = _preview_rows(pending)
+    st.write(
+        "The history before the kept recent messages is summarized into one message; "
+        "the full history is appended to the thread's conversation-history file."
+    )
+    st.dataframe(rows, hide_index=True, width="stretch")
+    left, right = st.columns(2)
+    confirmed = left.button(
+        f"Compress {len(rows)} thread{'s' if len(rows) != 1 else ''}",
+        type="primary",
+        key="confirm_compress",
+        width="stretch",
+    )
+    if right.button("Cancel", key="cancel_compress", width="stretch"):
+        _dismiss()
+        st.rerun()
+    if not confirmed:
+        return
+    results: list[dict[str, Any]] = []
+    label = rows[0]["thread_id"] if len(rows) == 1 else f"{len(rows)} threads"
+    with st.status(f"Compressing {label}…", expanded=True) as status:
+        progress = st.progress(0.0, text=f"0 of {len(rows)} done")
+        for index, row in enumerate(rows, start=1):
+            kind, line = compress_one(row["thread_id"], row.get("version"), actor)
+            results.append({"thread_id": row["thread_id"], "kind": kind, "line": line})
+            st.write(line)
+            progress.progress(index / len(rows), text=f"{index} of {len(rows)} done")
+        done = sum(r["kind"] == "completed" for r in results)
+        status.update(
+            label=f"Done: {done} of {len(results)} compressed",
+            state="complete" if done == len(results) else "error",
+        )
+    st.session_state[RESULTS_KEY] = results
+    _dismiss()
+    clear_loaders()
+    st.rerun()
+
+
+def show_results() -> None:
+    """The latest outcomes, one line per thread."""
+    show = {"completed": st.success, "no_op": st.info, "refused": st.error}
+    for result in st.session_state.get(RESULTS_KEY) or []:
+        show.get(result["kind"], st.error)(result["line"])
+
+
+def maybe_open_dialog(actor: Actor) -> None:
+    """Open the confirm dialog while a compression is pending (call once, at the page's end)."""
+    if st.session_state.get(PENDING_KEY):
+        confirm_dialog(actor)

@@ -1,0 +1,80 @@
+"""Drawing messages readably: the model-visible context, saved-result previews, structured records.
+
+Used by the thread detail and tool-result pages. A saved-result message is shown
+as its header fields plus the preview the model sees (query_kb / web_search
+previews as a table of records), never as one raw blob.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from yuxi_dash.ui.format import saved_result_parts, structured_records
+
+_AVATARS = {
+    "human": "user",
+    "ai": "assistant",
+    "tool": ":material/build:",
+    "system": ":material/settings:",
+}
+
+
+def draw_preview(preview: str) -> None:
+    """A tool-result preview: a records table when it is structured JSON, else monospace text."""
+    structured = structured_records(preview)
+    if structured is None:
+        st.code(preview, language=None, wrap_lines=True)
+        return
+    query = f" for “{structured['query']}”" if structured.get("query") else ""
+    st.caption(
+        f"{structured.get('kind') or 'results'}{query}: {structured['result_count']} results, "
+        f"{len(structured['records'])} shown, {structured['omitted_results']} omitted"
+    )
+    if structured["records"]:
+        st.dataframe(pd.DataFrame(structured["records"]), hide_index=True, width="stretch")
+
+
+def draw_saved_result(text: str) -> bool:
+    """Draw a saved-result message; False when `text` is not one."""
+    parts = saved_result_parts(text)
+    if parts is None:
+        return False
+    fields = parts["fields"]
+    st.markdown(
+        f"**Tool result saved** · `{fields.get('Tool', '?')}` · ~{fields.get('Approx tokens', '?')} tokens  \n"
+        f"`{fields.get('Full output path', '')}` · SHA-256 `{fields.get('SHA-256', '')[:16]}…`"
+    )
+    draw_preview(parts["preview"])
+    if parts["note"]:
+        st.caption(parts["note"])
+    return True
+
+
+def draw_message(message: Mapping[str, Any]) -> None:
+    """One model-visible message (a dict from loaders.thread_detail)."""
+    kind = message["type"]
+    if message.get("summary"):
+        with st.chat_message("summary", avatar=":material/summarize:"):
+            st.markdown("**Summary of earlier history** (what the model sees instead of it)")
+            st.text(message["text"])
+        return
+    with st.chat_message(kind, avatar=_AVATARS.get(kind, ":material/chat:")):
+        if kind == "tool":
+            st.caption(f"tool result · {message.get('name') or 'tool'}")
+            if not draw_saved_result(message["text"]):
+                st.code(message["text"][:4000], language=None, wrap_lines=True)
+                if len(message["text"]) > 4000:
+                    st.caption(f"… {len(message['text']) - 4000:,} more characters")
+            return
+        if message["text"]:
+            st.markdown(message["text"])
+        for call in message.get("tool_calls") or []:
+            st.caption(f"calls `{call.get('name')}`")
+            st.code(
+                json.dumps(call.get("args"), ensure_ascii=False, indent=1)[:2000], language="json"
+            )
