@@ -1,0 +1,140 @@
+"""Offloaded tool results: listing, re-hash verification, confined and audited reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from yuxi_dash import service
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import PathRefused, ToolResultNotFound
+from yuxi_dash.settings import get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ToolResult
+from yuxi_dash.store.queries import list_audit
+from yuxi_dash.tool_results import (
+    count_tool_results,
+    list_tool_results,
+    read_tool_result,
+    verify_tool_results,
+)
+from yuxi_dash.workdir import Workdir
+
+VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
+
+
+def _seed() -> dict[str, int]:
+    """Two threads of two users with three saved files; returns index ids by name."""
+    workdir = Workdir(get_settings().workdir)
+    saved = {
+        "logs": ("t1", "run_command", "log line\n" * 500),
+        "kb": ("t1", "query_kb", '{"results": [' + '{"id": 1}, ' * 300 + "{}]}"),
+        "web": ("t2", "web_search", "result " * 800),
+    }
+    ids: dict[str, int] = {}
+    files = {}
+    with session_scope() as session:
+        service.upsert_agent(session, "agent-a", capabilities=["context_compression"])
+        service.create_thread(session, "t1", user_id="u1", agent_slug="agent-a")
+        service.create_thread(session, "t2", user_id="u2", agent_slug="agent-a")
+        for name, (thread_id, tool, content) in saved.items():
+            file = files[name] = workdir.save_tool_result(tool, content)
+            service.index_saved_files(session, thread_id, [(f"call-{name}", tool, file)])
+            ids[name] = session.scalar(sa.select(ToolResult.id).where(ToolResult.path == file.path))
+        # indexing the same file again for the same thread adds nothing
+        assert (
+            service.index_saved_files(session, "t1", [("again", "run_command", files["logs"])]) == 0
+        )
+    return ids
+
+
+def test_list_and_count_with_filters(db_url: str) -> None:
+    _seed()
+    with session_scope() as session:
+        everything = list_tool_results(session)
+        assert {r.tool_name for r in everything} == {"run_command", "query_kb", "web_search"}
+        assert count_tool_results(session) == 3
+        assert {r.tool_name for r in list_tool_results(session, thread_id="t1")} == {
+            "run_command",
+            "query_kb",
+        }
+        (web,) = list_tool_results(session, user_id="u2")
+        assert web.tool_name == "web_search" and web.user_id == "u2"
+        assert web.approx_tokens == -(-web.chars // 4)
+        assert {r.tool_name for r in list_tool_results(session, min_chars=4500)} == {
+            "run_command",
+            "web_search",
+        }
+        assert count_tool_results(session, tool_name="query_kb") == 1
+        assert len(list_tool_results(session, limit=2)) == 2
+        assert len(list_tool_results(session, limit=2, offset=2)) == 1
+
+
+def test_verify_reports_ok_mismatch_and_missing(db_url: str) -> None:
+    _seed()
+    root = Path(get_settings().workdir)
+    with session_scope() as session:
+        rows = {r.tool_name: r for r in list_tool_results(session)}
+        assert verify_tool_results(session).counts == {"ok": 3, "mismatch": 0, "missing": 0}
+        (root / rows["run_command"].path).write_text("tampered")
+        (root / rows["web_search"].path).unlink()
+        report = verify_tool_results(session)
+    assert report.counts == {"ok": 1, "mismatch": 1, "missing": 1}
+    assert not report.all_ok
+    statuses = {r.tool_name: r.status for r in report.results}
+    assert statuses == {"run_command": "mismatch", "query_kb": "ok", "web_search": "missing"}
+    assert report.to_dict()["checked"] == 3
+
+
+def test_verify_treats_an_escaping_path_as_missing(db_url: str) -> None:
+    ids = _seed()
+    with session_scope() as session:
+        session.get(ToolResult, ids["kb"]).path = "../../etc/passwd"
+    with session_scope() as session:
+        report = verify_tool_results(session, thread_id="t1")
+    assert {r.id: r.status for r in report.results}[ids["kb"]] == "missing"
+
+
+def test_read_returns_a_window_and_audits(db_url: str) -> None:
+    ids = _seed()
+    content = read_tool_result(ids["logs"], actor=VIEWER, offset=9, limit=18)
+    assert content.text == "log line\nlog line\n"
+    assert content.total_chars == 4500 and content.truncated and content.integrity == "ok"
+    with session_scope() as session:
+        (audit,) = list_audit(session, action="read_tool_result")
+    assert (audit.actor, audit.outcome, audit.target) == (
+        VIEWER.id,
+        "ok",
+        f"tool_result:{ids['logs']}",
+    )
+    assert audit.detail["path"] == content.path
+    assert "text" not in audit.detail and "log line" not in str(audit.detail)
+
+
+def test_read_refuses_paths_outside_the_workdir_and_audits(db_url: str, tmp_path: Path) -> None:
+    ids = _seed()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not yours")
+    with session_scope() as session:
+        session.get(ToolResult, ids["kb"]).path = "../secret.txt"
+        session.get(ToolResult, ids["web"]).path = str(secret)
+    for result_id in (ids["kb"], ids["web"]):
+        with pytest.raises(PathRefused):
+            read_tool_result(result_id, actor=VIEWER)
+    with session_scope() as session:
+        audits = list_audit(session, action="read_tool_result")
+    assert [a.outcome for a in audits] == ["refused", "refused"]
+    assert {a.detail["code"] for a in audits} == {"path_refused"}
+
+
+def test_read_missing_file_and_unknown_id(db_url: str) -> None:
+    ids = _seed()
+    with session_scope() as session:
+        path = session.get(ToolResult, ids["web"]).path
+    (Path(get_settings().workdir) / path).unlink()
+    with pytest.raises(ToolResultNotFound):
+        read_tool_result(ids["web"], actor=VIEWER)
+    with pytest.raises(ToolResultNotFound):
+        read_tool_result(99999, actor=VIEWER)

@@ -1,0 +1,303 @@
+"""Offloaded tool results: the index (`tool_results`), re-hash verification, and audited reads.
+
+The file in the workdir is the truth; the index row records where it is and
+the SHA-256 it had when it was written. `verify_tool_results` re-hashes every
+indexed file (ok / mismatch / missing). `read_tool_result` opens a file only
+through `Workdir.resolve` (nothing outside the workdir) and records an audit
+row for every read, allowed or refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from yuxi_dash.audit import record_audit
+from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound, YuxiDashError
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import Conversation, ToolResult
+from yuxi_dash.workdir import Workdir
+
+READ_ACTION = "read_tool_result"
+DEFAULT_READ_LIMIT = 20_000
+MAX_READ_LIMIT = 200_000
+VerifyStatus = Literal["ok", "mismatch", "missing"]
+
+
+@dataclass(frozen=True)
+class ToolResultInfo:
+    """One index row, with the owning thread's user."""
+
+    id: int
+    thread_id: str
+    user_id: str
+    tool_name: str
+    tool_call_id: str | None
+    sha256: str
+    path: str
+    chars: int
+    approx_tokens: int
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VerifiedToolResult:
+    id: int
+    thread_id: str
+    tool_name: str
+    path: str
+    sha256: str
+    status: VerifyStatus
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Every checked file with its status, and the counts per status."""
+
+    results: list[VerifiedToolResult] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counted = Counter(r.status for r in self.results)
+        return {status: counted.get(status, 0) for status in ("ok", "mismatch", "missing")}
+
+    @property
+    def all_ok(self) -> bool:
+        return all(r.status == "ok" for r in self.results)
+
+    @property
+    def problems(self) -> list[VerifiedToolResult]:
+        return [r for r in self.results if r.status != "ok"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checked": len(self.results),
+            "counts": self.counts,
+            "problems": [r.to_dict() for r in self.problems],
+        }
+
+
+@dataclass(frozen=True)
+class ToolResultContent:
+    """A window of one offloaded file: `text` is characters [offset, offset + len(text))."""
+
+    id: int
+    thread_id: str
+    tool_name: str
+    path: str
+    sha256: str
+    text: str
+    offset: int
+    total_chars: int
+    integrity: VerifyStatus
+
+    @property
+    def truncated(self) -> bool:
+        return self.offset + len(self.text) < self.total_chars
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "truncated": self.truncated}
+
+
+def _filters(
+    *,
+    thread_id: str | None,
+    user_id: str | None,
+    tool_name: str | None,
+    min_chars: int | None,
+) -> list[sa.ColumnElement[bool]]:
+    filters: list[sa.ColumnElement[bool]] = []
+    if thread_id:
+        filters.append(ToolResult.thread_id == thread_id)
+    if user_id:
+        filters.append(Conversation.user_id == user_id)
+    if tool_name:
+        filters.append(ToolResult.tool_name == tool_name)
+    if min_chars is not None:
+        filters.append(ToolResult.chars >= int(min_chars))
+    return filters
+
+
+def _info(row: ToolResult, user_id: str) -> ToolResultInfo:
+    return ToolResultInfo(
+        id=row.id,
+        thread_id=row.thread_id,
+        user_id=user_id,
+        tool_name=row.tool_name,
+        tool_call_id=row.tool_call_id,
+        sha256=row.sha256,
+        path=row.path,
+        chars=row.chars,
+        approx_tokens=row.approx_tokens,
+        created_at=row.created_at,
+    )
+
+
+def list_tool_results(
+    session: Session,
+    *,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    tool_name: str | None = None,
+    min_chars: int | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[ToolResultInfo]:
+    """Indexed tool results, newest first."""
+    rows = session.execute(
+        sa.select(ToolResult, Conversation.user_id)
+        .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+        .where(
+            *_filters(
+                thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=min_chars
+            )
+        )
+        .order_by(ToolResult.created_at.desc(), ToolResult.id.desc())
+        .limit(max(0, int(limit)))
+        .offset(max(0, int(offset)))
+    ).all()
+    return [_info(row, user) for row, user in rows]
+
+
+def count_tool_results(
+    session: Session,
+    *,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    tool_name: str | None = None,
+    min_chars: int | None = None,
+) -> int:
+    return int(
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(ToolResult)
+            .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+            .where(
+                *_filters(
+                    thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=min_chars
+                )
+            )
+        )
+    )
+
+
+def _verify_one(workdir: Workdir, path: str, sha256: str) -> VerifyStatus:
+    try:
+        return workdir.verify(path, sha256)
+    except PathRefused:
+        return "missing"  # a recorded path that would leave the workdir is no file of ours
+    except OSError:
+        return "missing"
+
+
+def verify_tool_results(
+    session: Session,
+    *,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    tool_name: str | None = None,
+    result_ids: list[int] | None = None,
+    settings: Settings | None = None,
+    workdir: Workdir | None = None,
+) -> VerifyReport:
+    """Re-hash every indexed file (filtered) against its recorded SHA-256."""
+    workdir = workdir or Workdir((settings or get_settings()).workdir)
+    query = (
+        sa.select(
+            ToolResult.id,
+            ToolResult.thread_id,
+            ToolResult.tool_name,
+            ToolResult.path,
+            ToolResult.sha256,
+        )
+        .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+        .where(*_filters(thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=None))
+        .order_by(ToolResult.id)
+    )
+    if result_ids is not None:
+        query = query.where(ToolResult.id.in_(result_ids))
+    results = [
+        VerifiedToolResult(
+            id=row.id,
+            thread_id=row.thread_id,
+            tool_name=row.tool_name,
+            path=row.path,
+            sha256=row.sha256,
+            status=_verify_one(workdir, row.path, row.sha256),
+        )
+        for row in session.execute(query)
+    ]
+    return VerifyReport(results=results)
+
+
+def read_tool_result(
+    result_id: int,
+    *,
+    actor: Actor,
+    offset: int = 0,
+    limit: int = DEFAULT_READ_LIMIT,
+    settings: Settings | None = None,
+) -> ToolResultContent:
+    """Read a window of one offloaded file, confined to the workdir; audited either way."""
+    settings = settings or get_settings()
+    target = f"tool_result:{result_id}"
+    detail: dict[str, Any] = {"offset": offset, "limit": limit, "role": actor.role.label}
+    try:
+        require_role(actor, Role.VIEWER, action="reading a tool result")
+        if offset < 0 or limit <= 0:
+            raise InvalidInput("offset must be >= 0 and limit > 0")
+        limit = min(limit, MAX_READ_LIMIT)
+        with session_scope(settings) as session:
+            row = session.get(ToolResult, result_id)
+            if row is None:
+                raise ToolResultNotFound(f"tool result {result_id} not found")
+            thread_id, tool_name, path, sha256 = row.thread_id, row.tool_name, row.path, row.sha256
+        detail.update({"thread_id": thread_id, "path": path})
+        workdir = Workdir(settings.workdir)
+        resolved = workdir.resolve(path)  # PathRefused if it would leave the workdir
+        if not resolved.is_file():
+            raise ToolResultNotFound(f"the file of tool result {result_id} is missing: {path}")
+        full = workdir.read_text(path)
+        integrity = _verify_one(workdir, path, sha256)
+    except YuxiDashError as exc:
+        record_audit(
+            actor=actor.id,
+            action=READ_ACTION,
+            target=target,
+            outcome="refused",
+            detail={**detail, "code": exc.code},
+            settings=settings,
+        )
+        raise
+    record_audit(
+        actor=actor.id,
+        action=READ_ACTION,
+        target=target,
+        outcome="ok",
+        detail={**detail, "integrity": integrity},
+        settings=settings,
+    )
+    return ToolResultContent(
+        id=result_id,
+        thread_id=thread_id,
+        tool_name=tool_name,
+        path=path,
+        sha256=sha256,
+        text=full[offset : offset + limit],
+        offset=offset,
+        total_chars=len(full),
+        integrity=integrity,
+    )
