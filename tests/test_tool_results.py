@@ -86,6 +86,8 @@ def test_verify_reports_ok_mismatch_and_missing(db_url: str) -> None:
     statuses = {r.tool_name: r.status for r in report.results}
     assert statuses == {"run_command": "mismatch", "query_kb": "ok", "web_search": "missing"}
     assert report.to_dict()["checked"] == 3
+    own_session = verify_tool_results(thread_id="t1")  # opens its own session
+    assert sorted(r.status for r in own_session) == ["mismatch", "ok"] and len(own_session) == 2
 
 
 def test_verify_treats_an_escaping_path_as_missing(db_url: str) -> None:

@@ -10,6 +10,7 @@ row for every read, allowed or refused.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -60,7 +61,7 @@ class VerifiedToolResult:
     status: VerifyStatus
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "check": self.status}  # "check": the CLI's column name
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,12 @@ class VerifyReport:
     """Every checked file with its status, and the counts per status."""
 
     results: list[VerifiedToolResult] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[VerifiedToolResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -204,7 +211,7 @@ def _verify_one(workdir: Workdir, path: str, sha256: str) -> VerifyStatus:
 
 
 def verify_tool_results(
-    session: Session,
+    session: Session | None = None,
     *,
     thread_id: str | None = None,
     user_id: str | None = None,
@@ -213,7 +220,21 @@ def verify_tool_results(
     settings: Settings | None = None,
     workdir: Workdir | None = None,
 ) -> VerifyReport:
-    """Re-hash every indexed file (filtered) against its recorded SHA-256."""
+    """Re-hash every indexed file (filtered) against its recorded SHA-256.
+
+    Without a session, one is opened (and closed) on the configured database.
+    """
+    if session is None:
+        with session_scope(settings) as own:
+            return verify_tool_results(
+                own,
+                thread_id=thread_id,
+                user_id=user_id,
+                tool_name=tool_name,
+                result_ids=result_ids,
+                settings=settings,
+                workdir=workdir,
+            )
     workdir = workdir or Workdir((settings or get_settings()).workdir)
     query = (
         sa.select(
