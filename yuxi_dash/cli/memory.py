@@ -1,9 +1,133 @@
-"""CLI commands: memory (being built; see the issue tracker)."""
+"""CLI commands: `memory stats|entities|facts|communities|ratification USER` and `flags USER`.
+
+Every memory command goes through `yuxi_dash.memory.service.open_view`, so it
+is gated (exit 6 when LaunchDarkly says off, and no graph query runs) and
+audited under `--actor`. JSON shapes follow DESIGN §3: `memory stats` prints
+{user_id, group_id, entities, episodes, communities, relates_to_edges,
+mentions_edges, ...}; `flags` prints {flag key: {value, reason}}.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
+
+from yuxi_dash.cli import CommandResult, add_json_flag
+
+
+def _access(args: argparse.Namespace, view: str) -> Any:
+    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.memory import service
+
+    return service.open_view(args.user, view, actor=cli_actor(args.actor))
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    if not rows:
+        return "(none)"
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))[:60]) for r in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    for row in rows:
+        lines.append("  ".join(str(row.get(c, ""))[:60].ljust(widths[c]) for c in columns))
+    return "\n".join(lines)
+
+
+def _stats(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    data = service.stats(_access(args, "stats"))
+    text = "\n".join(f"{k}: {v}" for k, v in data.items())
+    return CommandResult(data, text)
+
+
+def _entities(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    data = service.entities(
+        _access(args, "entities"), search=args.search, limit=args.limit, offset=args.offset
+    )
+    text = f"{data['total']} entities\n" + _table(data["entities"], ["uuid", "name", "labels"])
+    return CommandResult(data, text)
+
+
+def _facts(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    access = _access(args, "facts")
+    if args.entity:
+        data = service.entity_detail(access, args.entity, limit=args.limit, offset=args.offset)
+        rows = data["facts"]
+    else:
+        data = service.facts(access, limit=args.limit, offset=args.offset)
+        rows = data["facts"]
+    text = _table(rows, ["source", "name", "target", "status", "source_kind", "created_at"])
+    return CommandResult(data, text)
+
+
+def _communities(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    data = service.communities(_access(args, "communities"), limit=args.limit)
+    text = (
+        _table(data["communities"], ["name", "members", "created_at"])
+        + f"\nrebuild: {data['rebuild']['message']}"
+    )
+    return CommandResult(data, text)
+
+
+def _ratification(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    data = service.ratification(_access(args, "ratification"), limit=args.limit)
+    text = (
+        "by status: "
+        + ", ".join(f"{k}={v}" for k, v in data["by_status"].items())
+        + "\nnext pass: "
+        + ", ".join(f"{k}={v}" for k, v in data["next_pass"].items())
+        + "\n"
+        + _table(data["tentative"], ["fact", "age_days", "hits", "action"])
+    )
+    return CommandResult(data, text)
+
+
+def _flags(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory import service
+
+    gates = service.gates_for(args.user)
+    data = gates.to_dict()
+    text = "\n".join(f"{key}: {v['value']} ({v['reason']})" for key, v in data.items())
+    return CommandResult(data, text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add this group's commands to the top-level parser."""
+    memory = sub.add_parser("memory", help="read one user's Graphiti memory (gated, audited)")
+    memory_sub = memory.add_subparsers(dest="memory_command", metavar="VIEW")
+    memory_sub.required = True
+
+    def view(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        parser = memory_sub.add_parser(name, help=help_text)
+        parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
+        parser.add_argument("--actor", default="cli", help="who the audit log records")
+        add_json_flag(parser)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    view("stats", _stats, "counts: entities, episodes, communities, directed edges, statuses")
+    entities = view("entities", _entities, "entities, searchable by name")
+    entities.add_argument("--search", default="", help="substring of the entity name")
+    entities.add_argument("--limit", type=int, default=50)
+    entities.add_argument("--offset", type=int, default=0)
+    facts = view("facts", _facts, "facts, newest first, or one entity's facts")
+    facts.add_argument("--entity", default=None, help="an entity uuid: its facts as source/target")
+    facts.add_argument("--limit", type=int, default=100)
+    facts.add_argument("--offset", type=int, default=0)
+    communities = view("communities", _communities, "communities and the rebuild decision")
+    communities.add_argument("--limit", type=int, default=50)
+    ratification = view("ratification", _ratification, "tentative facts and the next pass")
+    ratification.add_argument("--limit", type=int, default=200)
+
+    flags = sub.add_parser("flags", help="the memory gates for a user and LaunchDarkly's reasons")
+    flags.add_argument("user", metavar="USER")
+    add_json_flag(flags)
+    flags.set_defaults(handler=_flags)

@@ -1,0 +1,56 @@
+"""The warm-context block: exact format, BM25 via graphiti-core, only the user's graph."""
+
+from __future__ import annotations
+
+from yuxi_dash.memory.warm_context import (
+    SEARCH_METHOD,
+    build_warm_context,
+    format_temporal_context,
+)
+
+
+def test_exact_format() -> None:
+    block = format_temporal_context(
+        [
+            {"fact": "A likes tea", "valid_at": "2026-01-01T00:00:00+00:00", "invalid_at": None},
+            {"fact": "A left Acme", "valid_at": None, "invalid_at": "2026-02-01T00:00:00+00:00"},
+        ],
+        [{"created_at": "2026-03-01T00:00:00+00:00", "content": "x" * 600}],
+    )
+    assert block == "\n".join(
+        [
+            "<temporal_context>",
+            "<FACTS>",
+            "- A likes tea (2026-01-01T00:00:00+00:00 — present)",
+            "- A left Acme (unknown — 2026-02-01T00:00:00+00:00)",
+            "</FACTS>",
+            "<RECENT_EPISODES>",
+            "- [2026-03-01T00:00:00+00:00] " + "x" * 500,
+            "</RECENT_EPISODES>",
+            "</temporal_context>",
+        ]
+    )
+
+
+def test_bm25_search_on_the_users_graph(demo_graphs, graph_client, memory_settings) -> None:
+    context = build_warm_context(graph_client, "user_alice_chen", "dark mode", max_facts=5)
+    assert context.method == SEARCH_METHOD and "BM25" in context.note
+    assert 0 < len(context.facts) <= 5
+    assert all("dark" in f["fact"].lower() or "mode" in f["fact"].lower() for f in context.facts)
+    own = graph_client.ro_value("user_alice_chen", "MATCH (n:Entity {is_user: true}) RETURN n.name")
+    assert all("Bruno" not in f["fact"] for f in context.facts) and own == "Alice Chen"
+    assert len(context.episodes) == 5
+    assert context.block.count("\n- [") == 5
+    assert context.block.startswith("<temporal_context>\n<FACTS>\n- ")
+
+
+def test_hostile_query_text_is_harmless(demo_graphs, graph_client) -> None:
+    before = graph_client.ro_value("user_alice_chen", "MATCH (n) RETURN count(n)")
+    context = build_warm_context(
+        graph_client,
+        "user_alice_chen",
+        "') CALL db.idx.fulltext.drop('RELATES_TO') //",
+        max_facts=5,
+    )
+    assert context.block.startswith("<temporal_context>")
+    assert graph_client.ro_value("user_alice_chen", "MATCH (n) RETURN count(n)") == before

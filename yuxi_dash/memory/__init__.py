@@ -1,0 +1,12 @@
+"""Graphiti memory on FalkorDB: group ids, the embedded server, the driver, the views.
+
+Public API: `derive_group_id` (DESIGN §3). Everything a page or the CLI calls
+goes through `yuxi_dash.memory.service`, which checks the LaunchDarkly gate
+before any graph query and audits every view of a user's memory.
+"""
+
+from __future__ import annotations
+
+from yuxi_dash.memory.groups import derive_group_id, user_id_from_group
+
+__all__ = ["derive_group_id", "user_id_from_group"]

