@@ -111,3 +111,10 @@ class MemoryUnavailable(YuxiDashError):
     code = "memory_unavailable"
     status_code = 503
     exit_code = 1
+
+
+class MemoryQueryTimeout(MemoryUnavailable):
+    """A memory query ran past the per-query timeout and was stopped by the server."""
+
+    code = "memory_query_timeout"
+    status_code = 504
