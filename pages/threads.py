@@ -28,6 +28,7 @@ if rows.empty:
     st.stop()
 
 records = rows.to_dict("records")
+by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(f"{shown} threads, highest summary pressure first.")
@@ -58,7 +59,7 @@ st.dataframe(
     column_config={
         "open": st.column_config.LinkColumn("", display_text="open", width="small"),
         "pressure": st.column_config.ProgressColumn(
-            "Summary pressure", format="percent", min_value=0.0, max_value=1.5
+            "Summary pressure", format="percent", min_value=0.0, max_value=1.0
         ),
         "context usage": st.column_config.ProgressColumn(
             "Context usage", format="percent", min_value=0.0, max_value=1.0
@@ -72,16 +73,17 @@ st.dataframe(
 st.subheader("Compress")
 one, many = st.columns(2)
 with one:
+    ids = rows["thread_id"].tolist()
+    first_eligible = next((i for i, t in enumerate(ids) if blockers[t] is None), 0)
     thread_id = st.selectbox(
         "One thread",
-        rows["thread_id"].tolist(),
-        format_func=lambda t: (
-            f"{t} · {pct(rows.set_index('thread_id').at[t, 'summary_pressure_ratio'])}"
-        ),
+        ids,
+        index=first_eligible,
+        format_func=lambda t: f"{t} · {pct(by_id.at[t, 'summary_pressure_ratio'])}",
         key="compress_thread",
     )
     blocker = blockers.get(thread_id)
-    version = int(rows.set_index("thread_id").at[thread_id, "version"]) if thread_id else 0
+    version = int(by_id.at[thread_id, "version"]) if thread_id else 0
     st.button(
         "Compress…",
         type="primary",
@@ -101,13 +103,12 @@ with many:
         key="compress_selection",
         placeholder="choose threads" if eligible else "no thread can be compressed now",
     )
-    versions = dict(zip(rows["thread_id"], rows["version"], strict=True))
     st.button(
         f"Compress {len(selection)} selected…",
         key="compress_bulk",
         disabled=not selection,
         on_click=request_compression,
-        args=([{"thread_id": t, "version": int(versions[t])} for t in selection],),
+        args=([{"thread_id": t, "version": int(by_id.at[t, "version"])} for t in selection],),
     )
 
 maybe_open_dialog(actor)

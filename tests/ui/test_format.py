@@ -47,6 +47,7 @@ def test_compress_blocker_says_why_the_button_is_disabled() -> None:
     assert "busy (queued)" in (compress_blocker({**IDLE, "busy_reason": "queued"}, OPERATOR) or "")
     assert "does not support" in (compress_blocker({**IDLE, "capable": False}, OPERATOR) or "")
     assert "deleted" in (compress_blocker({**IDLE, "status": "deleted"}, OPERATOR) or "")
+    assert compress_blocker({**IDLE, "busy_reason": float("nan")}, OPERATOR) is None  # from pandas
 
 
 def test_error_and_outcome_lines_are_single_lines() -> None:

@@ -27,10 +27,12 @@ log = logging.getLogger(__name__)
 
 PENDING_KEY = "compress_pending"
 RESULTS_KEY = "compress_results"
+PREVIEW_KEY = "compress_preview"
 
 
 def request_compression(items: list[dict[str, Any]]) -> None:
     """Button callback: remember what to confirm ([{thread_id, version}, ...])."""
+    st.session_state.pop(PREVIEW_KEY, None)
     st.session_state[PENDING_KEY] = [
         {"thread_id": str(i["thread_id"]), "version": int(i["version"])} for i in items
     ]
@@ -38,6 +40,7 @@ def request_compression(items: list[dict[str, Any]]) -> None:
 
 def _dismiss() -> None:
     st.session_state.pop(PENDING_KEY, None)
+    st.session_state.pop(PREVIEW_KEY, None)
 
 
 def compress_one(thread_id: str, version: int | None, actor: Actor) -> tuple[str, str]:
@@ -92,7 +95,11 @@ def confirm_dialog(actor: Actor) -> None:
     if not pending:
         st.write("Nothing selected.")
         return
-    rows = _preview_rows(pending)
+    rows = st.session_state.get(PREVIEW_KEY)
+    if rows is None or [r["thread_id"] for r in rows] != [i["thread_id"] for i in pending]:
+        # previewed once per request: confirming uses the versions shown here, not newer ones
+        rows = _preview_rows(pending)
+        st.session_state[PREVIEW_KEY] = rows
     st.write(
         "The history before the kept recent messages is summarized into one message; "
         "the full history is appended to the thread's conversation-history file."

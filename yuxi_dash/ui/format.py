@@ -47,8 +47,13 @@ def tokens_to_threshold(next_llm_input_tokens: int, summary_trigger_tokens: int)
     return int(summary_trigger_tokens) - int(next_llm_input_tokens)
 
 
+def _text_or_none(value: object) -> str | None:
+    """A non-empty string, else None (DataFrames turn None into NaN)."""
+    return value if isinstance(value, str) and value else None
+
+
 def busy_label(reason: str | None) -> str:
-    return reason or "idle"
+    return _text_or_none(reason) or "idle"
 
 
 def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
@@ -79,7 +84,7 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
         return "thread is deleted"
     if not row.get("capable"):
         return f"agent {row.get('agent_slug')} does not support context compression"
-    reason = row.get("busy_reason")
+    reason = _text_or_none(row.get("busy_reason"))
     if reason:
         return f"thread is busy ({reason})"
     return None

@@ -1,0 +1,41 @@
+"""pages/audit.py: admins read and export the log; anyone else is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from yuxi_dash.audit import record_audit
+from yuxi_dash.settings import Settings, get_settings
+
+PAGE = "pages/audit.py"
+
+
+def test_admin_sees_filters_and_exports_the_log(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    record_audit(
+        actor="kim@example.com", action="compress", target="thread:t-1", outcome="completed"
+    )
+    record_audit(actor="lee@example.com", action="compress", target="thread:t-2", outcome="refused")
+    at = app_test(PAGE)
+    assert not at.exception
+    rows = at.dataframe[0].value
+    assert {"kim@example.com", "lee@example.com"} <= set(rows["actor"])
+    at.text_input[0].set_value("kim@example.com").run()  # the Actor filter
+    rows = at.dataframe[0].value
+    assert set(rows["actor"]) == {"kim@example.com"}
+    assert at.get("download_button")
+
+
+def test_an_operator_cannot_open_the_audit_log(
+    demo_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_OPERATORS", "operator@localhost")
+    get_settings.cache_clear()
+    at = AppTest.from_file("../../pages/audit.py", default_timeout=60).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "admin role" in at.error[0].value
+    assert not at.dataframe

@@ -1,0 +1,44 @@
+"""pages/overview.py on the demo: KPIs agree with the store, the chart and filters render."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.queries import count_threads
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_overview_kpis_match_the_store(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test("pages/overview.py")
+    assert not at.exception
+    with session_scope(demo_env) as session:
+        total = count_threads(session)
+        hot = count_threads(session, min_pressure=0.85)
+        over = count_threads(session, min_pressure=1.0000001)
+    metrics = _metrics(at)
+    assert metrics["Threads"] == f"{total:,}"
+    assert metrics["At or over 85%"] == f"{hot:,}"
+    assert metrics["Over 100%"] == f"{over:,}"
+    assert len(at.get("vega_lite_chart")) == 1
+
+
+def test_overview_filter_by_agent_narrows_the_kpis(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test("pages/overview.py")
+    agent_box = at.selectbox[0]
+    agent = agent_box.options[0]
+    agent_box.set_value(agent).run()
+    assert not at.exception
+    with session_scope(demo_env) as session:
+        expected = count_threads(session, agent=agent)
+    assert _metrics(at)["Threads"] == f"{expected:,}"

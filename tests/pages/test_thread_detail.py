@@ -1,0 +1,48 @@
+"""pages/thread_detail.py on the demo: the thread from ?thread=, its figures, tabs and context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.queries import get_thread, list_threads
+from yuxi_dash.ui.format import pct
+
+PAGE = "pages/thread_detail.py"
+
+
+def test_detail_shows_the_requested_thread(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    with session_scope(demo_env) as session:
+        hottest = list_threads(session, limit=1)[0]
+        detail = get_thread(session, hottest.thread_id)
+    at = app_test()
+    at.query_params["thread"] = hottest.thread_id
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.selectbox(key="detail_thread").value == hottest.thread_id
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Summary pressure"] == pct(hottest.summary_pressure_ratio)
+    assert [t.label for t in at.tabs] == [
+        "Pressure timeline",
+        "Next model input",
+        "Full chat record",
+    ]
+    chat_frames = [d.value for d in at.dataframe if "sequence" in d.value.columns]
+    assert chat_frames and len(chat_frames[0]) > 0
+    visible = detail.state.model_visible_messages()
+    assert f"{len(visible):,} messages" in " ".join(c.value for c in at.caption)
+
+
+def test_detail_of_an_unknown_thread_is_one_line(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test()
+    at.query_params["thread"] = "no-such-thread"
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "[thread_not_found]" in at.error[0].value

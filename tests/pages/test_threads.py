@@ -1,0 +1,139 @@
+"""pages/threads.py on the demo: the 85% list, the compress flow, and what a viewer may not do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import Forbidden
+from yuxi_dash.service import compress_thread_context
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.queries import get_thread, list_threads
+
+PAGE = "pages/threads.py"
+
+
+def _store_hot_threads(settings: Settings) -> list[str]:
+    with session_scope(settings) as session:
+        return [t.thread_id for t in list_threads(session, min_pressure=0.85, limit=100_000)]
+
+
+def _listed(at: AppTest) -> list[str]:
+    return at.dataframe[0].value["thread"].tolist()
+
+
+def _first_idle_capable(settings: Settings) -> str:
+    with session_scope(settings) as session:
+        rows = list_threads(session, min_pressure=0.85, limit=100_000)
+    return next(t.thread_id for t in rows if t.capable and t.busy_reason is None)
+
+
+def test_list_holds_exactly_the_threads_at_or_above_85_percent(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test(PAGE)
+    assert not at.exception
+    expected = _store_hot_threads(demo_env)
+    assert expected, "the demo should have threads at or above 85%"
+    assert _listed(at) == expected  # same threads, same order (highest pressure first)
+    pressures = at.dataframe[0].value["pressure"].tolist()
+    assert all(p >= 0.85 for p in pressures)
+    assert pressures == sorted(pressures, reverse=True)
+
+
+def test_compress_one_thread_through_the_dialog(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    target = _first_idle_capable(demo_env)
+    with session_scope(demo_env) as session:
+        before = get_thread(session, target)
+    at = app_test(PAGE)
+    box = at.selectbox(key="compress_thread")
+    box.set_value(target).run()
+    at.button(key="compress_one").click().run()
+    assert not at.exception
+    assert at.button(key="confirm_compress")  # the dialog with the preview is open
+    preview = at.dataframe[-1].value
+    assert preview["thread_id"].tolist() == [target]
+    assert int(preview["messages to summarize"].iloc[0]) > 0
+
+    at.button(key="confirm_compress").click().run()
+    assert not at.exception
+    lines = [s.value for s in at.success]
+    assert len(lines) == 1 and lines[0].startswith(f"{target}: compressed ")
+    assert "→" in lines[0] and "outputs/conversation_history/" in lines[0]
+    with session_scope(demo_env) as session:
+        after = get_thread(session, target)
+    assert after.version == before.version + 1
+    assert after.summary.summary_pressure_ratio < before.summary.summary_pressure_ratio
+    assert after.summary.summary_active
+    # the list changed: it is the store's list again, which no longer matches the old one
+    assert _listed(at) == _store_hot_threads(demo_env)
+    if after.summary.summary_pressure_ratio < 0.85:
+        assert target not in _listed(at)
+
+
+def test_bulk_compress_reports_one_line_per_thread(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test(PAGE)
+    eligible = at.multiselect(key="compress_selection").options
+    assert len(eligible) >= 2
+    picked = eligible[:2]
+    at.multiselect(key="compress_selection").set_value(picked).run()
+    at.button(key="compress_bulk").click().run()
+    at.button(key="confirm_compress").click().run()
+    assert not at.exception
+    lines = [m.value for m in (*at.success, *at.info, *at.error)]
+    assert sorted(line.split(":")[0] for line in lines) == sorted(picked)
+    assert all("\n" not in line for line in lines)
+
+
+def test_a_viewer_cannot_compress_and_the_service_refuses_even_if_asked(
+    app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")
+    get_settings.cache_clear()
+    target = _first_idle_capable(demo_env)
+    with session_scope(demo_env) as session:
+        before = get_thread(session, target)
+
+    at = app_test(PAGE)
+    assert not at.exception
+    assert at.button(key="compress_one").disabled
+    assert at.button(key="compress_bulk").disabled
+    assert at.multiselect(key="compress_selection").options == []
+
+    # Forge the pending request the disabled button would have made: the service still refuses.
+    at.session_state["compress_pending"] = [{"thread_id": target, "version": before.version}]
+    at.run()
+    at.button(key="confirm_compress").click().run()
+    errors = [e.value for e in at.error]
+    assert any("[forbidden]" in e and e.startswith(f"{target}: Not allowed") for e in errors)
+    with pytest.raises(Forbidden):
+        compress_thread_context(target, actor=Actor(id="v@example.com", role=Role.VIEWER))
+    with session_scope(demo_env) as session:
+        assert get_thread(session, target).version == before.version
+
+
+def test_confirming_after_the_thread_moved_is_refused_as_stale(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    target = _first_idle_capable(demo_env)
+    at = app_test(PAGE)
+    at.selectbox(key="compress_thread").set_value(target).run()
+    at.button(key="compress_one").click().run()  # the dialog shows the preview (version v)
+    with session_scope(demo_env) as session:
+        seen = get_thread(session, target).version
+    # someone else compresses it first: the version the operator saw is now old
+    compress_thread_context(target, actor=Actor(id="other@example.com", role=Role.OPERATOR))
+    at.button(key="confirm_compress").click().run()
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(f"{target}: Stale")
+    assert "[stale_state]" in errors[0]
+    with session_scope(demo_env) as session:
+        assert get_thread(session, target).version == seen + 1  # only the other compress landed

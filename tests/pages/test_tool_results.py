@@ -1,0 +1,65 @@
+"""pages/tool_results.py on the demo: SHA-256 status, audited reads, and a crafted path refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ToolResult
+from yuxi_dash.store.queries import list_audit, list_threads
+from yuxi_dash.tool_results import READ_ACTION, count_tool_results
+
+PAGE = "pages/tool_results.py"
+
+
+def test_results_list_checks_hashes_and_opening_one_is_audited(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    with session_scope(demo_env) as session:
+        total = count_tool_results(session)
+    assert total > 0, "the demo should offload some tool results"
+    at = app_test(PAGE)
+    assert not at.exception
+    listing = at.dataframe[0].value
+    assert len(listing) == min(total, 200)
+    assert set(listing["sha_status"]) == {"ok"}
+    opened = int(at.selectbox(key="tool_result_id").value)
+    assert any(s.value.startswith("SHA-256 ok") for s in at.success)
+    assert [h.value for h in at.subheader][:2] == ["What the model sees", "Full content"]
+    assert at.get("download_button")
+    with session_scope(demo_env) as session:
+        reads = list_audit(session, action=READ_ACTION, target=f"tool_result:{opened}")
+    assert [r.outcome for r in reads] == ["ok"]
+    at.number_input(key="tool_result_page").set_value(1).run()  # a rerun does not read again
+    with session_scope(demo_env) as session:
+        assert len(list_audit(session, action=READ_ACTION)) == 1
+
+
+def test_a_crafted_path_is_refused_and_audited(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    with session_scope(demo_env) as session:
+        thread_id = list_threads(session, limit=1)[0].thread_id
+        crafted = ToolResult(
+            thread_id=thread_id,
+            tool_name="run_command",
+            sha256="0" * 64,
+            path="../../../../etc/passwd",
+            chars=10,
+            approx_tokens=3,
+        )
+        session.add(crafted)
+        session.flush()
+        crafted_id = crafted.id
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(crafted_id).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "[path_refused]" in errors[0]
+    assert not at.code  # nothing of the file was shown
+    with session_scope(demo_env) as session:
+        reads = list_audit(session, action=READ_ACTION, target=f"tool_result:{crafted_id}")
+    assert [r.outcome for r in reads] == ["refused"]

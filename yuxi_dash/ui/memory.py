@@ -1,0 +1,277 @@
+"""Shared pieces of the memory pages: the user picker, the gate door, cached loaders, charts.
+
+Every memory page starts with `open_memory_page(view)`: identity, the
+searchable picker over existing user graphs, the gate panel (both flags with
+LaunchDarkly's reason) and `memory.service.open_view`, which checks the gate
+and writes the audit row on every render. Only after that do the cached
+loaders run; they take the `MemoryAccess` (unhashed) plus the user id and
+parameters as their cache key, so a cached result is only ever reachable
+through the door. A FalkorDB outage is one line on the memory pages and
+nothing else breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import MemoryGatedOff, YuxiDashError
+from yuxi_dash.flags import MemoryGates
+from yuxi_dash.memory import service
+from yuxi_dash.memory.service import MemoryAccess
+from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.identity import require_actor
+
+T = TypeVar("T")
+_TTL = get_settings().cache_ttl_seconds
+USER_KEY = "memory_user"
+PICKER_LIMIT = 200
+
+
+def _server_key() -> str:
+    s = get_settings()
+    return f"{s.falkordb_host or 'embedded'}:{s.falkordb_port}:{s.falkordb_data_dir}"
+
+
+def guarded(load: Callable[[], T]) -> T:
+    """Run a memory read; on a typed error draw one line and stop the page."""
+    try:
+        return load()
+    except MemoryGatedOff as exc:
+        st.warning(exc.message, icon=":material/block:")
+        st.stop()
+    except YuxiDashError as exc:
+        st.error(f"{exc.message} [{exc.code}]")
+        st.stop()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- picker and gates -------------------------------------------------------
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _memory_users(server: str, search: str) -> tuple[list[str], int]:
+    return service.list_memory_users(search=search, limit=PICKER_LIMIT)
+
+
+def user_picker() -> str | None:
+    """A search box plus a select box over the graphs that exist (there may be thousands)."""
+    current = st.session_state.get(USER_KEY)
+    with st.container(horizontal=True):
+        search = st.text_input(
+            "Find a user", key="memory_user_search", placeholder="part of a user id"
+        )
+        users, total = guarded(lambda: _memory_users(_server_key(), search.strip()))
+        options = list(users)
+        if current and current not in options:
+            options.insert(0, current)
+        chosen = st.selectbox(
+            f"User ({total:,} match{'es' if total != 1 else ''})",
+            options,
+            index=options.index(current) if current in options else None,
+            placeholder="choose a user",
+        )
+    if chosen and chosen != current:
+        st.session_state[USER_KEY] = chosen
+    return chosen
+
+
+def _gates(user_id: str) -> MemoryGates:
+    return guarded(lambda: service.gates_for(user_id))
+
+
+def draw_gates(gates: MemoryGates) -> None:
+    cols = st.columns(2)
+    for col, flag in zip(cols, (gates.memory, gates.communities), strict=True):
+        icon = ":material/toggle_on:" if flag.value else ":material/toggle_off:"
+        col.markdown(f"{icon} `{flag.key}` **{'on' if flag.value else 'off'}** — {flag.reason}")
+    if gates.source == "not_configured":
+        st.info(
+            "LaunchDarkly is not configured (no LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE), "
+            "so every memory gate is off."
+        )
+
+
+def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
+    """Identity, picker, gates, then the audited door. Stops the run when any step says no."""
+    actor = require_actor()
+    st.title(title)
+    user_id = user_picker()
+    if not user_id:
+        st.info("Choose a user to read their memory. Every view of a user's memory is audited.")
+        st.stop()
+    gates = _gates(user_id)
+    draw_gates(gates)
+    access = guarded(lambda: service.open_view(user_id, view, actor=actor))
+    return actor, access
+
+
+def clear_memory_caches() -> None:
+    for loader in _LOADERS:
+        loader.clear()
+
+
+# --- cached loaders (reachable only with a MemoryAccess) ---------------------
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _stats(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.stats(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _index_health(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.index_health(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _entities(
+    _access: MemoryAccess, user_id: str, server: str, search: str, limit: int, offset: int
+) -> dict[str, Any]:
+    return service.entities(_access, search=search, limit=limit, offset=offset)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _entity_detail(
+    _access: MemoryAccess, user_id: str, server: str, uuid: str, valid_from: str, valid_to: str
+) -> dict[str, Any]:
+    return service.entity_detail(_access, uuid, valid_from=valid_from, valid_to=valid_to)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _relations(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.relations(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _ratification(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.ratification(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _communities(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.communities(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _episodes(_access: MemoryAccess, user_id: str, server: str, limit: int) -> dict[str, Any]:
+    return service.episodes(_access, limit=limit)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _chat(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.chat_vs_memory(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
+def _warm_context(_access: MemoryAccess, user_id: str, server: str, query: str) -> dict[str, Any]:
+    return service.warm_context(_access, query)
+
+
+_LOADERS = (
+    _memory_users,
+    _stats,
+    _index_health,
+    _entities,
+    _entity_detail,
+    _relations,
+    _ratification,
+    _communities,
+    _episodes,
+    _chat,
+    _warm_context,
+)
+
+
+def load_stats(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _stats(access, access.user_id, _server_key()))
+
+
+def load_index_health(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _index_health(access, access.user_id, _server_key()))
+
+
+def load_entities(access: MemoryAccess, search: str, limit: int, offset: int) -> dict[str, Any]:
+    return guarded(lambda: _entities(access, access.user_id, _server_key(), search, limit, offset))
+
+
+def load_entity_detail(
+    access: MemoryAccess, uuid: str, valid_from: str, valid_to: str
+) -> dict[str, Any]:
+    return guarded(
+        lambda: _entity_detail(access, access.user_id, _server_key(), uuid, valid_from, valid_to)
+    )
+
+
+def load_relations(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _relations(access, access.user_id, _server_key()))
+
+
+def load_ratification(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _ratification(access, access.user_id, _server_key()))
+
+
+def load_communities(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _communities(access, access.user_id, _server_key()))
+
+
+def load_episodes(access: MemoryAccess, limit: int) -> dict[str, Any]:
+    return guarded(lambda: _episodes(access, access.user_id, _server_key(), limit))
+
+
+def load_chat(access: MemoryAccess) -> dict[str, Any]:
+    return guarded(lambda: _chat(access, access.user_id, _server_key()))
+
+
+def load_warm_context(access: MemoryAccess, query: str) -> dict[str, Any]:
+    return guarded(lambda: _warm_context(access, access.user_id, _server_key(), query))
+
+
+def repair_indexes(actor: Actor, user_id: str) -> dict[str, Any] | None:
+    """The admin-only repair (the service checks the role again and audits it)."""
+    if actor.role < Role.ADMIN:
+        return None
+    result = guarded(lambda: service.repair_indexes(user_id, actor=actor))
+    clear_memory_caches()
+    return result
+
+
+# --- drawing ----------------------------------------------------------------
+def count_bar_chart(counts: dict[str, int], label: str, *, title: str = "") -> alt.Chart:
+    frame = pd.DataFrame({label: list(counts), "facts": list(counts.values())})
+    return (
+        alt.Chart(frame, title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("facts:Q", title="facts"),
+            y=alt.Y(f"{label}:N", sort="-x", title=None),
+            tooltip=[label, "facts"],
+        )
+    )
+
+
+def _dot_label(text: str, limit: int = 32) -> str:
+    text = (text or "").replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def neighbourhood_dot(center: str, facts: list[dict[str, Any]], *, limit: int = 30) -> str:
+    """A small Graphviz drawing of an entity's facts, arrows in their stored direction."""
+    lines = [
+        "digraph G {",
+        "rankdir=LR;",
+        'node [shape=box, style="rounded,filled", fillcolor="#eef2ff", fontsize=10];',
+        'edge [fontsize=8, color="#64748b"];',
+        f'"c" [label="{_dot_label(center)}", fillcolor="#c7d2fe"];',
+    ]
+    others: dict[str, str] = {}
+    for fact in facts[:limit]:
+        other_name = fact["target"] if fact["role"] == "source" else fact["source"]
+        node_id = others.setdefault(fact["other_uuid"], f"n{len(others)}")
+        lines.append(f'"{node_id}" [label="{_dot_label(other_name)}"];')
+        style = "" if fact.get("expired_at") is None else ", style=dashed"
+        ends = ('"c"', f'"{node_id}"') if fact["role"] == "source" else (f'"{node_id}"', '"c"')
+        lines.append(f'{ends[0]} -> {ends[1]} [label="{_dot_label(fact["name"], 20)}"{style}];')
+    lines.append("}")
+    return "\n".join(lines)
