@@ -1,0 +1,30 @@
+"""Communities (only where `graphiti-communities-enabled` is on): members, summaries, rebuild decision."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from yuxi_dash.ui import memory as ui
+
+actor, access = ui.open_memory_page("Communities", "communities")
+data = ui.load_communities(access)
+
+rebuild = data["rebuild"]
+if rebuild["would_run"]:
+    st.success(f"Rebuild {rebuild['message']}")
+else:
+    st.info(f"Rebuild {rebuild['message']}")
+st.caption(
+    f"{rebuild['episodes']} episodes, {rebuild['new_episodes']} since the last build "
+    f"({rebuild['last_built_at'] or 'never'}); threshold {rebuild['threshold']}."
+)
+if not data["communities"]:
+    st.info("This user has no communities yet.")
+    st.stop()
+st.dataframe(
+    data["communities"], column_order=["name", "members", "summary", "created_at"], hide_index=True
+)
+for community in data["communities"]:
+    with st.expander(f"{community['name']} — {community['members']} members"):
+        st.write(community["summary"])
+        st.write(", ".join(community["member_names"]))

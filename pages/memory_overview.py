@@ -1,0 +1,73 @@
+"""Memory overview: one user's graph in numbers, the gates, and the index health check.
+
+Counts are directed and label-free (yuxi_dash.memory.queries); the index
+health compares the relationship-index path with the label-free count and
+offers admins an audited repair when they differ (HAZARDS 1).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from yuxi_dash.auth import Role
+from yuxi_dash.ui import memory as ui
+
+actor, access = ui.open_memory_page("Memory overview", "overview")
+stats = ui.load_stats(access)
+
+cols = st.columns(6)
+for col, (label, key) in zip(
+    cols,
+    [
+        ("Entities", "entities"),
+        ("Episodes", "episodes"),
+        ("Communities", "communities"),
+        ("RELATES_TO (directed)", "relates_to_edges"),
+        ("MENTIONS (directed)", "mentions_edges"),
+        ("HAS_MEMBER", "has_member_edges"),
+    ],
+    strict=True,
+):
+    col.metric(label, f"{stats[key]:,}")
+
+live, expired = stats["live_facts"], stats["expired_facts"]
+st.caption(
+    f"Facts: **{live:,} live** (not expired, not forgotten, status active/tentative/unset), "
+    f"**{expired:,} expired or retired**."
+)
+left, right = st.columns(2)
+left.altair_chart(
+    ui.count_bar_chart(stats["facts_by_status"], "status", title="Facts by status"),
+    width="stretch",
+)
+right.altair_chart(
+    ui.count_bar_chart(stats["facts_by_source_kind"], "source_kind", title="Facts by source kind"),
+    width="stretch",
+)
+
+st.subheader("Index health")
+health = ui.load_index_health(access)
+a, b, c = st.columns(3)
+a.metric("Facts via relationship index", f"{health['index_path_facts']:,}")
+b.metric("Facts label-free", f"{health['label_free_facts']:,}")
+c.metric("Drift", f"{health['drift']:,}")
+if health["healthy"]:
+    st.success("The relationship index agrees with the label-free count.")
+else:
+    st.error(
+        f"The relationship index misses {health['drift']:,} fact(s) (FalkorDB index loss after a "
+        "restart). Counts on these pages are label-free and correct; graphiti-core lookups "
+        "through the index are not."
+    )
+    if actor.role >= Role.ADMIN:
+        if st.button("Rebuild relationship indexes", type="primary"):
+            result = ui.repair_indexes(actor, access.user_id)
+            if result:
+                st.success(
+                    f"Rebuilt {len(result['statements'])} index statements; drift is now "
+                    f"{result['after']['drift']}."
+                )
+    else:
+        st.caption("An admin can rebuild the relationship indexes from this page.")
+with st.expander("Relationship indexes (CALL db.indexes())"):
+    st.dataframe(health["relationship_indexes"], hide_index=True)

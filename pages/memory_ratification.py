@@ -1,0 +1,37 @@
+"""Ratification: facts by status; tentative facts with age, Redis hits and the next pass's action."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from yuxi_dash.ui import memory as ui
+
+actor, access = ui.open_memory_page("Ratification", "ratification")
+data = ui.load_ratification(access)
+
+st.altair_chart(
+    ui.count_bar_chart(data["by_status"], "status", title="Facts by status"),
+    width="stretch",
+)
+nxt = data["next_pass"]
+a, b, c = st.columns(3)
+a.metric("Would promote", nxt["promote"], help="tentative with at least one hit")
+b.metric("Would supersede", nxt["supersede"], help="no hits and older than 30 days")
+c.metric("Would leave", nxt["leave"])
+st.caption(f"Hits from Redis key mem:hits:{access.user_id}:<edge uuid> (30-day TTL).")
+st.dataframe(
+    data["tentative"],
+    column_order=[
+        "action",
+        "reason",
+        "hits",
+        "age_days",
+        "source",
+        "name",
+        "target",
+        "fact",
+        "source_kind",
+        "created_at",
+    ],
+    hide_index=True,
+)
