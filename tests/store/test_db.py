@@ -132,3 +132,26 @@ def test_normalize_url_uses_psycopg3() -> None:
     assert db.normalize_url("postgres://h/d") == "postgresql+psycopg://h/d"
     assert db.normalize_url("postgresql://h/d") == "postgresql+psycopg://h/d"
     assert db.normalize_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_two_processes_migrating_at_once_on_postgresql(fresh_postgres_url: str) -> None:
+    """The advisory lock in env.py: concurrent upgrades from separate processes all succeed."""
+    import subprocess
+    import sys
+
+    code = "import sys; from yuxi_dash.store import db; db.upgrade(sys.argv[1])"
+    root = Path(__file__).resolve().parents[2]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, fresh_postgres_url],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    assert [rc for _out, _err, rc in results] == [0, 0, 0], [err for _o, err, _rc in results]
+    assert db.current_revision(fresh_postgres_url) == "0001"
+    assert _tables(fresh_postgres_url) == TABLES

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from yuxi_dash.compression.state import ThreadContextState
@@ -60,3 +64,34 @@ def test_token_usage_kept_when_not_given(db_url: str) -> None:
     with session_scope() as session:
         stored = load_state(session, "t1")
     assert stored is not None and stored.token_usage == {"k": 2} and stored.version == 2
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(expected=st.lists(st.integers(min_value=0, max_value=6), min_size=1, max_size=12))
+def test_a_write_lands_exactly_when_it_names_the_current_version(expected: list[int]) -> None:
+    """Any sequence of writes: each succeeds iff it names the stored version; none overwrite."""
+    thread_id = f"prop-{uuid.uuid4().hex[:8]}"
+    _thread(thread_id)
+    current = 0
+    landed: list[int] = []
+    for n, version in enumerate(expected):
+        state = ThreadContextState(thread_id, [HumanMessage(f"write {n}")])
+        try:
+            with session_scope() as session:
+                new_version = write_state(session, state, expected_version=version)
+        except StaleState:
+            assert version != current
+            continue
+        assert version == current and new_version == current + 1
+        current = new_version
+        landed.append(n)
+    with session_scope() as session:
+        assert current_version(session, thread_id) == current
+        stored = load_state(session, thread_id)
+    if landed:  # the stored state is the last write that landed, never a refused one
+        assert stored is not None
+        assert stored.state.messages[0].content == f"write {landed[-1]}"
+    else:
+        assert stored is None
