@@ -62,6 +62,14 @@ def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
     tools = [{"name": "run", "description": "run a command", "parameters": {"type": "object"}}]
     plain = context_breakdown(state, system="You are helpful.", tools=tools)
     total = count_tokens(model_view(state), system="You are helpful.", tools=tools)
+    assert set(plain) == {
+        "system",
+        "tools",
+        "messages",
+        "tool_results",
+        "summary",
+        "compressed_away",
+    }
     assert plain["summary"] == 0 and plain["compressed_away"] == 0
     assert plain["system"] > 0 and plain["tools"] > 0 and plain["tool_results"] > 0
     assert sum(v for k, v in plain.items() if k != "compressed_away") == total

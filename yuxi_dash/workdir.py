@@ -101,19 +101,27 @@ class Workdir:
     # -- writes --------------------------------------------------------------
     def save_tool_result(self, tool_name: str, content: str) -> SavedFile:
         """Write ``content`` to its content-addressed file (once); raise OSError on failure."""
+        saved, data = self.prepare_tool_result(tool_name, content)
+        self.write_prepared(saved, data)
+        return saved
+
+    def prepare_tool_result(self, tool_name: str, content: str) -> tuple[SavedFile, bytes]:
+        """Hash ``content`` and name its file, without touching the disk (the CPU half of a save)."""
         data = encode_text(content)
         digest = hashlib.sha256(data).hexdigest()
-        relative = tool_result_relpath(tool_name, digest)
-        target = self.root / relative
-        if not (target.is_file() and _file_sha256(target) == digest):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(target, data)
-        return SavedFile(
-            path=relative,
+        saved = SavedFile(
+            path=tool_result_relpath(tool_name, digest),
             sha256=digest,
             chars=len(content),
             approx_tokens=approx_tokens_for_chars(len(content)),
         )
+        return saved, data
+
+    def write_prepared(self, saved: SavedFile, data: bytes) -> None:
+        """Write a prepared result unless an identical copy exists (the I/O half); OSError on failure."""
+        target = os.path.join(self.root, saved.path)
+        if not _write_new_file(target, data) and _file_sha256(target) != saved.sha256:
+            _atomic_write(Path(target), data)  # an old partial or tampered copy: replace it whole
 
     def append_history(self, session_id: str, text: str) -> str:
         """Append ``text`` to the session's history file; return its relative path."""
@@ -165,12 +173,42 @@ class Workdir:
         return "ok" if actual == sha256.lower() else "mismatch"
 
 
-def _file_sha256(path: Path) -> str:
+def _file_sha256(path: Path | str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(_HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _write_new_file(target: str, data: bytes) -> bool:
+    """Create ``target`` with ``data``; False if it already exists (left untouched).
+
+    The fast path for content-addressed files: one exclusive create, no rename. A
+    write that fails half-way removes the file; one cut short by a crash is caught
+    by the hash check of the next save (and by ``verify``) and replaced whole.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            fd = os.open(target, flags, 0o644)
+        except FileExistsError:
+            return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            pass
+        raise
+    return True
 
 
 def _atomic_write(target: Path, data: bytes) -> None:

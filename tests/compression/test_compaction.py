@@ -85,18 +85,25 @@ def test_write_failure_leaves_message_exactly_as_it_was(tmp_path: Path) -> None:
 
 def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) -> None:
     workdir = Workdir(tmp_path / "wd")
-    real_save = Workdir.save_tool_result
+    real_write = Workdir.write_prepared
 
-    def flaky(self: Workdir, tool_name: str, content: str):
-        if content.startswith("fail"):
+    def flaky(self: Workdir, saved, data: bytes) -> None:
+        if data.startswith(b"fail"):
             raise OSError("disk full")
-        return real_save(self, tool_name, content)
+        real_write(self, saved, data)
 
-    monkeypatch.setattr(Workdir, "save_tool_result", flaky)
-    messages = [*tool_exchange(1, "run", "fail" + "x" * 5000), *tool_exchange(2, "run", "y" * 5000)]
-    compacted = compact_messages(messages, workdir)
-    assert compacted[1] == messages[1]
-    assert is_saved_result(compacted[3])
+    monkeypatch.setattr(Workdir, "write_prepared", flaky)
+    # 1 result (inline write) and 6 results (threaded writes): the same rule holds.
+    for copies in (1, 3):
+        messages = []
+        for n in range(copies):
+            messages += tool_exchange(2 * n, "run", f"fail{n}" + "x" * 5000)
+            messages += tool_exchange(2 * n + 1, "run", f"good{n}" + "y" * 5000)
+        compacted = compact_messages(messages, workdir)
+        for n in range(copies):
+            assert compacted[4 * n + 1] == messages[4 * n + 1]
+            assert is_saved_result(compacted[4 * n + 3])
+    assert not any(p.read_bytes().startswith(b"fail") for p in workdir.root.rglob("*.txt"))
 
 
 def test_missing_workdir_leaves_messages_unchanged() -> None:

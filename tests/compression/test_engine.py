@@ -215,3 +215,15 @@ def test_offloaded_results_are_persisted_in_state(workdir: Workdir) -> None:
     assert len(outcome.saved_files) == 12
     for _call_id, _name, saved in outcome.saved_files:
         assert workdir.verify(saved.path, saved.sha256) == "ok"
+
+
+def test_auto_over_threshold_with_too_little_history(workdir: Workdir) -> None:
+    small = ThreadContextState("t12", build_thread(2))  # 8 messages, nothing large
+    summarizer = CountingSummarizer()
+    outcome = auto_compact(small, workdir=workdir, summarizer=summarizer, threshold_tokens=10)
+    assert outcome.status == "no_op" and outcome.reason == "insufficient_history"
+    assert outcome.state == small and summarizer.calls == []
+    big = ThreadContextState("t13", build_thread(2, big_every=1, big_chars=8000))
+    outcome = auto_compact(big, workdir=workdir, summarizer=summarizer, threshold_tokens=10)
+    assert outcome.status == "completed" and outcome.reason == "insufficient_history"
+    assert not outcome.summarized and len(outcome.saved_files) == 2 and summarizer.calls == []

@@ -172,3 +172,45 @@ def test_preview_never_raises_and_never_exceeds_budget(text: str, limit: int) ->
             for label in ("[HEAD]\n", "\n[MIDDLE]\n", "\n[TAIL]\n"):
                 body = body.replace(label, "", 1)
             assert len(body) <= limit * 4
+
+
+def test_compact_web_search_drops_empty_and_host_only_site_names() -> None:
+    records = [
+        {"title": "A", "url": "https://Docs.Example.com/a", "site_name": "docs.example.com",
+         "publish_time": None, "score": 0.5, "snippet": "alpha"},
+        {"title": "B", "url": "https://blog.example.org/b", "site_name": "Example Blog",
+         "publish_time": "", "score": 0.4, "snippet": "beta"},
+    ]  # fmt: skip
+    plain = json.loads(structured_preview("web_search", json.dumps(records), 300, rule="plain"))
+    ours = json.loads(structured_preview("web_search", json.dumps(records), 300))
+    assert plain["results"][0]["site_name"] == "docs.example.com"
+    assert plain["results"][0]["publish_time"] is None
+    assert "site_name" not in ours["results"][0] and "publish_time" not in ours["results"][0]
+    assert ours["results"][1]["site_name"] == "Example Blog"  # a display name is information
+    assert "publish_time" not in ours["results"][1]
+    assert ours["results"][0]["url"] == "https://Docs.Example.com/a"
+
+
+def test_compact_rule_fits_more_records_in_the_same_budget() -> None:
+    payload = kb_payload(30)
+    plain = json.loads(structured_preview("query_kb", payload, 300, rule="plain"))
+    ours = json.loads(structured_preview("query_kb", payload, 300))
+    assert len(ours["results"]) > len(plain["results"])
+    assert ours["omitted_results"] < plain["omitted_results"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_fast_json_encoding_matches_json_dumps(document) -> None:
+    from yuxi_dash.compression.preview import _dumps
+
+    assert _dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from yuxi_dash.compression.preview import tool_result_preview
+from yuxi_dash.compression.preview import PreviewRule, tool_result_preview
 from yuxi_dash.compression.state import SAVED_RESULT_MARKER
 from yuxi_dash.workdir import SavedFile, Workdir, approx_tokens_for_chars
 
@@ -30,6 +31,9 @@ logger = logging.getLogger(__name__)
 TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
 ARG_TRUNCATION_KEEP_CHARS = 20
 ARG_TRUNCATION_MARKER = "...(argument truncated for context view)"
+
+OFFLOAD_WRITER_THREADS = 4
+PARALLEL_WRITE_MIN = 4  # fewer large results than this are written inline
 
 SavedRecord = tuple[str | None, str, SavedFile]  # (tool_call_id, tool_name, saved file)
 
@@ -78,19 +82,33 @@ def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
     return names
 
 
+def _write(workdir: Workdir, saved: SavedFile, data: bytes) -> OSError | None:
+    try:
+        workdir.write_prepared(saved, data)
+    except OSError as exc:
+        return exc
+    return None
+
+
 def offload_tool_results(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
     *,
     tool_result_token_limit: int = 300,
     start: int = 0,
+    preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[SavedRecord]]:
-    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved)."""
+    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved).
+
+    Files are written by a few threads while this thread builds the previews (hashing
+    and file I/O release the GIL); a message is only replaced once its file is written.
+    """
     result = list(messages)
     saved_records: list[SavedRecord] = []
     if workdir is None:
         return result, saved_records
     call_names: dict[str, str] | None = None
+    candidates: list[tuple[int, ToolMessage, str, str]] = []
     for index in range(max(0, start), len(result)):
         message = result[index]
         if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
@@ -105,16 +123,53 @@ def offload_tool_results(
             if call_names is None:
                 call_names = tool_names_by_call_id(messages)
             tool_name = call_names.get(message.tool_call_id) or "tool"
-        try:
-            saved = workdir.save_tool_result(tool_name, content)
-        except OSError as exc:
+        candidates.append((index, message, tool_name, content))
+    if not candidates:
+        return result, saved_records
+
+    # Hashing happens here; the writes (pure I/O, GIL released) go to a few threads
+    # while this thread builds the previews. A message is replaced only once its
+    # file is written.
+    prepared: list[SavedFile] = []
+    writes: list[Future[OSError | None] | OSError | None] = []
+    texts: list[str] = []
+    pool = (
+        ThreadPoolExecutor(
+            max_workers=min(OFFLOAD_WRITER_THREADS, len(candidates)), thread_name_prefix="offload"
+        )
+        if len(candidates) >= PARALLEL_WRITE_MIN
+        else None
+    )
+    try:
+        for _index, _message, name, content in candidates:
+            saved, data = workdir.prepare_tool_result(name, content)
+            prepared.append(saved)
+            writes.append(
+                pool.submit(_write, workdir, saved, data)
+                if pool is not None
+                else _write(workdir, saved, data)
+            )
+            texts.append(
+                tool_result_preview(name, content, tool_result_token_limit, rule=preview_rule)
+            )
+        outcomes = [
+            (write.result() if isinstance(write, Future) else write) or saved
+            for write, saved in zip(writes, prepared, strict=True)
+        ]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    for (index, message, tool_name, content), outcome, preview in zip(
+        candidates, outcomes, texts, strict=True
+    ):
+        if isinstance(outcome, OSError):
             # The message stays exactly as it was; the next compaction tries again.
-            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+            logger.warning("tool result offload failed (%s); message kept", type(outcome).__name__)
             continue
-        preview = tool_result_preview(tool_name, content, tool_result_token_limit)
-        header = saved_result_header(tool_name, saved, preview, len(content))
+        header = saved_result_header(tool_name, outcome, preview, len(content))
         result[index] = message.model_copy(update={"content": header})
-        saved_records.append((message.tool_call_id, tool_name, saved))
+        saved_records.append((message.tool_call_id, tool_name, outcome))
     return result, saved_records
 
 
@@ -159,9 +214,17 @@ def compact_messages(
     *,
     tool_result_token_limit: int = 300,
     tool_arg_max_length: int = 2000,
+    preview_rule: PreviewRule = "compact",
 ) -> list[BaseMessage]:
-    """Offload large tool results and truncate long file-write args (the compacted view)."""
+    """Offload large tool results and truncate long file-write args (the compacted view).
+
+    ``preview_rule`` picks the structured-preview record rule: ``"compact"`` (ours,
+    the default) or ``"plain"`` (the modelled system's), so the bench can compare.
+    """
     offloaded, _saved = offload_tool_results(
-        messages, workdir, tool_result_token_limit=tool_result_token_limit
+        messages,
+        workdir,
+        tool_result_token_limit=tool_result_token_limit,
+        preview_rule=preview_rule,
     )
     return truncate_tool_args(offloaded, tool_arg_max_length)

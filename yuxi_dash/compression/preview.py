@@ -13,7 +13,9 @@ Two record rules are callable side by side so the bench can compare them:
 ``"plain"`` keeps every listed field that is present (the modelled system), and
 ``"compact"`` (ours, the default) keeps the same information in fewer bytes: a
 record's ``kb_id`` equal to the header's, metadata values equal to the record's
-own top-level value, and null/empty values are omitted.
+own top-level value (same key), null/empty values, and a web ``site_name`` that
+is only the url's host name are omitted. Fewer bytes per record means more
+records (ids, urls) fit the same budget.
 
 No cut ever lands inside a character: slicing is by code point and boundaries
 step around combining marks, joiners, variation selectors and flag pairs. Bad or
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 PreviewRule = Literal["plain", "compact"]
@@ -46,7 +49,7 @@ QUERY_KB_METADATA_FIELDS = (
 WEB_SEARCH_FIELDS = ("title", "url", "site_name", "publish_time", "score")
 BODY_FIELDS = ("content", "text", "snippet", "summary")
 CLIP_MARK = "…"
-MIN_BODY_CHARS = 40  # a record is only listed if at least this much of its body fits
+MIN_BODY_CHARS = 32  # a listed record shows at least this much body (head…tail)
 MAX_FIELD_CHARS = 240  # identity strings (titles, urls) longer than this are clipped head…tail
 _ZWJ = "\u200d"
 
@@ -72,6 +75,8 @@ def _is_regional_indicator(char: str) -> bool:
 def _splits_character(text: str, index: int) -> bool:
     if index <= 0 or index >= len(text):
         return False
+    if text[index] < "\u0300" and text[index - 1] != _ZWJ:
+        return False  # fast path: nothing below U+0300 continues a character
     if _is_extender(text[index]) or text[index - 1] == _ZWJ:
         return True
     if _is_regional_indicator(text[index]) and _is_regional_indicator(text[index - 1]):
@@ -142,70 +147,140 @@ def structured_kind(tool_name: str | None) -> str | None:
     return None
 
 
+_SIZED_TYPES = (str, list, dict, tuple)
+_MISSING = object()
+
+
 def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | dict | tuple) and len(value) == 0)
+    return value is None or (type(value) in _SIZED_TYPES and not value)
 
 
 def _clip_field(value: Any) -> Any:
     return clip_head_tail(value, MAX_FIELD_CHARS) if isinstance(value, str) else value
 
 
+def _url_host(url: Any) -> str | None:
+    if type(url) is not str:
+        return None
+    rest = url.partition("://")[2]
+    host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    return host.lower() or None
+
+
 def _project_record(
     record: dict[str, Any], kind: str, header: dict[str, Any], rule: PreviewRule
 ) -> tuple[dict[str, Any], str | None, str]:
-    """The record's kept fields, plus (body key, body text) for clipping later."""
+    """The record's kept fields, plus (body key, body text) for clipping later.
+
+    The compact rule leaves out what the reader can already see: null or empty
+    values, a ``kb_id`` equal to the header's, metadata values equal to the
+    record's own top-level value of the same key, and a web ``site_name`` that is
+    just the url's host name.
+    """
     compact = rule == "compact"
-    fields = QUERY_KB_FIELDS if kind == "knowledge_base" else WEB_SEARCH_FIELDS
+    knowledge_base = kind == "knowledge_base"
+    fields = QUERY_KB_FIELDS if knowledge_base else WEB_SEARCH_FIELDS
     kept: dict[str, Any] = {}
     for key in fields:
         if key not in record:
             continue
         value = record[key]
-        if compact and _is_empty(value):
-            continue
-        if compact and key == "kb_id" and "kb_id" in header and value == header["kb_id"]:
-            continue
-        kept[key] = _clip_field(value)
-    if kind == "knowledge_base" and isinstance(record.get("metadata"), dict):
-        metadata = record["metadata"]
+        if compact:
+            if value is None or (type(value) in _SIZED_TYPES and not value):
+                continue
+            if key == "kb_id" and value == header.get("kb_id", _MISSING):
+                continue
+            if (
+                key == "site_name"
+                and type(value) is str
+                and value.lower() == _url_host(record.get("url"))
+            ):
+                continue
+        kept[key] = clip_head_tail(value, MAX_FIELD_CHARS) if type(value) is str else value
+    metadata = record.get("metadata") if knowledge_base else None
+    if type(metadata) is dict:
         nested: dict[str, Any] = {}
         for key in QUERY_KB_METADATA_FIELDS:
             if key not in metadata:
                 continue
             value = metadata[key]
-            if compact and (_is_empty(value) or (key in fields and record.get(key) == value)):
+            if compact and (
+                value is None
+                or (type(value) in _SIZED_TYPES and not value)
+                or (key in fields and record.get(key, _MISSING) == value)
+            ):
                 continue
-            nested[key] = _clip_field(value)
+            nested[key] = clip_head_tail(value, MAX_FIELD_CHARS) if type(value) is str else value
         if nested or not compact:
             kept["metadata"] = nested
-    body_key: str | None = None
-    body = ""
     for key in BODY_FIELDS:
         value = record.get(key)
-        if isinstance(value, str) and value.strip():
-            body_key, body = key, value
-            break
-    return kept, body_key, body
+        if type(value) is str and value.strip():
+            return kept, key, value
+    return kept, None, ""
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_encode_string = json.encoder.encode_basestring  # json's own quoting, non-ASCII kept
+
+
+def _make_fast_encoder() -> Callable[[Any], str] | None:
+    """json's C encoder built once (``json.dumps`` builds one per call); None if unavailable."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+    try:
+        encode = make(None, refuse, _encode_string, None, ":", ",", False, False, True)
+        if "".join(encode({"a": [1, 2.5, None, True, "é"]}, 0)) != '{"a":[1,2.5,null,true,"é"]}':
+            return None
+    except Exception:
+        return None
+    return lambda document: "".join(encode(document, 0))
+
+
+_fast_encode = _make_fast_encoder()
 
 
 def _dumps(document: Any) -> str:
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON, UTF-8 characters kept as they are (same text as ``json.dumps``)."""
+    if type(document) is str:
+        return _encode_string(document)
+    if _fast_encode is not None:
+        try:
+            return _fast_encode(document)
+        except (TypeError, ValueError):
+            pass  # odd values: let the standard encoder decide
+    return _ENCODER.encode(document)
 
 
-def _assemble(
-    header: dict[str, Any],
-    projected: list[tuple[dict[str, Any], str | None, str]],
-    body_chars: list[int],
-    result_count: int,
-) -> str:
-    results = []
-    for (kept, body_key, body), allowance in zip(projected, body_chars, strict=True):
-        record = dict(kept)
-        if body_key is not None and allowance > 0:
-            record[body_key] = clip_head_tail(body, allowance)
-        results.append(record)
-    document = {**header, "results": results, "omitted_results": result_count - len(results)}
-    return _dumps(document)
+class _RecordPiece:
+    """One record's JSON, assembled from its kept fields and a body clipped to an allowance."""
+
+    __slots__ = ("allowance", "body", "body_prefix", "fields_json", "text")
+
+    def __init__(self, kept: dict[str, Any], body_key: str | None, body: str) -> None:
+        self.fields_json = _dumps(kept)[1:-1]  # the fields without the braces
+        self.body = body
+        self.body_prefix = (
+            None
+            if body_key is None
+            else "{" + self.fields_json + ("," if self.fields_json else "") + _dumps(body_key) + ":"
+        )
+        self.allowance = 0
+        self.text = "{" + self.fields_json + "}"
+
+    def render(self, allowance: int) -> str:
+        if self.body_prefix is None or allowance <= 0:
+            return "{" + self.fields_json + "}"
+        return self.body_prefix + _encode_string(clip_head_tail(self.body, allowance)) + "}"
+
+    def set(self, allowance: int) -> None:
+        self.allowance = allowance
+        self.text = self.render(allowance)
 
 
 def structured_preview(
@@ -215,8 +290,11 @@ def structured_preview(
     kind = structured_kind(tool_name)
     if kind is None:
         return None
+    stripped = content.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return None
     try:
-        payload = json.loads(content)
+        payload = json.loads(stripped)
     except (ValueError, TypeError, RecursionError):
         return None
     if isinstance(payload, dict) and isinstance(payload.get("results"), list):
@@ -234,71 +312,70 @@ def structured_preview(
     for key in HEADER_FIELDS:
         if key in header_source and not (rule == "compact" and _is_empty(header_source[key])):
             header[key] = _clip_field(header_source[key])
-    projected = [
-        _project_record(record, kind, header, rule) for record in records[:MAX_PREVIEW_RECORDS]
-    ]
+    pieces = (
+        _RecordPiece(*_project_record(record, kind, header, rule))
+        for record in records[:MAX_PREVIEW_RECORDS]
+    )  # lazy: records past the first that does not fit are never projected
     budget = max(0, token_limit) * 4
-    return _fit_records(header, projected, len(records), budget)
+    return _fit_records(_dumps(header)[:-1], pieces, len(records), budget)
+
+
+def _frame(header_json: str, shown: int, result_count: int) -> int:
+    """Characters of everything but the records: header, brackets, commas, omitted count."""
+    tail = f'],"omitted_results":{result_count - shown}}}'
+    return len(header_json) + len(',"results":[') + max(0, shown - 1) + len(tail)
 
 
 def _fit_records(
-    header: dict[str, Any],
-    projected: list[tuple[dict[str, Any], str | None, str]],
-    result_count: int,
-    budget: int,
+    header_json: str, pieces: Iterator[_RecordPiece], result_count: int, budget: int
 ) -> str | None:
-    """As many leading records as fit ``budget`` with a minimal body, then grow the bodies."""
+    """As many leading records as fit ``budget`` with a minimal body, then grow the bodies.
 
-    def floor(entry: tuple[dict[str, Any], str | None, str]) -> int:
-        return min(MIN_BODY_CHARS, len(entry[2]))
-
-    shown: list[tuple[dict[str, Any], str | None, str]] = []
-    for entry in projected:
-        candidate = [*shown, entry]
-        if len(_assemble(header, candidate, [floor(e) for e in candidate], result_count)) > budget:
+    Sizes are exact: the preview is the concatenation of the pieces measured here.
+    """
+    shown: list[_RecordPiece] = []
+    first: _RecordPiece | None = None
+    used = 0
+    for piece in pieces:
+        first = first or piece
+        piece.set(min(MIN_BODY_CHARS, len(piece.body)))
+        if _frame(header_json, len(shown) + 1, result_count) + used + len(piece.text) > budget:
             break
-        shown = candidate
-    if not shown and projected:
-        bare = [projected[0]]
-        if len(_assemble(header, bare, [0], result_count)) <= budget:
-            return _assemble(header, bare, [0], result_count)
-        return None  # not even one record fits: the generic preview says more
-    allowances = [floor(entry) for entry in shown]
-    spare = budget - len(_assemble(header, shown, allowances, result_count))
+        shown.append(piece)
+        used += len(piece.text)
+    if not shown:
+        if first is None:
+            return _render(header_json, [], result_count)
+        bare = first
+        bare.set(0)
+        if _frame(header_json, 1, result_count) + len(bare.text) > budget:
+            return None  # not even one record fits: the generic preview says more
+        return _render(header_json, [bare], result_count)
+    spare = budget - _frame(header_json, len(shown), result_count) - used
     # Hand the spare characters to the bodies, evenly, until they are whole or it is spent.
-    for _ in range(8):
-        growable = [i for i, entry in enumerate(shown) if allowances[i] < len(entry[2])]
+    for _ in range(4):
+        growable = [piece for piece in shown if piece.allowance < len(piece.body)]
         if spare <= 0 or not growable:
             break
-        share = max(1, spare // len(growable))
-        for i in growable:
-            allowances[i] = min(len(shown[i][2]), allowances[i] + share)
-        grown = _assemble(header, shown, allowances, result_count)
-        if len(grown) > budget:
-            allowances = _shrink_to_fit(header, shown, allowances, result_count, budget)
+        share = spare // len(growable)
+        if share <= 0:
             break
-        spare = budget - len(grown)
-    return _assemble(header, shown, allowances, result_count)
+        for piece in growable:
+            allowance = min(len(piece.body), piece.allowance + share)
+            while allowance > piece.allowance:
+                text = piece.render(allowance)
+                growth = len(text) - len(piece.text)
+                if growth <= spare:
+                    piece.allowance, piece.text = allowance, text
+                    spare -= growth
+                    break
+                allowance -= growth - spare  # escaping made it longer than its characters
+    return _render(header_json, shown, result_count)
 
 
-def _shrink_to_fit(
-    header: dict[str, Any],
-    shown: list[tuple[dict[str, Any], str | None, str]],
-    allowances: list[int],
-    result_count: int,
-    budget: int,
-) -> list[int]:
-    """Trim body allowances (JSON escaping can make bodies longer than their char count)."""
-    allowances = list(allowances)
-    for _ in range(16):
-        excess = len(_assemble(header, shown, allowances, result_count)) - budget
-        if excess <= 0:
-            return allowances
-        cut = excess // max(1, len(allowances)) + 1
-        allowances = [max(min(MIN_BODY_CHARS, a), a - cut) for a in allowances]
-    while len(_assemble(header, shown, allowances, result_count)) > budget and any(allowances):
-        allowances = [a // 2 for a in allowances]
-    return allowances
+def _render(header_json: str, shown: list[_RecordPiece], result_count: int) -> str:
+    records = ",".join(piece.text for piece in shown)
+    return f'{header_json},"results":[{records}],"omitted_results":{result_count - len(shown)}}}'
 
 
 def tool_result_preview(
