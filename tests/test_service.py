@@ -533,6 +533,18 @@ def test_request_fifo_and_run_lifecycle(db_url: str) -> None:
         service.enqueue_request("missing", content="x")
 
 
+def test_cancelled_request_frees_the_thread(db_url: str) -> None:
+    seed_thread()
+    request = service.enqueue_request("t1", content="never mind")
+    with pytest.raises(ThreadBusy):
+        service.compress_thread_context("t1", actor=OPERATOR)
+    assert service.cancel_request(request.id).status == "cancelled"
+    with pytest.raises(InvalidInput):
+        service.cancel_request(request.id)
+    assert service.dispatch_next_request("t1") is None
+    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
+
+
 def test_record_model_call_is_atomic_and_version_checked(db_url: str) -> None:
     seed_thread()
     with session_scope() as session:

@@ -26,7 +26,6 @@ from yuxi_dash.settings import Settings
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("completed", "no_op", "refused", "failed", "ok", "viewed")
 _FORBIDDEN_DETAIL_KEYS = frozenset(
     {"content", "text", "message", "messages", "query", "params", "parameters", "payload", "body"}
 )

@@ -720,6 +720,30 @@ def dispatch_next_request(thread_id: str, *, settings: Settings | None = None) -
         )
 
 
+def cancel_request(request_id: int, *, settings: Settings | None = None) -> RequestInfo:
+    """Cancel a queued request (it will never be dispatched); InvalidInput if not queued."""
+    with session_scope(settings) as session:
+        thread_id = session.scalar(
+            sa.select(RunRequest.thread_id).where(RunRequest.id == request_id)
+        )
+    if thread_id is None:
+        raise NotFound(f"request {request_id} not found")
+    with thread_lock(thread_id, settings=settings) as (session, _conv):
+        request = session.get(RunRequest, request_id)
+        if request is None:
+            raise NotFound(f"request {request_id} not found")
+        if request.status != "queued":
+            raise InvalidInput(f"request {request_id} is {request.status}, not queued")
+        request.status = "cancelled"
+        return RequestInfo(
+            id=request.id,
+            thread_id=thread_id,
+            run_type=request.run_type,
+            status=request.status,
+            created_at=request.created_at,
+        )
+
+
 def start_run(
     thread_id: str, *, run_type: str = "chat", settings: Settings | None = None
 ) -> RunInfo:
