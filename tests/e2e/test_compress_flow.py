@@ -138,7 +138,11 @@ def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:
             expect(outcome.first).to_be_visible(timeout=120_000)
             expect(dialog).to_be_hidden(timeout=30_000)
             assert "tokens" in outcome.first.inner_text()
-            page.screenshot(path=str(ARTIFACTS / "compress_flow.png"), full_page=True)
+            # the rerun after the write has finished: list reloaded, navigation drawn by app.py
+            expect(page.get_by_test_id("stStatusWidget")).to_be_hidden(timeout=60_000)
             expect(page.get_by_text("highest summary pressure first")).not_to_have_text(before)
+            expect(page.get_by_test_id("stSidebarNav")).to_contain_text("Threads ≥ 85%")
+            expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "compress_flow.png"), full_page=True)
         finally:
             browser.close()

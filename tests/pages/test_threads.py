@@ -57,8 +57,8 @@ def test_compress_one_thread_through_the_dialog(
     at.button(key="compress_one").click().run()
     assert not at.exception
     assert at.button(key="confirm_compress")  # the dialog with the preview is open
-    preview = at.dataframe[-1].value
-    assert preview["thread_id"].tolist() == [target]
+    preview = at.table[-1].value
+    assert preview.index.tolist() == [target]
     assert int(preview["messages to summarize"].iloc[0]) > 0
 
     at.button(key="confirm_compress").click().run()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from yuxi_dash.auth import Actor
@@ -104,7 +105,7 @@ def confirm_dialog(actor: Actor) -> None:
         "The history before the kept recent messages is summarized into one message; "
         "the full history is appended to the thread's conversation-history file."
     )
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.table(pd.DataFrame(rows).set_index("thread_id"))
     left, right = st.columns(2)
     confirmed = left.button(
         f"Compress {len(rows)} thread{'s' if len(rows) != 1 else ''}",
