@@ -1,0 +1,289 @@
+"""Tests for yuxi_dash.demo: the seeded threads, idempotence, reset, and the memory hand-off."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from yuxi_dash.demo import DEMO_PREFIX, DEMO_USERS, DemoReport, seed_demo
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import get_engine, session_scope
+from yuxi_dash.store.models import (
+    AgentRun,
+    AuditEntry,
+    ChatMessage,
+    Conversation,
+    RunRequest,
+    ThreadState,
+    ToolResult,
+    UsageSnapshotRow,
+)
+from yuxi_dash.store.queries import busy_reasons, list_agents
+from yuxi_dash.tool_results import verify_tool_results
+from yuxi_dash.workdir import Workdir
+
+ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def _settings(root: Path) -> Settings:
+    return Settings(
+        database_url=f"sqlite:///{root / 'yuxi_dash.db'}",
+        workdir=root / "workdir",
+        falkordb_data_dir=root / "falkordb",
+    )
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, DemoReport]:
+    """One demo seed (threads only) shared by the read-only tests of this module."""
+    root = tmp_path_factory.mktemp("demo")
+    settings = _settings(root)
+    report = seed_demo(settings, memory=False, now=ANCHOR)
+    get_engine(settings).dispose()
+    return settings, report
+
+
+def _copy(settings: Settings, target: Path) -> Settings:
+    get_engine(settings).dispose()  # fold the WAL into the file before copying
+    root = Path(settings.workdir).parent
+    shutil.copytree(root, target)
+    return _settings(target)
+
+
+def _fingerprint(settings: Settings, *, content_only: bool = False) -> dict[str, str]:
+    """A digest per table (and of the workdir files); `content_only` leaves out times and ids."""
+    volatile = {"id", "created_at", "updated_at", "at", "measured_at", "started_at"}
+    volatile |= {"finished_at", "dispatched_at", "deleted_at", "last_activity_at"}
+    volatile |= {"usage_measured_at", "last_compression_at", "request_id", "token_usage"}
+    digests: dict[str, str] = {}
+    with session_scope(settings) as session:
+        for model in (
+            Conversation,
+            ThreadState,
+            UsageSnapshotRow,
+            ChatMessage,
+            ToolResult,
+            AgentRun,
+            RunRequest,
+            AuditEntry,
+        ):
+            table = model.__table__
+            columns = [c for c in table.columns if not (content_only and c.name in volatile)]
+            query = sa.select(*columns)
+            if "thread_id" in table.columns:
+                query = query.where(table.c.thread_id.like(f"{DEMO_PREFIX}%"))
+                if content_only:  # live threads and operator compressions carry wall-clock data
+                    query = query.where(table.c.thread_id.not_like(f"{DEMO_PREFIX}live%"))
+            if content_only and model is AuditEntry:
+                continue
+            rows = sorted(json.dumps(list(row), default=str) for row in session.execute(query))
+            digests[table.name] = hashlib.sha256("\n".join(rows).encode()).hexdigest()
+    files = sorted(Path(settings.workdir).rglob("*.txt"))
+    digests["files"] = hashlib.sha256(
+        b"".join(path.name.encode() + path.read_bytes() for path in files)
+    ).hexdigest()
+    return digests
+
+
+def test_demo_has_about_200_threads_over_30_users_and_3_agents(
+    seeded: tuple[Settings, DemoReport],
+) -> None:
+    settings, report = seeded
+    assert 190 <= report.threads <= 210
+    assert report.users == len(DEMO_USERS) == 30
+    assert report.tool_results > 100
+    with session_scope(settings) as session:
+        agents = {agent.slug: agent for agent in list_agents(session)}
+        assert len(agents) == 3
+        assert sum(1 for agent in agents.values() if not agent.capable) == 1
+        users = set(session.scalars(sa.select(Conversation.user_id).distinct()))
+        assert users == set(DEMO_USERS)
+        per_agent = dict(
+            session.execute(
+                sa.select(Conversation.agent_slug, sa.func.count()).group_by(
+                    Conversation.agent_slug
+                )
+            ).all()
+        )
+        assert set(per_agent) == set(agents) and min(per_agent.values()) >= 30
+
+
+def test_demo_pressure_spread_and_enough_threads_to_compress(
+    seeded: tuple[Settings, DemoReport],
+) -> None:
+    settings, _ = seeded
+    with session_scope(settings) as session:
+        rows = session.execute(
+            sa.select(
+                Conversation.thread_id,
+                Conversation.summary_pressure_ratio,
+                Conversation.agent_slug,
+                Conversation.status,
+            ).where(Conversation.status != "deleted")
+        ).all()
+        pressures = [row.summary_pressure_ratio for row in rows]
+        assert min(pressures) < 0.2
+        assert max(pressures) > 1.0
+        hot = [row for row in rows if row.summary_pressure_ratio >= 0.85]
+        assert len(hot) >= 20
+        reasons = busy_reasons(session, [row.thread_id for row in hot])
+        agents = {agent.slug: agent for agent in list_agents(session)}
+        idle_capable = [
+            row
+            for row in hot
+            if row.thread_id not in reasons
+            and agents[row.agent_slug].capable
+            and row.status == "active"
+        ]
+        assert len(idle_capable) >= 5  # the dashboard has something to compress
+        # every decile of pressure below 1.0 is populated: a spread, not two clusters
+        deciles = {min(9, int(p * 10)) for p in pressures if p < 1.0}
+        assert deciles == set(range(10))
+
+
+def test_demo_has_busy_deleted_and_archived_threads(seeded: tuple[Settings, DemoReport]) -> None:
+    settings, _ = seeded
+    with session_scope(settings) as session:
+        statuses = dict(
+            session.execute(
+                sa.select(Conversation.status, sa.func.count()).group_by(Conversation.status)
+            ).all()
+        )
+        assert statuses.get("deleted", 0) >= 3 and statuses.get("archived", 0) >= 3
+        ids = list(session.scalars(sa.select(Conversation.thread_id)))
+        reasons = list(busy_reasons(session, ids).values())
+        for reason in ("running", "queued", "interrupted"):
+            assert reasons.count(reason) >= 3, reason
+
+
+def test_demo_records_chats_snapshots_compressions_and_files(
+    seeded: tuple[Settings, DemoReport],
+) -> None:
+    settings, _ = seeded
+    with session_scope(settings) as session:
+        sources = dict(
+            session.execute(
+                sa.select(UsageSnapshotRow.source, sa.func.count()).group_by(
+                    UsageSnapshotRow.source
+                )
+            ).all()
+        )
+        assert sources["model_call"] > 1000
+        assert sources["auto_compaction"] >= 20
+        assert sources.get("manual_compression", 0) >= 3
+        audits = session.scalars(
+            sa.select(AuditEntry.outcome).where(AuditEntry.action == "compress")
+        ).all()
+        assert audits.count("completed") >= 3
+        summarized = session.scalar(
+            sa.select(sa.func.count()).select_from(Conversation).where(Conversation.summary_active)
+        )
+        assert summarized >= 5
+        # the chat record holds every turn's user message, even where the state is summarized
+        thread_id = session.scalar(
+            sa.select(Conversation.thread_id).where(Conversation.summary_active).limit(1)
+        )
+        roles = session.scalars(
+            sa.select(ChatMessage.role).where(ChatMessage.thread_id == thread_id)
+        ).all()
+        assert roles.count("user") >= 3 and "assistant" in roles and "tool" in roles
+        report = verify_tool_results(session, settings=settings)
+    assert report.results and report.all_ok
+    history = list((Path(settings.workdir) / "outputs" / "conversation_history").glob("*.md"))
+    assert len(history) >= 5
+
+
+def test_second_seed_changes_nothing(seeded: tuple[Settings, DemoReport]) -> None:
+    settings, first = seeded
+    before = _fingerprint(settings)
+    again = seed_demo(settings, memory=False, now=ANCHOR)
+    assert _fingerprint(settings) == before
+    assert (again.threads, again.users, again.tool_results) == (
+        first.threads,
+        first.users,
+        first.tool_results,
+    )
+
+
+def test_reset_starts_clean_and_rebuilds_the_same_demo(
+    seeded: tuple[Settings, DemoReport], tmp_path: Path
+) -> None:
+    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.service import compress_thread_context, import_thread
+
+    settings = _copy(seeded[0], tmp_path / "copy")
+    original = _fingerprint(settings, content_only=True)
+    # tamper: an operator compresses a hot thread, a file disappears, another is edited,
+    # and a thread that is not demo data arrives (it must survive the reset)
+    with session_scope(settings) as session:
+        hot = session.scalar(
+            sa.select(Conversation.thread_id)
+            .where(
+                Conversation.agent_slug == "ops-copilot",
+                Conversation.summary_pressure_ratio >= 0.85,
+                Conversation.status == "active",
+            )
+            .order_by(Conversation.thread_id)
+        )
+        paths = session.scalars(sa.select(ToolResult.path).order_by(ToolResult.id).limit(2)).all()
+    compress_thread_context(hot, actor=cli_actor("tester"), settings=settings)
+    workdir = Workdir(settings.workdir)
+    workdir.resolve(paths[0]).unlink()
+    workdir.resolve(paths[1]).write_text("edited", encoding="utf-8")
+    sample = json.loads((Path(__file__).parent / "data" / "thread.json").read_text())
+    import_thread(sample, actor=cli_actor("tester"), settings=settings)
+    assert _fingerprint(settings, content_only=True) != original
+
+    report = seed_demo(settings, reset=True, memory=False, now=ANCHOR)
+
+    assert any("reset" in note for note in report.notes)
+    assert _fingerprint(settings, content_only=True) == original
+    with session_scope(settings) as session:
+        assert session.scalar(
+            sa.select(Conversation.id).where(Conversation.thread_id == sample["thread_id"])
+        )
+        assert verify_tool_results(session, settings=settings).all_ok
+        stale_audit = session.scalar(
+            sa.select(sa.func.count())
+            .select_from(AuditEntry)
+            .where(AuditEntry.target == f"thread:{hot}", AuditEntry.actor == "tester")
+        )
+        assert stale_audit == 0
+
+
+def test_memory_seeding_is_called_with_the_demo_users(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import yuxi_dash.demo as demo_module
+    import yuxi_dash.memory.demo as memory_demo
+
+    calls: list[tuple[tuple[str, ...], bool]] = []
+
+    def fake_graphs(settings: Settings, users: tuple[str, ...], *, reset: bool) -> dict:
+        calls.append((tuple(users), reset))
+        return {"graphs": 28, "skipped_existing": 2}
+
+    monkeypatch.setattr(demo_module, "seed_demo_threads", lambda *a, **k: DemoReport(threads=1))
+    monkeypatch.setattr(memory_demo, "seed_demo_graphs", fake_graphs)
+    report = seed_demo(_settings(tmp_path), reset=True)
+    assert calls == [(DEMO_USERS, True)]
+    assert report.graphs == 30
+
+
+def test_missing_memory_module_is_a_note_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import yuxi_dash.demo as demo_module
+
+    monkeypatch.setattr(demo_module, "seed_demo_threads", lambda *a, **k: DemoReport(threads=1))
+    monkeypatch.setitem(sys.modules, "yuxi_dash.memory.demo", None)  # import raises ImportError
+    report = seed_demo(_settings(tmp_path), memory=True)
+    assert report.graphs == 0
+    assert any("graphs not seeded" in note for note in report.notes)
