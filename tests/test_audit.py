@@ -56,3 +56,23 @@ def test_list_audit_filters_and_orders_newest_first(db_url: str) -> None:
         assert [r.target for r in list_audit(session, actor="u0")] == ["user:2", "user:0"]
         assert list_audit(session, action="compress") == []
         assert len(list_audit(session, limit=1)) == 1
+
+
+def test_eventual_audit_waits_out_a_sqlite_write_lock() -> None:
+    """SQLite has one writer: a refusal audited while another writer holds the lock lands later."""
+    from yuxi_dash.audit import record_audit_eventually, wait_for_pending_audit
+    from yuxi_dash.settings import Settings, get_settings
+    from yuxi_dash.store.db import get_engine, locked_session
+
+    quick = Settings(database_url=get_settings().database_url, lock_timeout_seconds=0.2)
+    get_engine(quick)
+    with locked_session(quick):
+        record_audit_eventually(
+            actor="ops", action="compress", target="thread:t9", outcome="refused", settings=quick
+        )
+        with session_scope() as session:
+            assert list_audit(session, target="thread:t9") == []  # not yet: the lock is held
+    assert wait_for_pending_audit(30)
+    with session_scope() as session:
+        (row,) = list_audit(session, target="thread:t9")
+    assert row.outcome == "refused"

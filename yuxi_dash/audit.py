@@ -14,6 +14,7 @@ until the lock is free, so even a "thread is locked" refusal is recorded.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import queue
 import threading
@@ -87,6 +88,7 @@ def record_audit(
 
 
 _RETRY_SECONDS = 120.0
+_EXIT_WAIT_SECONDS = 15.0
 _pending: queue.Queue[tuple[dict[str, Any], Settings | None, float]] = queue.Queue()
 _writer_lock = threading.Lock()
 _writer: threading.Thread | None = None
@@ -144,6 +146,7 @@ def record_audit_eventually(
         if _writer is None or not _writer.is_alive():
             _writer = threading.Thread(target=_drain, name="audit-retry", daemon=True)
             _writer.start()
+            atexit.register(wait_for_pending_audit, _EXIT_WAIT_SECONDS)  # a CLI run exits soon
     _pending.put((fields, settings, time.monotonic() + _RETRY_SECONDS))
 
 
