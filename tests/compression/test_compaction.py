@@ -93,7 +93,6 @@ def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) 
         real_write(self, saved, data)
 
     monkeypatch.setattr(Workdir, "write_prepared", flaky)
-    # 1 result (inline write) and 6 results (threaded writes): the same rule holds.
     for copies in (1, 3):
         messages = []
         for n in range(copies):
@@ -143,3 +142,20 @@ def test_write_file_args_truncated_in_view_only(workdir: Workdir) -> None:
     assert calls[1]["args"]["new"] == "y" * 20 + ARG_TRUNCATION_MARKER
     assert calls[2]["args"]["cmd"] == "z" * 5000  # other tools untouched
     assert ai.tool_calls[0]["args"]["content"] == long_text  # stored message untouched
+
+
+def test_multibyte_result_round_trips_byte_for_byte(workdir: Workdir) -> None:
+    content = "第一行：结果 🙂\r\n" * 300 + "e\u0301 👨\u200d👩\u200d👧 🇨🇳\n" * 100
+    compacted = compact_messages([*tool_exchange(1, "run", content)], workdir)
+    header = parse_saved_header(compacted[1].content)
+    raw = (workdir.root / header["Full output path"]).read_bytes()
+    assert raw == content.encode("utf-8")
+    assert hashlib.sha256(raw).hexdigest() == header["SHA-256"]
+    assert workdir.read_text(header["Full output path"]) == content
+    compacted[1].content.encode("utf-8")  # the preview cut no character in half
+
+
+def test_non_text_content_is_left_alone(workdir: Workdir) -> None:
+    blocks = [{"type": "text", "text": "x" * 5000}]
+    message = ToolMessage(content=blocks, tool_call_id="c", name="run")
+    assert compact_messages([message], workdir) == [message]

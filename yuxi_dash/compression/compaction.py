@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -31,9 +30,6 @@ logger = logging.getLogger(__name__)
 TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
 ARG_TRUNCATION_KEEP_CHARS = 20
 ARG_TRUNCATION_MARKER = "...(argument truncated for context view)"
-
-OFFLOAD_WRITER_THREADS = 4
-PARALLEL_WRITE_MIN = 4  # fewer large results than this are written inline
 
 SavedRecord = tuple[str | None, str, SavedFile]  # (tool_call_id, tool_name, saved file)
 
@@ -82,14 +78,6 @@ def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
     return names
 
 
-def _write(workdir: Workdir, saved: SavedFile, data: bytes) -> OSError | None:
-    try:
-        workdir.write_prepared(saved, data)
-    except OSError as exc:
-        return exc
-    return None
-
-
 def offload_tool_results(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
@@ -100,15 +88,14 @@ def offload_tool_results(
 ) -> tuple[list[BaseMessage], list[SavedRecord]]:
     """Offload large ToolMessages from index ``start`` on; return (messages, newly saved).
 
-    Files are written by a few threads while this thread builds the previews (hashing
-    and file I/O release the GIL); a message is only replaced once its file is written.
+    Writes are sequential: on a busy 2-core host, writer threads measured slower
+    (GIL hand-offs, a saturated disk), and one file per result is cheap on its own.
     """
     result = list(messages)
     saved_records: list[SavedRecord] = []
     if workdir is None:
         return result, saved_records
     call_names: dict[str, str] | None = None
-    candidates: list[tuple[int, ToolMessage, str, str]] = []
     for index in range(max(0, start), len(result)):
         message = result[index]
         if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
@@ -123,53 +110,18 @@ def offload_tool_results(
             if call_names is None:
                 call_names = tool_names_by_call_id(messages)
             tool_name = call_names.get(message.tool_call_id) or "tool"
-        candidates.append((index, message, tool_name, content))
-    if not candidates:
-        return result, saved_records
-
-    # Hashing happens here; the writes (pure I/O, GIL released) go to a few threads
-    # while this thread builds the previews. A message is replaced only once its
-    # file is written.
-    prepared: list[SavedFile] = []
-    writes: list[Future[OSError | None] | OSError | None] = []
-    texts: list[str] = []
-    pool = (
-        ThreadPoolExecutor(
-            max_workers=min(OFFLOAD_WRITER_THREADS, len(candidates)), thread_name_prefix="offload"
-        )
-        if len(candidates) >= PARALLEL_WRITE_MIN
-        else None
-    )
-    try:
-        for _index, _message, name, content in candidates:
-            saved, data = workdir.prepare_tool_result(name, content)
-            prepared.append(saved)
-            writes.append(
-                pool.submit(_write, workdir, saved, data)
-                if pool is not None
-                else _write(workdir, saved, data)
-            )
-            texts.append(
-                tool_result_preview(name, content, tool_result_token_limit, rule=preview_rule)
-            )
-        outcomes = [
-            (write.result() if isinstance(write, Future) else write) or saved
-            for write, saved in zip(writes, prepared, strict=True)
-        ]
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-
-    for (index, message, tool_name, content), outcome, preview in zip(
-        candidates, outcomes, texts, strict=True
-    ):
-        if isinstance(outcome, OSError):
+        try:
+            saved = workdir.save_tool_result(tool_name, content)
+        except OSError as exc:
             # The message stays exactly as it was; the next compaction tries again.
-            logger.warning("tool result offload failed (%s); message kept", type(outcome).__name__)
+            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
             continue
-        header = saved_result_header(tool_name, outcome, preview, len(content))
+        preview = tool_result_preview(
+            tool_name, content, tool_result_token_limit, rule=preview_rule
+        )
+        header = saved_result_header(tool_name, saved, preview, len(content))
         result[index] = message.model_copy(update={"content": header})
-        saved_records.append((message.tool_call_id, tool_name, outcome))
+        saved_records.append((message.tool_call_id, tool_name, saved))
     return result, saved_records
 
 
