@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
 from yuxi_dash.simulate import (
@@ -114,3 +115,124 @@ def test_model_calls_write_file_with_large_content_in_the_tool_call_args() -> No
     assert found is not None
     assert found["args"]["path"] in topic.files
     assert len(found["args"]["content"]) > 2_000
+
+
+# --- the driver, against the store -------------------------------------------------
+
+TINY_AGENT = "tiny-agent"
+
+
+def _tiny_agent(settings) -> None:
+    from yuxi_dash.service import upsert_agent
+    from yuxi_dash.store.db import session_scope
+
+    with session_scope(settings) as session:
+        upsert_agent(
+            session,
+            TINY_AGENT,
+            name="Tiny",
+            capabilities=["context_compression"],
+            context_window=32_000,
+            summary_threshold=8,  # 8,192 tokens: several compactions in a few turns
+        )
+
+
+def test_simulate_draws_a_sawtooth_with_one_snapshot_per_model_call() -> None:
+    from yuxi_dash.settings import get_settings
+    from yuxi_dash.simulate import simulate
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
+
+    settings = get_settings()
+    _tiny_agent(settings)
+    report = simulate(settings, threads=1, turns=6, seed=11, agent_slug=TINY_AGENT)
+    (thread,) = report.threads
+    assert thread.turns == 6 and thread.auto_compactions >= 2
+    with session_scope(settings) as session:
+        points = usage_timeline(session, thread.thread_id)
+        detail = get_thread(session, thread.thread_id)
+        chat = chat_record(session, thread.thread_id)
+    sources = [point.source for point in points]
+    assert sources.count("model_call") == thread.model_calls
+    assert sources.count("auto_compaction") == thread.auto_compactions
+    assert len(points) == thread.model_calls + thread.auto_compactions
+    trigger = 8 * 1024
+    rises = drops = exact = 0
+    for before, after in zip(points, points[1:], strict=False):
+        if after.source == "auto_compaction":
+            # fired at the threshold, and it dropped the pressure
+            assert after.llm_input_tokens >= trigger
+            assert after.next_llm_input_tokens < after.llm_input_tokens
+            assert after.summary_pressure_ratio < before.summary_pressure_ratio
+            drops += 1
+        else:
+            # the call saw what the previous measurement said it would (plus, at a new
+            # turn, the user's new message)
+            assert after.llm_input_tokens >= before.next_llm_input_tokens
+            exact += after.llm_input_tokens == before.next_llm_input_tokens
+            assert after.llm_input_tokens < trigger  # never called over the threshold
+            rises += after.next_llm_input_tokens > after.llm_input_tokens
+    assert drops == thread.auto_compactions
+    assert rises == thread.model_calls - 1  # every call but the first adds to the context
+    assert exact >= thread.model_calls - 6 - thread.auto_compactions
+    assert max(point.summary_pressure_ratio for point in points) >= 1.0
+    # the current usage is the last snapshot, and the stored state matches it
+    assert detail.summary.summary_pressure_ratio == points[-1].summary_pressure_ratio
+    assert detail.summary.next_llm_input_tokens == points[-1].next_llm_input_tokens
+    assert detail.version == len(points)
+    assert [m.role for m in chat].count("user") == 6
+    assert detail.summary.busy_reason is None
+
+
+def test_simulate_goes_through_intake_and_run_lifecycle_and_indexes_files() -> None:
+    import sqlalchemy as sa
+
+    from yuxi_dash.settings import get_settings
+    from yuxi_dash.simulate import simulate
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.models import AgentRun, RunRequest
+    from yuxi_dash.tool_results import verify_tool_results
+
+    settings = get_settings()
+    _tiny_agent(settings)
+    simulate(settings, threads=2, turns=2, seed=5, agent_slug=TINY_AGENT)
+    again = simulate(settings, threads=1, turns=1, seed=5)  # continues sim-5-01
+    assert again.threads[0].thread_id == "sim-5-01" and again.threads[0].agent == TINY_AGENT
+    with session_scope(settings) as session:
+        runs = session.execute(
+            sa.select(AgentRun.thread_id, AgentRun.status, AgentRun.request_id)
+        ).all()
+        requests = session.execute(sa.select(RunRequest.thread_id, RunRequest.status)).all()
+        report = verify_tool_results(session, settings=settings)
+    assert sorted(r.thread_id for r in runs) == ["sim-5-01"] * 3 + ["sim-5-02"] * 2
+    assert {r.status for r in runs} == {"completed"} and all(r.request_id for r in runs)
+    assert {r.status for r in requests} == {"dispatched"} and len(requests) == 5
+    assert report.results and report.all_ok
+
+
+def test_simulate_is_deterministic_across_databases(tmp_path) -> None:
+    from yuxi_dash.settings import Settings
+    from yuxi_dash.simulate import simulate
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.queries import chat_record
+
+    contents = []
+    for name in ("a", "b"):
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path / name / 'db.sqlite'}",
+            workdir=tmp_path / name / "workdir",
+        )
+        simulate(settings, threads=1, turns=3, seed=99)
+        with session_scope(settings) as session:
+            contents.append([(m.role, m.content) for m in chat_record(session, "sim-99-01")])
+    assert contents[0] == contents[1] and len(contents[0]) > 6
+
+
+def test_simulate_refuses_an_unknown_agent_and_bad_counts() -> None:
+    from yuxi_dash.errors import AgentNotFound, InvalidInput
+    from yuxi_dash.simulate import simulate
+
+    with pytest.raises(AgentNotFound):
+        simulate(threads=1, turns=1, agent_slug="no-such-agent")
+    with pytest.raises(InvalidInput):
+        simulate(threads=0, turns=1)
