@@ -236,3 +236,19 @@ def test_simulate_refuses_an_unknown_agent_and_bad_counts() -> None:
         simulate(threads=1, turns=1, agent_slug="no-such-agent")
     with pytest.raises(InvalidInput):
         simulate(threads=0, turns=1)
+
+
+def test_simulate_on_postgresql(postgres_url: str, tmp_path) -> None:
+    from yuxi_dash.settings import Settings
+    from yuxi_dash.simulate import simulate
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.queries import usage_timeline
+
+    settings = Settings(database_url=postgres_url, workdir=tmp_path / "workdir")
+    report = simulate(settings, threads=1, turns=4, seed=8, thread_prefix="pg-sim")
+    (thread,) = report.threads
+    with session_scope(settings) as session:
+        points = usage_timeline(session, thread.thread_id)
+    assert thread.thread_id == "pg-sim-8-01"
+    assert len(points) == thread.model_calls + thread.auto_compactions >= 8
+    assert points[-1].summary_pressure_ratio == thread.summary_pressure_ratio

@@ -163,13 +163,19 @@ def _build_thread(
     plan: ThreadPlan, *, workdir: Any, summarizer: Any, anchor: datetime
 ) -> _BuiltThread:
     from yuxi_dash.compression import ThreadContextState
+    from yuxi_dash.compression.engine import history_session_id
     from yuxi_dash.simulate import AgentLoop, sim_agent, stable_rng, topic_for
+    from yuxi_dash.workdir import history_relpath
 
     profile = sim_agent(plan.agent_slug)
     assert profile is not None
+    state = ThreadContextState(thread_id=plan.thread_id, messages=[])
+    # a history file of a thread that is not in the database is left over from a run that
+    # failed before its commit: start it again so the file holds this thread's history only
+    workdir.resolve(history_relpath(history_session_id(state))).unlink(missing_ok=True)
     rng = stable_rng("demo", plan.thread_id)
     loop = AgentLoop(
-        ThreadContextState(thread_id=plan.thread_id, messages=[]),
+        state,
         profile,
         rng=rng,
         topic=topic_for(plan.thread_id),
