@@ -341,7 +341,12 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     arguments shortened), so the total equals the engine's count and the
     per-message counts add up to it.
     """
-    from yuxi_dash.compression import count_tokens, is_saved_result, model_view
+    from yuxi_dash.compression import (
+        count_tokens,
+        is_saved_result,
+        model_view,
+        parse_saved_header,
+    )
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import get_thread
 
@@ -371,11 +376,16 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
             entry["tool_call_id"] = message.tool_call_id
             entry["offloaded"] = is_saved_result(message)
             if entry["offloaded"]:
+                header = parse_saved_header(message.content)
+                original = header.get("Approx tokens", "")
                 saved.append(
                     {
                         "index": index,
-                        "tool_name": message.name,
+                        "tool_name": header.get("Tool") or message.name,
                         "tool_call_id": message.tool_call_id,
+                        "path": header.get("Full output path"),
+                        "sha256": header.get("SHA-256"),
+                        "original_tokens": int(original) if original.isdigit() else None,
                         "tokens": entry["tokens"],
                         "preview": message.content,
                     }
@@ -409,6 +419,20 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     }
 
 
+SUMMARY_TEXT_LINES = 14
+SAVED_PREVIEW_LINES = 3
+
+
+def _indented(text: str, *, max_lines: int, width: int = 110) -> list[str]:
+    lines = [
+        line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines()
+    ]
+    shown = [f"    {line}" for line in lines[:max_lines]]
+    if len(lines) > max_lines:
+        shown.append(f"    ... ({len(lines) - max_lines} more lines; --json has all of it)")
+    return shown
+
+
 def _cmd_context(args: argparse.Namespace) -> CommandResult:
     view = build_context_view(args.thread)
     rows = [
@@ -433,24 +457,29 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
     ]
     if view["summary"]:
         lines.append(
-            f"summary active: messages before {view['summary']['cutoff_index']} are summarized; "
-            f"history in {view['summary']['file_path']}"
+            f"summary active: messages before {view['summary']['cutoff_index']} are summarized "
+            f"({view['summary']['tokens']:,} tokens); history in {view['summary']['file_path']}"
         )
     lines.append("")
     lines.append(render_table(rows, ("#", "ROLE", "TOKENS", "CONTENT")))
+    if view["summary"]:
+        lines.extend(["", "summary:"])
+        lines.extend(_indented(view["summary"]["content"], max_lines=SUMMARY_TEXT_LINES))
     if view["saved_results"]:
-        lines.append("")
-        lines.append(f"saved tool results shown as previews: {len(view['saved_results'])}")
+        lines.extend(
+            ["", f"saved tool results (the model sees previews): {len(view['saved_results'])}"]
+        )
         for item in view["saved_results"]:
-            path = next(
-                (
-                    line.partition(":")[2].strip()
-                    for line in str(item["preview"]).splitlines()
-                    if line.startswith("Full output path:")
-                ),
-                "?",
+            original = item["original_tokens"]
+            lines.append(
+                f"#{item['index']} {item['tool_name']}: "
+                f"{original:,} tokens saved, {item['tokens']:,} shown; "
+                f"{item['path']} sha256 {str(item['sha256'])[:16]}"
+                if original is not None
+                else f"#{item['index']} {item['tool_name']}: {item['path']}"
             )
-            lines.append(f"  #{item['index']} {item['tool_name']} -> {path}")
+            preview = item["preview"].partition("Output preview:\n")[2] or item["preview"]
+            lines.extend(_indented(preview, max_lines=SAVED_PREVIEW_LINES))
     return CommandResult(view, text="\n".join(lines))
 
 
