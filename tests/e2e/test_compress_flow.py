@@ -107,6 +107,11 @@ def served_demo(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=20)
+        # the demo's memory seeding started an embedded FalkorDB server of its own (own session)
+        from yuxi_dash.memory.server import stop_server
+        from yuxi_dash.settings import Settings
+
+        stop_server(Settings(falkordb_data_dir=tmp_path / "falkordb"))
 
 
 def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:

@@ -35,17 +35,26 @@ _SOURCE_LABELS = {
 }
 
 
-def _rule(y: float, color: str, label: str) -> alt.LayerChart:
+def _rule(y: float, color: str, label: str, *, label_at_x: float | None = None) -> alt.LayerChart:
+    """A dashed horizontal line with its label (at the left edge, or right-aligned at `label_at_x`)."""
     frame = pd.DataFrame({"y": [y], "label": [label]})
     line = (
         alt.Chart(frame)
         .mark_rule(color=color, strokeDash=[6, 4], strokeWidth=1.5)
         .encode(y="y:Q", tooltip=[alt.Tooltip("label:N", title="Line")])
     )
+    left = label_at_x is None
     text = (
         alt.Chart(frame)
-        .mark_text(align="left", dx=4, dy=-6, color=color, fontSize=11)
-        .encode(y="y:Q", x=alt.value(0), text="label:N")
+        .mark_text(
+            align="left" if left else "right",
+            dx=4 if left else -4,
+            dy=-6,
+            color=color,
+            fontSize=11,
+            fontWeight="bold",
+        )
+        .encode(y="y:Q", x=alt.value(0) if left else alt.datum(label_at_x), text="label:N")
     )
     return line + text
 
@@ -105,8 +114,8 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
     layers = [
         cells,
         dots,
-        _rule(SUGGESTION_LINE, "#d97706", "85% — compression suggested"),
-        _rule(THRESHOLD_LINE, "#dc2626", "100% — summary threshold"),
+        _rule(SUGGESTION_LINE, "#d97706", "85% — compression suggested", label_at_x=1.0),
+        _rule(THRESHOLD_LINE, "#dc2626", "100% — summary threshold", label_at_x=1.0),
     ]
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=460)
 
