@@ -85,7 +85,9 @@ def _fingerprint(settings: Settings, *, content_only: bool = False) -> dict[str,
                 continue
             rows = sorted(json.dumps(list(row), default=str) for row in session.execute(query))
             digests[table.name] = hashlib.sha256("\n".join(rows).encode()).hexdigest()
-    files = sorted(Path(settings.workdir).rglob("*.txt"))
+    # history files stamp the wall-clock time of each summary: content-only leaves them out
+    pattern = "*.txt" if content_only else "*"
+    files = sorted(path for path in Path(settings.workdir).rglob(pattern) if path.is_file())
     digests["files"] = hashlib.sha256(
         b"".join(path.name.encode() + path.read_bytes() for path in files)
     ).hexdigest()
