@@ -254,6 +254,14 @@ def main() -> int:
     print(f"ratio per round, median:              {per_round[len(per_round) // 2]:.2f}x")
     print(f"workdir filesystem:                   {base}")
 
+    def writes_only() -> None:
+        target = Workdir(base / f"run-{next(runs)}")
+        for message in results:
+            target.save_tool_result(message.name or "tool", message.content)
+
+    writes = min(_timed(writes_only) for _ in range(args.repeat))
+    print(f"  of which sha256 + file writes alone: {writes * 1000:.1f} ms (best of {args.repeat})")
+
     tracemalloc.start()
     workdir = Workdir(base / "measured")
     view = compact_messages(messages, workdir, tool_result_token_limit=TOKEN_LIMIT)
@@ -277,6 +285,13 @@ def main() -> int:
         f"({ours_share:.1%})"
     )
     print(f"ours / plain:                         {ours_share / plain_share:.2f}x (target >= 1.5x)")
+    for label, keys in (("record ids (query_kb)", ids), ("urls (web_search)", urls)):
+        _plain, plain_n = visible_share(plain_view, keys, [])
+        _ours, ours_n = visible_share(view, keys, [])
+        print(
+            f"  {label:<22} plain {plain_n}/{len(keys)}, ours {ours_n}/{len(keys)} "
+            f"({ours_n / max(1, plain_n):.2f}x)"
+        )
     named = [(m.name or "", m.content) for m in results]
     for kind in ("query_kb", "web_search"):
         subset = [(n, c) for n, c in named if n == kind]
