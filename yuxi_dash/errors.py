@@ -118,3 +118,11 @@ class MemoryQueryTimeout(MemoryUnavailable):
 
     code = "memory_query_timeout"
     status_code = 504
+
+
+class StoreUnavailable(YuxiDashError):
+    """The relational database cannot be reached (or refused to run the operation)."""
+
+    code = "store_unavailable"
+    status_code = 503
+    exit_code = 1

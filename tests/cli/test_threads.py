@@ -359,3 +359,15 @@ def test_console_script_prints_json_alone_and_exit_codes(tmp_path: Path) -> None
     assert usage.returncode == 2 and json.loads(usage.stdout)["error"]["code"] == "usage"
     text = call("threads")
     assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:2] == ["THREAD", "USER"]
+
+
+def test_unreachable_database_is_one_line_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_DATABASE_URL", "postgresql://127.0.0.1:1/nowhere")
+    get_settings.cache_clear()
+    code, out, err = run(capsys, "threads")
+    assert code == 1 and out["error"]["code"] == "store_unavailable"
+    assert out["error"]["status"] == 503 and "Traceback" not in err
+    code, text, err = run_text(capsys, "context", "t-1")
+    assert code == 1 and text == "" and err.count("\n") == 1 and "database unavailable" in err

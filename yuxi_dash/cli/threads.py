@@ -11,13 +11,14 @@ are imported inside handlers so `yuxi-dash --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from yuxi_dash.cli import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
-from yuxi_dash.errors import InvalidInput, ThreadNotFound
+from yuxi_dash.errors import InvalidInput, StoreUnavailable, ThreadNotFound
 
 # ---------------------------------------------------------------------------
 # Plain-text rendering
@@ -580,6 +581,24 @@ def _row_to_dict(item: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
+def _store_errors(handler: Callable[[argparse.Namespace], CommandResult]) -> Any:
+    """Turn a database that cannot be reached into one line (StoreUnavailable), not 'unexpected'."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> CommandResult:
+        import sqlalchemy as sa
+
+        try:
+            return handler(args)
+        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+            reason = str(exc.orig).strip().splitlines()[0][:200] if exc.orig else type(exc).__name__
+            raise StoreUnavailable(
+                f"database unavailable ({reason}); check YUXI_DASH_DATABASE_URL"
+            ) from exc
+
+    return wrapped
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add this group's commands to the top-level parser."""
     db_parser = sub.add_parser("db", help="database migrations")
@@ -588,17 +607,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     upgrade = db_sub.add_parser("upgrade", help="apply pending migrations")
     upgrade.add_argument("revision", nargs="?", default="head", help="target (default head)")
     add_json_flag(upgrade)
-    upgrade.set_defaults(handler=_cmd_db_upgrade)
+    upgrade.set_defaults(handler=_store_errors(_cmd_db_upgrade))
     downgrade = db_sub.add_parser("downgrade", help="revert migrations down to REV")
     downgrade.add_argument("revision", metavar="REV", help="target revision, e.g. -1 or base")
     add_json_flag(downgrade)
-    downgrade.set_defaults(handler=_cmd_db_downgrade)
+    downgrade.set_defaults(handler=_store_errors(_cmd_db_downgrade))
 
     demo = sub.add_parser("demo", help="seed demo data into the configured stores")
     demo.add_argument("--reset", action="store_true", help="delete demo data first, start clean")
     demo.add_argument("--no-memory", action="store_true", help="threads only, no user graphs")
     add_json_flag(demo)
-    demo.set_defaults(handler=_cmd_demo)
+    demo.set_defaults(handler=_store_errors(_cmd_demo))
 
     imp = sub.add_parser("import-thread", help="import (or replace) a thread from a JSON file")
     imp.add_argument(
@@ -606,7 +625,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     )
     imp.add_argument("--actor", default="cli", help="who the audit log records (default cli)")
     add_json_flag(imp)
-    imp.set_defaults(handler=_cmd_import_thread)
+    imp.set_defaults(handler=_store_errors(_cmd_import_thread))
 
     threads = sub.add_parser("threads", help="threads with usage metrics, highest pressure first")
     threads.add_argument("--min-pressure", type=_ratio, metavar="R", help="e.g. 0.85")
@@ -616,12 +635,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     threads.add_argument("--limit", type=_positive_int, default=50, metavar="N")
     threads.add_argument("--offset", type=_non_negative_int, default=0, metavar="N")
     add_json_flag(threads)
-    threads.set_defaults(handler=_cmd_threads)
+    threads.set_defaults(handler=_store_errors(_cmd_threads))
 
     context = sub.add_parser("context", help="what the next model call would see")
     context.add_argument("thread", metavar="THREAD")
     add_json_flag(context)
-    context.set_defaults(handler=_cmd_context)
+    context.set_defaults(handler=_store_errors(_cmd_context))
 
     compress = sub.add_parser("compress", help="manual compression through the locked core")
     compress.add_argument("thread", metavar="THREAD")
@@ -633,7 +652,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         help="refuse (stale_state) if the thread's state version moved",
     )
     add_json_flag(compress)
-    compress.set_defaults(handler=_cmd_compress)
+    compress.set_defaults(handler=_store_errors(_cmd_compress))
 
     tool_results = sub.add_parser("tool-results", help="offloaded tool results on disk")
     tool_results.add_argument("--thread", metavar="THREAD")
@@ -643,7 +662,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     tool_results.add_argument("--limit", type=_positive_int, default=200, metavar="N")
     tool_results.add_argument("--offset", type=_non_negative_int, default=0, metavar="N")
     add_json_flag(tool_results)
-    tool_results.set_defaults(handler=_cmd_tool_results)
+    tool_results.set_defaults(handler=_store_errors(_cmd_tool_results))
 
     simulate = sub.add_parser("simulate", help="drive agent turns with a deterministic fake model")
     simulate.add_argument("--threads", type=_positive_int, default=3, metavar="N")
@@ -655,4 +674,4 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--pace", type=float, default=0.0, metavar="SECONDS", help="pause after each model call"
     )
     add_json_flag(simulate)
-    simulate.set_defaults(handler=_cmd_simulate)
+    simulate.set_defaults(handler=_store_errors(_cmd_simulate))
