@@ -195,10 +195,11 @@ def context_breakdown_chart(breakdown: Mapping[str, int]) -> alt.Chart:
         alt.Chart(frame[frame["tokens"] > 0])
         .mark_bar(height=36)
         .encode(
-            x=alt.X("sum(tokens):Q", title="Tokens", stack="zero", axis=alt.Axis(format=",")),
+            x=alt.X("sum(tokens):Q", title="Tokens", stack="zero", axis=alt.Axis(format=",.0f")),
             color=alt.Color(
                 "part:N",
                 title="Part",
+                legend=alt.Legend(orient="bottom", columns=3),
                 sort=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
                 scale=alt.Scale(
                     domain=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
@@ -208,5 +209,5 @@ def context_breakdown_chart(breakdown: Mapping[str, int]) -> alt.Chart:
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("part:N"), alt.Tooltip("tokens:Q", format=",")],
         )
-        .properties(height=90)
+        .properties(height=60)
     )
