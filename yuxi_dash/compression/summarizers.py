@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -194,11 +195,12 @@ _NEXT_CUES = re.compile(
 )
 _SECTION_LINE = re.compile(r"^#*\s*(" + "|".join(SECTIONS) + r")\s*:?\s*$")
 BULLET_CHARS = 240
+ARTIFACTS_PER_KIND = 12  # saved results, documents, urls, files: the newest of each
 SECTION_LIMITS = {
     "SESSION INTENT": 4,
     "USER REQUIREMENTS AND PREFERENCES": 12,
     "PROGRESS AND DECISIONS": 14,
-    "ARTIFACTS AND REFERENCES": 40,
+    "ARTIFACTS AND REFERENCES": 4 * ARTIFACTS_PER_KIND,
     "NEXT STEPS": 6,
 }
 
@@ -212,8 +214,8 @@ def _bullet(text: str) -> str:
 
 
 def _doc_ids(content: str) -> list[str]:
-    """Document ids in a JSON tool result (records' id/file_id/doc_id, header kb_id)."""
-    stripped = content.lstrip()
+    """Document identities in a JSON tool result: one entry per record, plus the kb_id."""
+    stripped = content.strip()
     if not stripped.startswith(("{", "[")):
         return []
     try:
@@ -223,18 +225,26 @@ def _doc_ids(content: str) -> list[str]:
     records: list[Any] = []
     found: list[str] = []
     if isinstance(payload, dict):
-        if isinstance(payload.get("kb_id"), str | int):
-            found.append(f"kb_id={payload['kb_id']}")
+        kb_id = payload.get("kb_id")
+        if isinstance(kb_id, str | int) and not isinstance(kb_id, bool) and kb_id != "":
+            found.append(f"kb_id={kb_id}")
         records = payload.get("results") if isinstance(payload.get("results"), list) else []
     elif isinstance(payload, list):
         records = payload
     for record in records[:50]:
         if not isinstance(record, dict):
             continue
-        for key in _DOC_ID_KEYS:
-            value = record.get(key)
-            if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
-                found.append(f"{key}={value}")
+        parts = [
+            f"{key}={record[key]}"
+            for key in _DOC_ID_KEYS
+            if isinstance(record.get(key), str | int)
+            and not isinstance(record.get(key), bool)
+            and record.get(key) != ""
+        ]
+        if parts:
+            title = record.get("title")
+            suffix = f' "{clip_head_tail(title, 80)}"' if isinstance(title, str) and title else ""
+            found.append(" ".join(parts) + suffix)
     return found
 
 
@@ -306,11 +316,21 @@ class ExtractiveSummarizer:
     def _extract(self, messages: Sequence[BaseMessage]) -> dict[str, list[str]]:
         intent: list[str] = []
         requirements: list[str] = []
-        progress: list[str] = []
-        artifacts: list[str] = []
+        decisions: list[str] = []
         next_steps: list[str] = []
+        saved_results: list[str] = []
+        documents: list[str] = []
+        urls: list[str] = []
+        files: list[str] = []
+        tool_calls: Counter[str] = Counter()
+        recent_calls: list[str] = []
+        tool_errors: Counter[str] = Counter()
         last_human: str | None = None
         answered_after_last_human = False
+
+        def scan(text: str) -> None:
+            urls.extend(_URL.findall(text))
+            files.extend(match.group(0) for match in _FILE_PATH.finditer(text))
 
         for message in messages:
             text = message_text(message)
@@ -321,41 +341,65 @@ class ExtractiveSummarizer:
                 requirements.extend(s for s in sentences if _REQUIREMENT_CUES.search(s))
                 last_human = sentences[0] if sentences else last_human
                 answered_after_last_human = False
+                scan(text)
             elif isinstance(message, AIMessage):
                 sentences = _sentences(text)
-                progress.extend(s for s in sentences if _DECISION_CUES.search(s))
+                decisions.extend(s for s in sentences if _DECISION_CUES.search(s))
                 next_steps.extend(s for s in sentences if _NEXT_CUES.search(s))
                 for call in message.tool_calls:
+                    name = str(call.get("name") or "tool")
                     args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
-                    progress.append(f"Called {call.get('name')}({clip_head_tail(args, 120)})")
+                    tool_calls[name] += 1
+                    recent_calls.append(f"Called {name}({clip_head_tail(args, 120)})")
+                    scan(args)
                 if sentences:
                     answered_after_last_human = True
+                scan(text)
             elif isinstance(message, ToolMessage):
                 saved = parse_saved_header(text)
                 if saved.get("Full output path"):
-                    artifacts.append(
-                        f"Saved {saved.get('Tool', 'tool')} result: {saved['Full output path']}"
-                        f" (sha256 {saved.get('SHA-256', '')[:16]})"
+                    saved_results.append(
+                        f"{saved['Full output path']} ({saved.get('Tool', 'tool')}, "
+                        f"sha256 {saved.get('SHA-256', '')[:16]})"
                     )
+                    preview = text.partition("\nOutput preview:\n")[2].rpartition("\n[Truncated ")[
+                        0
+                    ]
+                    documents.extend(_doc_ids(preview))
+                    scan(preview)
                 else:
-                    artifacts.extend(_doc_ids(text))
+                    documents.extend(_doc_ids(text))
+                    scan(text)
                 if getattr(message, "status", "success") == "error":
-                    progress.append(f"Tool {message.name or 'tool'} returned an error")
-            artifacts.extend(_URL.findall(text))
-            artifacts.extend(match.group(0) for match in _FILE_PATH.finditer(text))
-            if isinstance(message, AIMessage):
-                for call in message.tool_calls:
-                    blob = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
-                    artifacts.extend(_URL.findall(blob))
-                    artifacts.extend(match.group(0) for match in _FILE_PATH.finditer(blob))
+                    tool_errors[message.name or "tool"] += 1
+            else:
+                scan(text)
 
+        progress = list(decisions)
+        if tool_calls:
+            counts = ", ".join(f"{name} x{count}" for name, count in tool_calls.most_common())
+            progress.append(f"Tool calls so far: {counts}")
+            progress.extend(recent_calls[-3:])
+        progress.extend(
+            f"Tool {name} returned an error {count} time(s)" for name, count in tool_errors.items()
+        )
         if last_human and not answered_after_last_human:
             next_steps.append(f"Answer the user's latest request: {last_human}")
+        saved_paths = {entry.split(" ", 1)[0] for entry in saved_results}
+        file_list = _dedupe(f for f in files if f not in saved_paths)
+        file_list = [f for f in file_list if not any(o.endswith("/" + f) for o in file_list)]
+        per_kind = ARTIFACTS_PER_KIND
+        artifacts = [
+            *(f"Saved tool result: {entry}" for entry in _dedupe(saved_results)[-per_kind:]),
+            *(f"Document: {entry}" for entry in _dedupe(documents)[-per_kind:]),
+            *(f"URL: {entry}" for entry in _dedupe(urls)[-per_kind:]),
+            *(f"File: {entry}" for entry in file_list[-per_kind:]),
+        ]
         return {
             "SESSION INTENT": _dedupe(intent),
             "USER REQUIREMENTS AND PREFERENCES": _dedupe(requirements),
             "PROGRESS AND DECISIONS": _dedupe(progress),
-            "ARTIFACTS AND REFERENCES": _dedupe(artifacts),
+            "ARTIFACTS AND REFERENCES": artifacts,
             "NEXT STEPS": _dedupe(next_steps),
         }
 
