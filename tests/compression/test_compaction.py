@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.compression.conftest import kb_payload, tool_exchange
@@ -159,3 +161,41 @@ def test_non_text_content_is_left_alone(workdir: Workdir) -> None:
     blocks = [{"type": "text", "text": "x" * 5000}]
     message = ToolMessage(content=blocks, tool_call_id="c", name="run")
     assert compact_messages([message], workdir) == [message]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["query_kb", "web_search", "run_command", "read_file"]),
+            st.text(min_size=0, max_size=700),
+            st.integers(min_value=0, max_value=6),
+        ),
+        max_size=6,
+    ),
+    st.integers(min_value=5, max_value=80),
+)
+def test_every_offload_is_recoverable_and_nothing_else_changes(
+    tmp_path_factory, results: list[tuple[str, str, int]], limit: int
+) -> None:
+    workdir = Workdir(tmp_path_factory.mktemp("wd"))
+    messages = []
+    for index, (tool, text, repeat) in enumerate(results):
+        messages += tool_exchange(index, tool, text * repeat)
+    compacted = compact_messages(messages, workdir, tool_result_token_limit=limit)
+    assert len(compacted) == len(messages)
+    for before, after in zip(messages, compacted, strict=True):
+        if not isinstance(before, ToolMessage):
+            assert after == before
+            continue
+        over = -(-len(before.content) // 4) > limit
+        assert is_saved_result(after) == over
+        assert after.tool_call_id == before.tool_call_id and after.name == before.name
+        if not over:
+            assert after == before
+            continue
+        header = parse_saved_header(after.content)
+        raw = (workdir.root / header["Full output path"]).read_bytes()
+        assert raw == before.content.encode("utf-8", "surrogatepass")
+        assert hashlib.sha256(raw).hexdigest() == header["SHA-256"]
+        assert header["Approx tokens"] == str(-(-len(before.content) // 4))
