@@ -137,3 +137,22 @@ def test_confirming_after_the_thread_moved_is_refused_as_stale(
     assert "[stale_state]" in errors[0]
     with session_scope(demo_env) as session:
         assert get_thread(session, target).version == seen + 1  # only the other compress landed
+
+
+def test_the_same_flow_on_postgresql(demo_env_postgres: Settings) -> None:
+    from tests.fixtures.app import APP
+    from yuxi_dash.ui.loaders import clear_loaders
+
+    clear_loaders()
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert _listed(at) == _store_hot_threads(demo_env_postgres)
+    target = _first_idle_capable(demo_env_postgres)
+    at.selectbox(key="compress_thread").set_value(target).run()
+    at.button(key="compress_one").click().run()
+    at.button(key="confirm_compress").click().run()
+    assert not at.exception
+    lines = [s.value for s in at.success]
+    assert len(lines) == 1 and lines[0].startswith(f"{target}: compressed ")
+    assert _listed(at) == _store_hot_threads(demo_env_postgres)
