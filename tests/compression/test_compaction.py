@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from tests.compression.conftest import kb_payload, tool_exchange
+from tests.compression.builders import kb_payload, tool_exchange
 from yuxi_dash.compression import (
     ARG_TRUNCATION_MARKER,
     compact_messages,

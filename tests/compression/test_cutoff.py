@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from tests.compression.conftest import CountingSummarizer
+from tests.compression.builders import CountingSummarizer
 from yuxi_dash.compression import ThreadContextState, find_cutoff, force_summarize
 from yuxi_dash.workdir import Workdir
 

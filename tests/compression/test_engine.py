@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from tests.compression.conftest import CountingSummarizer, build_thread
+from tests.compression.builders import CountingSummarizer, build_thread
 from yuxi_dash.compression import (
     SUMMARY_SOURCE,
     ExtractiveSummarizer,

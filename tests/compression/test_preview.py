@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.compression.conftest import kb_payload
+from tests.compression.builders import kb_payload
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
 from yuxi_dash.compression.preview import _splits_character, clip_head_tail, cut_end, cut_start
 

@@ -6,7 +6,7 @@ import json
 
 from langchain_core.messages import HumanMessage
 
-from tests.compression.conftest import build_thread
+from tests.compression.builders import build_thread
 from yuxi_dash.compression import (
     SUMMARY_SOURCE,
     SummaryEvent,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from tests.compression.conftest import kb_payload
+from tests.compression.builders import kb_payload
 from yuxi_dash.compression import (
     SECTIONS,
     ExtractiveSummarizer,
