@@ -61,7 +61,8 @@ else:
     )
     if actor.role >= Role.ADMIN:
         if st.button("Rebuild relationship indexes", type="primary"):
-            result = ui.repair_indexes(actor, access.user_id)
+            with st.spinner("Dropping and rebuilding the relationship indexes…"):
+                result = ui.repair_indexes(actor, access.user_id)
             if result:
                 st.success(
                     f"Rebuilt {len(result['statements'])} index statements; drift is now "

@@ -171,3 +171,17 @@ def test_tentative_communities_and_episodes(client: GraphClient) -> None:
 def test_no_view_returns_embeddings(client: GraphClient) -> None:
     for name, statement in queries.ALL_QUERIES.items():
         assert "embedding" not in statement, name
+
+
+def test_fact_pages_carry_the_right_ends(client: GraphClient) -> None:
+    page = queries.facts_page(client, G, limit=20)
+    assert [r["created_at"] for r in page] == sorted((r["created_at"] for r in page), reverse=True)
+    newest = one(client, "MATCH ()-[e:RELATES_TO]->() RETURN max(e.created_at)")
+    assert page[0]["created_at"] == newest
+    for row in page + queries.tentative_facts(client, G, limit=20):
+        ends = client.ro_rows(
+            G,
+            "MATCH (a)-[e:RELATES_TO {uuid: $u}]->(b) RETURN a.name AS s, b.name AS t",
+            {"u": row["uuid"]},
+        )
+        assert ends == [{"s": row["source"], "t": row["target"]}]

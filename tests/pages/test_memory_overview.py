@@ -40,3 +40,14 @@ def test_picker_lists_existing_graphs(memory_pages) -> None:
     assert at.selectbox[0].options == ["bruno_silva"]
     at.selectbox[0].select("bruno_silva").run()
     assert not at.exception and at.metric
+
+
+def test_falkordb_down_is_one_line(memory_pages, monkeypatch) -> None:
+    monkeypatch.setenv("GRAPHITI_FALKORDB_HOST", "127.0.0.1")
+    monkeypatch.setenv("GRAPHITI_FALKORDB_PORT", "1")  # nothing listens there
+    get_settings.cache_clear()
+    at = memory_pages("memory_overview.py", "alice_chen")
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "[memory_unavailable]" in at.error[0].value and "\n" not in at.error[0].value
+    assert not at.metric

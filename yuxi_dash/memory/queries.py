@@ -75,13 +75,13 @@ ORDER BY pairs DESC, source
 LIMIT $limit
 """
 
+# Sort on the name first, project the shown columns for the page only (7 ms vs 20 ms at 50k).
 ENTITY_PAGE = """
 MATCH (n:Entity)
 WHERE $search = '' OR toLower(n.name) CONTAINS $search
+WITH n ORDER BY n.name, n.uuid SKIP $offset LIMIT $limit
 RETURN n.uuid AS uuid, n.name AS name, labels(n) AS labels,
        left(coalesce(n.summary, ''), 200) AS summary, n.created_at AS created_at
-ORDER BY n.name, n.uuid
-SKIP $offset LIMIT $limit
 """
 
 ENTITY_COUNT = """
@@ -127,27 +127,26 @@ WHERE ($valid_from = '' OR coalesce(e.invalid_at, '9999') >= $valid_from)
 RETURN count(e) AS c
 """
 
+# Edge-first: scan the facts label-free, sort and cut, then read the two end names.
+_EDGE_COLUMNS = """
+RETURN startNode(e).name AS source, endNode(e).name AS target,
+       e.uuid AS uuid, e.name AS name, left(e.fact, 500) AS fact,
+       e.created_at AS created_at, e.valid_at AS valid_at, e.invalid_at AS invalid_at,
+       e.expired_at AS expired_at, e.status AS status, e.source_kind AS source_kind
+"""
 FACTS_PAGE = (
     """
-MATCH (a)-[e:RELATES_TO]->(b)
-RETURN a.name AS source, b.name AS target,"""
-    + _FACT_COLUMNS
-    + """
-ORDER BY created_at DESC, uuid
-SKIP $offset LIMIT $limit
-"""
+MATCH ()-[e:RELATES_TO]->()
+WITH e ORDER BY e.created_at DESC, e.uuid SKIP $offset LIMIT $limit"""
+    + _EDGE_COLUMNS
 )
 
 TENTATIVE_FACTS = (
     """
-MATCH (a)-[e:RELATES_TO]->(b)
+MATCH ()-[e:RELATES_TO]->()
 WHERE e.status = 'tentative'
-RETURN a.name AS source, b.name AS target,"""
-    + _FACT_COLUMNS
-    + """
-ORDER BY created_at, uuid
-SKIP $offset LIMIT $limit
-"""
+WITH e ORDER BY e.created_at, e.uuid SKIP $offset LIMIT $limit"""
+    + _EDGE_COLUMNS
 )
 
 COMMUNITY_PAGE = """
@@ -379,3 +378,8 @@ def relates_to_count_index_path(client: GraphClient, group_id: str) -> int:
     return int(
         client.ro_value(group_id, COUNT_RELATES_TO_INDEX_PATH, {"group_ids": [group_id]}) or 0
     )
+
+
+def counts_one(client: GraphClient, group_id: str, statement: str) -> int:
+    """One of the COUNT_* statements above (the bench times them one by one)."""
+    return int(client.ro_value(group_id, statement) or 0)

@@ -155,10 +155,7 @@ def write_graph(
     timeout_ms: int = 0,
 ) -> dict[str, int]:
     """Write the records in graphiti-core's shape; returns how many of each were sent."""
-    if episodes:
-        query = get_episode_node_save_bulk_query(FALKOR)
-        for batch in _batches(episode_rows(episodes), batch_size):
-            client.write(group_id, query, {"episodes": list(batch)}, timeout_ms=timeout_ms)
+    # Entities first: in a real graph the user is the first node (internal id 0, HAZARDS 1).
     if entities:
         by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         for row in entity_rows(entities):
@@ -169,6 +166,10 @@ def write_graph(
             clean = [{k: v for k, v in row.items() if k != "labels"} for row in rows]
             for batch in _batches(clean, batch_size):
                 client.write(group_id, query, {"nodes": list(batch)}, timeout_ms=timeout_ms)
+    if episodes:
+        query = get_episode_node_save_bulk_query(FALKOR)
+        for batch in _batches(episode_rows(episodes), batch_size):
+            client.write(group_id, query, {"episodes": list(batch)}, timeout_ms=timeout_ms)
     if mentions:
         query = get_episodic_edge_save_bulk_query(FALKOR)
         rows = convert_datetimes_to_strings([edge.model_dump() for edge in mentions])

@@ -15,6 +15,7 @@ host, port and password.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import signal
@@ -139,7 +140,18 @@ def ensure_server(settings: Settings) -> ServerHandle:
     live = embedded_handle(settings)
     if live is not None:
         return live
-    return _start_embedded(settings)
+    data_dir = Path(settings.falkordb_data_dir).resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock_file = open(data_dir / "falkordb.lock", "w")  # noqa: SIM115 - held while starting
+    except OSError as exc:
+        raise MemoryUnavailable(f"cannot use the FalkorDB data dir {data_dir}: {exc}") from exc
+    with lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)  # the dashboard and the CLI may race to start it
+        live = embedded_handle(settings)
+        if live is not None:
+            return live
+        return _start_embedded(settings)
 
 
 def _start_embedded(settings: Settings) -> ServerHandle:

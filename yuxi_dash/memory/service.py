@@ -79,7 +79,6 @@ def gates_for(
     *,
     settings: Settings | None = None,
     evaluator: FlagEvaluator | None = None,
-    actor: Actor | None = None,
 ) -> MemoryGates:
     """Both gates for a user (no graph query, no audit: flag values are not memory)."""
     group_for(user_id)
@@ -111,7 +110,7 @@ def open_view(
         raise InvalidInput(f"unknown memory view {view!r}")
     require_role(actor, Role.VIEWER, action="view a user's memory")
     group_id = group_for(user_id)
-    gates = gates_for(user_id, settings=settings, evaluator=evaluator, actor=actor)
+    gates = gates_for(user_id, settings=settings, evaluator=evaluator)
     detail = {"view": view, "via": actor.via, "gate_source": gates.source}
     blocked_by_communities = (
         view in COMMUNITY_VIEWS and gates.memory_on and not gates.communities_on

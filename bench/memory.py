@@ -1,0 +1,396 @@
+"""Memory views at scale: one user graph with 50,000 entities, 200,000 facts, 5,000 episodes.
+
+Run: `.venv/bin/python bench/memory.py [--scale 1.0] [--skip-baseline] [--skip-restart]`.
+
+Seeds the graph in graphiti-core's true schema (its classes, its indexes, its
+UNWIND statements, batched) on a private embedded FalkorDB, then times every
+view's query (median of 5 runs, after one warm-up), prints each plan
+(GRAPH.EXPLAIN), restarts the server from its RDB and checks index drift
+(HAZARDS 1), and compares with graphiti-core's full load (`get_by_group_ids`)
+on a 10% sample graph. Targets: counts < 5 ms, pages and hub facts < 50 ms,
+distributions < 300 ms, dashboard process < 500 MB. Prints numbers and
+ratios; asserts nothing (speed is not a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
+
+from falkordb import FalkorDB  # noqa: E402
+from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa: E402
+from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode  # noqa: E402
+
+from yuxi_dash.memory import queries as q  # noqa: E402
+from yuxi_dash.memory.client import GraphClient  # noqa: E402
+from yuxi_dash.memory.index_health import (  # noqa: E402
+    check_index_health,
+    rebuild_relationship_indexes,
+)
+from yuxi_dash.memory.schema import create_indexes, deterministic_embedding, write_graph  # noqa: E402
+from yuxi_dash.memory.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.settings import Settings  # noqa: E402
+
+GROUP = "user_bench_hub"
+SAMPLE = "user_bench_sample"
+STATUSES = ("active", "active", "active", "tentative", "superseded", "contradicted", "retracted")
+KINDS = ("user_asserted", "assistant_derived", "tool_observed")
+LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
+NAMES = tuple(f"REL_{i:02d}" for i in range(40))
+HUB_EDGES = 2000
+TARGETS_MS = {"count": 5.0, "page": 50.0, "distribution": 300.0}
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def build(group: str, entities: int, facts: int, episodes: int) -> dict[str, list[Any]]:
+    """graphiti-core objects (model_construct: validated shape, no per-object validation cost)."""
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    emb = deterministic_embedding("bench")
+    nodes = [
+        EntityNode.model_construct(
+            uuid=f"n{i}",
+            name=f"entity {i}",
+            group_id=group,
+            labels=[LABELS[i % len(LABELS)]],
+            created_at=now - timedelta(minutes=i),
+            name_embedding=emb,
+            summary=f"summary of entity {i}",
+            attributes={},
+        )
+        for i in range(entities)
+    ]
+    edges = []
+    for i in range(facts):
+        # The first node (internal id 0) is the hub: HUB_EDGES outgoing facts.
+        source = 0 if i < HUB_EDGES else (i * 7919) % entities
+        target = (i * 104729 + 1) % entities or 1
+        status = STATUSES[i % len(STATUSES)]
+        created = now - timedelta(minutes=i % 90000)
+        expired = created + timedelta(days=3) if status in ("superseded", "contradicted") else None
+        edges.append(
+            EntityEdge.model_construct(
+                uuid=f"e{i}",
+                source_node_uuid=f"n{source}",
+                target_node_uuid=f"n{target}",
+                name=NAMES[i % len(NAMES)],
+                fact=f"fact {i} about entity {source} and entity {target}",
+                group_id=group,
+                episodes=[f"ep{i % episodes}"],
+                created_at=created,
+                valid_at=created,
+                invalid_at=expired,
+                expired_at=expired,
+                reference_time=None,
+                fact_embedding=emb,
+                attributes={
+                    "status": status,
+                    "source_kind": KINDS[i % len(KINDS)],
+                    "confidence": 0.8,
+                    "scope": "user",
+                    "provenance": f"ep{i % episodes}",
+                },
+            )
+        )
+    eps = [
+        EpisodicNode.model_construct(
+            uuid=f"ep{i}",
+            name=f"episode {i}",
+            group_id=group,
+            labels=[],
+            source=EpisodeType.json,
+            source_description="bench",
+            content='{"memory_kind": "fact", "source_kind": "user_asserted", "content": "x"}',
+            created_at=now - timedelta(minutes=i),
+            valid_at=now - timedelta(minutes=i),
+            entity_edges=[],
+            episode_metadata=None,
+        )
+        for i in range(episodes)
+    ]
+    mentions = [
+        EpisodicEdge.model_construct(
+            uuid=f"m{i}",
+            source_node_uuid=f"ep{i % episodes}",
+            target_node_uuid=f"n{(i * 31) % entities}",
+            group_id=group,
+            created_at=now,
+        )
+        for i in range(episodes * 3)
+    ]
+    communities = [
+        CommunityNode.model_construct(
+            uuid=f"c{i}",
+            name=f"community {i}",
+            group_id=group,
+            labels=[],
+            summary=f"community {i}",
+            created_at=now - timedelta(days=1),
+            name_embedding=emb,
+        )
+        for i in range(max(1, entities // 1000))
+    ]
+    members = [
+        CommunityEdge.model_construct(
+            uuid=f"hm{c}-{j}",
+            source_node_uuid=f"c{c}",
+            target_node_uuid=f"n{(c * 20 + j) % entities}",
+            group_id=group,
+            created_at=now - timedelta(days=1),
+        )
+        for c in range(len(communities))
+        for j in range(20)
+    ]
+    return {
+        "entities": nodes,
+        "facts": edges,
+        "episodes": eps,
+        "mentions": mentions,
+        "communities": communities,
+        "members": members,
+    }
+
+
+def seed(client: GraphClient, group: str, entities: int, facts: int, episodes: int) -> float:
+    client.delete_graph(group)
+    started = time.perf_counter()
+    records = build(group, entities, facts, episodes)
+    built = time.perf_counter()
+    create_indexes(client, group)
+    write_graph(client, group, batch_size=5000, timeout_ms=0, **records)
+    done = time.perf_counter()
+    print(
+        f"seeded {group}: {entities:,} entities, {facts:,} facts, {episodes:,} episodes "
+        f"(build {built - started:.1f} s, write {done - built:.1f} s)"
+    )
+    return done - started
+
+
+def timed(call: Any, runs: int = 5) -> tuple[float, Any]:
+    call()  # warm-up (plan cache)
+    samples = []
+    result = None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples), result
+
+
+def bench_views(client: GraphClient, *, show_plans: bool) -> list[tuple[str, str, float]]:
+    g = GROUP
+    hub = "n0"
+    rows: list[tuple[str, str, float]] = []
+    views: list[tuple[str, str, Any, str | None, dict[str, Any] | None]] = [
+        ("count", "count entities", lambda: q.counts_one(client, g, q.COUNT_ENTITIES), q.COUNT_ENTITIES, None),
+        ("count", "count episodes", lambda: q.counts_one(client, g, q.COUNT_EPISODES), q.COUNT_EPISODES, None),
+        ("count", "count communities", lambda: q.counts_one(client, g, q.COUNT_COMMUNITIES), q.COUNT_COMMUNITIES, None),
+        ("count", "count RELATES_TO (label-free, directed)", lambda: q.counts_one(client, g, q.COUNT_RELATES_TO), q.COUNT_RELATES_TO, None),
+        ("count", "count MENTIONS (directed)", lambda: q.counts_one(client, g, q.COUNT_MENTIONS), q.COUNT_MENTIONS, None),
+        ("page", "entities: first page (50, by name)", lambda: q.entity_page(client, g, limit=50), q.ENTITY_PAGE, {"search": "", "limit": 50, "offset": 0}),
+        ("page", "entities: search 'entity 4999'", lambda: q.entity_page(client, g, search="entity 4999", limit=50), None, None),
+        ("page", f"hub entity facts ({HUB_EDGES:,} edges, first 200)", lambda: q.entity_facts(client, g, hub, limit=200), q.ENTITY_FACTS, {"uuid": hub, "valid_from": "", "valid_to": "", "limit": 200, "offset": 0}),
+        ("page", "ratification: tentative facts (first 200)", lambda: q.tentative_facts(client, g, limit=200), q.TENTATIVE_FACTS, {"limit": 200, "offset": 0}),
+        ("page", "communities (first 50)", lambda: q.community_page(client, g, limit=50), q.COMMUNITY_PAGE, {"limit": 50, "offset": 0}),
+        ("page", "episodes (20 newest) + mentions", lambda: q.episode_mentions(client, g, [r["uuid"] for r in q.episode_page(client, g, limit=20)]), q.EPISODE_PAGE, {"limit": 20, "offset": 0}),
+        ("distribution", "status x source kind x live (one pass)", lambda: client.ro_rows(g, q.FACT_BREAKDOWN), q.FACT_BREAKDOWN, None),
+        ("distribution", "relation name distribution (top 50)", lambda: q.fact_name_distribution(client, g, limit=50), q.FACT_NAME_DISTRIBUTION, {"limit": 50}),
+        ("distribution", "duplicates: same triple", lambda: client.ro_rows(g, q.DUPLICATE_TRIPLES, {"limit": 50}), q.DUPLICATE_TRIPLES, {"limit": 50}),
+        ("distribution", "duplicates: same fact text", lambda: client.ro_rows(g, q.DUPLICATE_FACT_TEXT, {"limit": 50}), q.DUPLICATE_FACT_TEXT, {"limit": 50}),
+        ("distribution", "duplicates: mirrored pairs", lambda: client.ro_rows(g, q.MIRRORED_PAIRS, {"limit": 50}), q.MIRRORED_PAIRS, {"limit": 50}),
+        ("info", "index path count (graphiti's shape; index health only)", lambda: q.relates_to_count_index_path(client, g), q.COUNT_RELATES_TO_INDEX_PATH, {"group_ids": [g]}),
+    ]  # fmt: skip
+    print(f"\n{'view':58} {'median ms':>10} {'target':>8} {'target/measured':>16}")
+    for kind, label, call, statement, params in views:
+        ms, _ = timed(call)
+        target = TARGETS_MS.get(kind)
+        ratio = f"{target / ms:,.1f}x" if target and ms > 0 else "-"
+        flag = "" if not target or ms <= target else "  OVER TARGET"
+        print(f"{label:58} {ms:10.2f} {target or '-':>8} {ratio:>16}{flag}")
+        rows.append((kind, label, ms))
+        if show_plans and statement:
+            plan = client.explain(g, statement, params)
+            print("    " + "\n    ".join(plan.splitlines()))
+    return rows
+
+
+def bench_pages(data_dir: Path) -> None:
+    """Render the memory pages in-process (Streamlit AppTest) on the big graph: the dashboard."""
+    import json
+
+    from streamlit.logger import set_log_level
+    from streamlit.testing.v1 import AppTest
+
+    from yuxi_dash.memory.demo import demo_flags
+    from yuxi_dash.settings import get_settings
+
+    user = GROUP.removeprefix("user_")
+    flags = demo_flags([user])  # memory on (fallthrough), communities on for this user
+    flags_file = data_dir / "bench-flags.json"
+    flags_file.write_text(json.dumps(flags))
+    os.environ.update(
+        {
+            "YUXI_DASH_FALKORDB_DIR": str(data_dir),
+            "YUXI_DASH_LD_FLAGS_FILE": str(flags_file),
+            "YUXI_DASH_DATABASE_URL": f"sqlite:///{data_dir / 'bench.db'}",
+            "YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS": "30000",
+        }
+    )
+    get_settings.cache_clear()
+    set_log_level("error")  # AppTest's bare-mode warnings
+    import logging
+
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(
+        logging.ERROR
+    )
+    pages_dir = Path(__file__).resolve().parents[1] / "pages"
+    print(f"\n{'page (AppTest, cold cache)':58} {'ms':>10}")
+    for page in (
+        "memory_overview.py",
+        "memory_entities.py",
+        "memory_relations.py",
+        "memory_ratification.py",
+        "memory_communities.py",
+        "memory_episodes.py",
+        "memory_chat.py",
+        "memory_context.py",
+    ):
+        at = AppTest.from_file(str(pages_dir / page), default_timeout=120)
+        at.session_state["memory_user"] = user
+        if page == "memory_context.py":
+            at.session_state["warm_query"] = "fact entity 42"
+        started = time.perf_counter()
+        at.run()
+        ms = (time.perf_counter() - started) * 1000
+        problem = f"  EXCEPTION {at.exception[0].value}" if at.exception else ""
+        print(f"{page:58} {ms:10.0f}{problem}")
+
+
+def graphiti_baseline_child(socket_path: str, expected_edges: int) -> None:
+    """Child process: graphiti-core's own full load of the sample graph; prints its cost."""
+    from falkordb.asyncio import FalkorDB as AsyncFalkorDB
+    from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+    async def load() -> None:
+        db = AsyncFalkorDB(unix_socket_path=socket_path)
+        driver = FalkorDriver(falkor_db=db, database=SAMPLE)
+        started = time.perf_counter()
+        nodes = await EntityNode.get_by_group_ids(driver, [SAMPLE])
+        node_s = time.perf_counter() - started
+        started = time.perf_counter()
+        try:
+            edges = await EntityEdge.get_by_group_ids(driver, [SAMPLE])
+            edge_note = f"{len(edges):,} of {expected_edges:,} edges in {time.perf_counter() - started:.2f} s"
+        except Exception as exc:  # noqa: BLE001 - the baseline may fail (HAZARDS 1)
+            edge_note = f"failed after {time.perf_counter() - started:.2f} s: {type(exc).__name__}"
+        await db.aclose()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"graphiti-core baseline, 10% sample ({SAMPLE}), own process: "
+            f"EntityNode.get_by_group_ids loaded {len(nodes):,} entities in {node_s:.2f} s; "
+            f"EntityEdge.get_by_group_ids: {edge_note}; peak RSS {peak:.0f} MB"
+        )
+
+    asyncio.run(load())
+
+
+def graphiti_baseline(handle: Any, expected_edges: int) -> None:
+    import subprocess
+
+    print()
+    subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--baseline-child",
+            str(handle.unix_socket),
+            str(expected_edges),
+        ],
+        check=False,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--skip-restart", action="store_true")
+    parser.add_argument("--plans", action="store_true", help="print GRAPH.EXPLAIN of each view")
+    parser.add_argument(
+        "--baseline-child", nargs=2, metavar=("SOCKET", "EDGES"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.baseline_child:
+        graphiti_baseline_child(args.baseline_child[0], int(args.baseline_child[1]))
+        return
+    entities, facts, episodes = (int(n * args.scale) for n in (50_000, 200_000, 5_000))
+
+    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-bench-"))
+    settings = Settings(falkordb_data_dir=data_dir, falkordb_query_timeout_ms=60_000)
+    handle = ensure_server(settings)
+    try:
+        client = GraphClient(FalkorDB(**handle.redis_kwargs()), settings, handle=handle)
+        seed(client, GROUP, entities, facts, episodes)
+        if not args.skip_baseline:
+            seed(client, SAMPLE, entities // 10, facts // 10, episodes // 10)
+        rows = bench_views(client, show_plans=args.plans)
+
+        if not args.skip_restart:
+            print("\nSAVE, stop, start from the RDB (HAZARDS 1):")
+            client.db.connection.execute_command("SAVE")
+            client.close()
+            stop_server(settings)
+            handle = ensure_server(settings)
+            client = GraphClient(FalkorDB(**handle.redis_kwargs()), settings, handle=handle)
+            ms, health = timed(lambda: check_index_health(client, GROUP), runs=1)
+            print(
+                f"index health after restart: index path {health.index_path_facts:,}, "
+                f"label-free {health.label_free_facts:,}, drift {health.drift:,} ({ms:.0f} ms)"
+            )
+            started = time.perf_counter()
+            rebuild_relationship_indexes(client, GROUP)
+            repaired = check_index_health(client, GROUP)
+            print(
+                f"repair (drop + rebuild relationship indexes): {time.perf_counter() - started:.1f}"
+                f" s; drift now {repaired.drift:,}"
+            )
+            post = timed(lambda: q.counts_one(client, GROUP, q.COUNT_RELATES_TO))[0]
+            print(f"label-free RELATES_TO count after restart: {post:.2f} ms")
+
+        bench_pages(data_dir)
+        view_rss = rss_mb()
+        server_rss = rss_mb(handle.pid) if handle.pid else float("nan")
+        if not args.skip_baseline:
+            graphiti_baseline(handle, facts // 10)
+        over = [label for kind, label, ms in rows if kind in TARGETS_MS and ms > TARGETS_MS[kind]]
+        print(
+            f"\ndashboard (this process, after every view and page render) RSS: {view_rss:.0f} MB (target < 500 MB: "
+            f"{500 / view_rss:.1f}x headroom); peak "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB (includes seeding); "
+            f"FalkorDB server RSS {server_rss:.0f} MB"
+        )
+        print(f"views over target: {over or 'none'}")
+        client.close()
+    finally:
+        stop_server(settings)
+
+
+if __name__ == "__main__":
+    main()

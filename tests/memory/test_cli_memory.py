@@ -1,0 +1,89 @@
+"""`yuxi-dash memory ...` and `yuxi-dash flags USER`: JSON shapes, exit codes, audit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fixtures.graph import memory_audit
+from yuxi_dash.cli import main
+from yuxi_dash.settings import get_settings
+
+
+@pytest.fixture
+def cli_env(demo_graphs, memory_settings, demo_flags_file, monkeypatch) -> None:
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))
+    get_settings.cache_clear()
+
+
+def run(capsys, *argv: str) -> tuple[int, object]:
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_memory_stats_json_and_audit(cli_env, capsys, graph_client) -> None:
+    code, data = run(capsys, "memory", "stats", "alice_chen", "--actor", "ops@example.com")
+    assert code == 0
+    assert data["user_id"] == "alice_chen" and data["group_id"] == "user_alice_chen"
+    assert data["relates_to_edges"] == graph_client.ro_value(
+        "user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN count(e)"
+    )
+    assert data["mentions_edges"] == graph_client.ro_value(
+        "user_alice_chen", "MATCH ()-[e:MENTIONS]->() RETURN count(e)"
+    )
+    rows = memory_audit(get_settings(), "alice_chen")
+    assert [(r.actor, r.outcome, r.detail["view"]) for r in rows] == [
+        ("ops@example.com", "ok", "stats")
+    ]
+
+
+def test_gated_off_exits_6(cli_env, capsys) -> None:
+    code, data = run(capsys, "memory", "stats", "dmitri_ivanov")
+    assert code == 6
+    assert data["error"]["code"] == "memory_gated_off"
+    assert "TARGET_MATCH" in data["error"]["message"]
+
+
+def test_communities_gate_exits_6_and_on_works(cli_env, capsys) -> None:
+    code, data = run(capsys, "memory", "communities", "bruno_silva")
+    assert code == 6 and "graphiti-communities-enabled" in data["error"]["message"]
+    code, data = run(capsys, "memory", "communities", "alice_chen")
+    assert code == 0 and len(data["communities"]) == 4
+    assert data["rebuild"]["would_run"] is True
+
+
+def test_flags_json(cli_env, capsys) -> None:
+    code, data = run(capsys, "flags", "dmitri_ivanov")
+    assert code == 0
+    assert data == {
+        "graphiti-memory": {"value": False, "reason": "TARGET_MATCH"},
+        "graphiti-communities-enabled": {"value": False, "reason": "FALLTHROUGH"},
+    }
+
+
+def test_entities_facts_ratification(cli_env, capsys, graph_client) -> None:
+    code, data = run(capsys, "memory", "entities", "alice_chen", "--search", "maya", "--limit", "2")
+    assert code == 0 and data["total"] >= 3 and len(data["entities"]) == 2
+    uuid = data["entities"][0]["uuid"]
+    code, data = run(capsys, "memory", "facts", "alice_chen", "--entity", uuid)
+    assert code == 0 and data["entity"]["uuid"] == uuid
+    code, data = run(capsys, "memory", "facts", "alice_chen", "--limit", "5")
+    assert code == 0 and len(data["facts"]) == 5
+    code, data = run(capsys, "memory", "ratification", "alice_chen")
+    assert code == 0 and sum(data["next_pass"].values()) == len(data["tentative"])
+
+
+def test_bad_user_ids_and_missing_graphs(cli_env, capsys) -> None:
+    code, data = run(capsys, "memory", "stats", "a'})-[r]-() DELETE r //")
+    assert code == 2 and data["error"]["code"] == "invalid_input"
+    code, data = run(capsys, "memory", "stats", "../../etc/passwd")
+    assert code == 2
+    code, data = run(capsys, "memory", "stats", "nobody_at_all")
+    assert code == 3 and data["error"]["code"] == "user_not_found"
+
+
+def test_not_configured_gates_everything_off(demo_graphs, memory_settings, capsys) -> None:
+    code, data = run(capsys, "memory", "stats", "alice_chen")
+    assert code == 6 and "not configured" in data["error"]["message"]
