@@ -42,8 +42,10 @@ Handler = Callable[[argparse.Namespace], CommandResult]
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line with exit code 2 (and JSON if asked)."""
 
+    json_requested = False  # set by main() from the argv it parses
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        if "--json" in sys.argv[1:]:
+        if _Parser.json_requested:
             _print_json({"error": {"code": "usage", "status": 400, "message": message}})
         else:
             print(f"yuxi-dash: {message} (see `yuxi-dash --help`)", file=sys.stderr)
@@ -75,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
+    _Parser.json_requested = "--json" in argv
     parser = build_parser()
     args = parser.parse_args(argv)
     want_json = bool(getattr(args, "json", False))
@@ -90,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("yuxi-dash: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:
+        return _closed_stdout()
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, no traceback
         if os.environ.get("YUXI_DASH_DEBUG"):
             raise
@@ -100,11 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"yuxi-dash: {message}", file=sys.stderr)
         return EXIT_FAILURE
-    if want_json:
-        _print_json(result.data)
-    elif result.text is not None:
-        print(result.text)
+    try:
+        if want_json:
+            _print_json(result.data)
+        elif result.text is not None:
+            print(result.text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `yuxi-dash threads | head`: the reader left, not an error of ours
+        return _closed_stdout(result.exit_code)
     return result.exit_code
+
+
+def _closed_stdout(exit_code: int = EXIT_OK) -> int:
+    """Silence the flush at exit after the reader closed our stdout."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover
