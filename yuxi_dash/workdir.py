@@ -200,8 +200,12 @@ def _write_new_file(target: str, data: bytes) -> bool:
         except FileExistsError:
             return False
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
     except BaseException:
         try:
             os.unlink(target)
