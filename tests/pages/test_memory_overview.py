@@ -51,3 +51,80 @@ def test_falkordb_down_is_one_line(memory_pages, monkeypatch) -> None:
     assert len(at.error) == 1
     assert "[memory_unavailable]" in at.error[0].value and "\n" not in at.error[0].value
     assert not at.metric
+
+
+def _drifted_graph(data_dir, monkeypatch):
+    """A private server whose user graph lost hub edges from its index after a restart."""
+    import json
+
+    from tests.fixtures.graph import graph_settings, make_client
+    from yuxi_dash.memory.demo import demo_flags
+    from yuxi_dash.memory.schema import create_indexes
+    from yuxi_dash.memory.server import ensure_server, stop_server
+
+    settings = graph_settings(data_dir)
+    client = make_client(ensure_server(settings), settings)
+    create_indexes(client, "user_drifty")
+    client.write(
+        "user_drifty", "UNWIND range(0, 20) AS i CREATE (:Entity {uuid: toString(i), name: 'n'})"
+    )
+    client.write(
+        "user_drifty",
+        "MATCH (h:Entity {uuid: '0'}), (m:Entity) WHERE m.uuid <> '0' "
+        "CREATE (h)-[:RELATES_TO {uuid: 'e' + m.uuid, group_id: 'user_drifty', name: 'K'}]->(m)",
+    )
+    client.db.connection.execute_command("SAVE")
+    client.close()
+    stop_server(settings)
+    ensure_server(settings)
+    flags = data_dir / "flags.json"
+    flags.write_text(json.dumps(demo_flags(["drifty"])))
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(data_dir))
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(flags))
+    get_settings.cache_clear()
+    return settings
+
+
+def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.graph import REPO
+    from yuxi_dash.memory.client import close_clients
+    from yuxi_dash.memory.server import stop_server
+    from yuxi_dash.ui.memory import clear_memory_caches
+
+    settings = _drifted_graph(Path(tempfile.mkdtemp(prefix="yfdb-ui-")), monkeypatch)
+
+    def overview() -> AppTest:
+        clear_memory_caches()
+        at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+        at.session_state["memory_user"] = "drifty"
+        return at.run()
+
+    try:
+        monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")  # the local user: a viewer
+        get_settings.cache_clear()
+        viewer = overview()
+        assert not viewer.exception
+        assert "misses" in viewer.error[0].value and not viewer.button
+        assert any("An admin can rebuild" in c.value for c in viewer.caption)
+
+        monkeypatch.delenv("YUXI_DASH_VIEWERS")  # the local user: admin again
+        get_settings.cache_clear()
+        at = overview()
+        assert not at.exception
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Facts label-free"] == "20" and metrics["Drift"] != "0"
+        at.button[0].click().run()
+        assert not at.exception
+        assert "drift is now 0" in at.success[0].value
+        repairs = [
+            r for r in memory_audit(get_settings(), "drifty") if r.action == "memory.repair_indexes"
+        ]
+        assert [(r.outcome, r.detail["drift_after"]) for r in repairs] == [("ok", 0)]
+    finally:
+        close_clients()
+        stop_server(settings)
