@@ -15,13 +15,11 @@ from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_r
 from yuxi_dash.ui.format import ago, busy_label, compress_blocker, pct, tokens_to_threshold
 from yuxi_dash.ui.identity import require_actor
 
-SUGGESTION_LINE = 0.85
-
 actor = require_actor()
 st.title("Threads at or above 85%")
 show_results()
 
-data = loaders.threads(min_pressure=SUGGESTION_LINE)
+data = loaders.threads()
 rows: pd.DataFrame = data["rows"]
 if rows.empty:
     st.info("No thread is at or above 85% of its summary threshold. Nothing to compress.")

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
 from yuxi_dash.store.queries import _thread_filters
+from yuxi_dash.usage import SUGGESTION_RATIO
 
-SUGGESTION_LINE = 0.85  # the 85% rule (yuxi_dash.usage.should_suggest_compression)
 POINTS_FLOOR = 0.75  # threads at or above this pressure are drawn one by one
 MAX_POINTS = 5000  # altair's default row limit: never ship more points than this
 HEATMAP_X_BINS = 40  # context usage 0..1 in steps of 0.025
@@ -149,7 +149,7 @@ def overview_kpis(
     row = session.execute(
         sa.select(
             sa.func.count(),
-            sa.func.count().filter(pressure >= SUGGESTION_LINE),
+            sa.func.count().filter(pressure >= SUGGESTION_RATIO),
             sa.func.count().filter(pressure > 1.0),
             sa.func.count().filter(Conversation.summary_active.is_(True)),
         )

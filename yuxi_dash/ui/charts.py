@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-SUGGESTION_LINE = 0.85
+from yuxi_dash.usage import SUGGESTION_RATIO as SUGGESTION_LINE
+
 THRESHOLD_LINE = 1.0
 PICK = "pick"  # name of the point selection on the overview chart
 

@@ -13,8 +13,6 @@ from typing import Any
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import YuxiDashError
 
-SUGGESTION_LINE = 0.85
-
 _REFUSAL_PREFIX = {
     "thread_busy": "Busy",
     "stale_state": "Stale",

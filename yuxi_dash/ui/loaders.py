@@ -21,6 +21,7 @@ import streamlit as st
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import overview
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.usage import SUGGESTION_RATIO
 
 _TTL = get_settings().cache_ttl_seconds
 
@@ -132,7 +133,7 @@ def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[
     return {"rows": _frame([asdict(r) for r in rows], THREAD_COLUMNS), "total": total}
 
 
-def threads(*, min_pressure: float | None = 0.85, limit: int = 500) -> dict[str, Any]:
+def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) -> dict[str, Any]:
     """{"rows": DataFrame (highest pressure first), "total": count matching}."""
     return _threads(_url(), min_pressure, limit)
 
@@ -169,7 +170,6 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
                 "name": getattr(message, "name", None),
                 "text": text,
                 "summary": is_summary_message(message),
-                "saved_result": text.startswith("[Tool result saved]"),
                 "tool_calls": [
                     {"name": c.get("name"), "args": c.get("args")}
                     for c in getattr(message, "tool_calls", None) or []
