@@ -65,3 +65,11 @@ def test_external_server_is_not_started_and_unreachable_is_one_line(tmp_path: Pa
     with pytest.raises(MemoryUnavailable) as caught:
         get_client(settings)
     assert "\n" not in caught.value.message
+
+
+def test_server_has_a_default_query_timeout(falkordb_server) -> None:
+    """HAZARDS 8: even queries we do not time ourselves are bounded by the server."""
+    conn = redis.Redis(unix_socket_path=str(falkordb_server.unix_socket))
+    name, value = conn.execute_command("GRAPH.CONFIG", "GET", "TIMEOUT_DEFAULT")
+    assert value == Settings().falkordb_query_timeout_ms > 0
+    conn.close()

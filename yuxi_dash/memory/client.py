@@ -36,6 +36,7 @@ log = logging.getLogger("yuxi_dash.memory.client")
 
 BACKPRESSURE_MESSAGE = "Max pending queries exceeded"
 MAX_BACKOFF_SECONDS = 2.0
+UNBOUNDED_TIMEOUT_MS = 30 * 60 * 1000  # seeding and index rebuilds on big graphs
 T = TypeVar("T")
 
 Row = dict[str, Any]
@@ -132,6 +133,7 @@ class GraphClient:
             raise ValueError("graph names come from derive_group_id")
         graph = self.db.select_graph(group_id)
         timeout = self.settings.falkordb_query_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = timeout or UNBOUNDED_TIMEOUT_MS  # 0 = "no limit": explicit, above any default
         with self._lock:
             self.stats.queries_run += 1
             if self._record:
@@ -139,8 +141,8 @@ class GraphClient:
 
         def once() -> Any:
             if read_only:
-                return graph.ro_query(cypher, params or None, timeout=timeout or None)
-            return graph.query(cypher, params or None, timeout=timeout or None)
+                return graph.ro_query(cypher, params or None, timeout=timeout)
+            return graph.query(cypher, params or None, timeout=timeout)
 
         def counted() -> Any:
             try:

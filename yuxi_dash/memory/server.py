@@ -168,6 +168,10 @@ def _start_embedded(settings: Settings) -> ServerHandle:
         server_bin,
         "--loadmodule",
         module,
+        # A server-wide default so queries we do not time ourselves (graphiti-core's own
+        # fulltext search) cannot hold the server either (HAZARDS 8).
+        "TIMEOUT_DEFAULT",
+        str(settings.falkordb_query_timeout_ms),
         "--port",
         "0",
         "--unixsocket",
