@@ -81,6 +81,20 @@ def pressure_panel() -> None:
     picked = (event.get("selection") or {}).get(PICK) or [] if event else []
     if picked and picked[0].get("thread_id"):
         st.switch_page("pages/thread_detail.py", query_params={"thread": picked[0]["thread_id"]})
+    if not points.empty:
+        pressure_of = dict(zip(points["thread_id"], points["summary_pressure_ratio"], strict=True))
+        hottest = st.selectbox(
+            "Or open one of the hottest threads",
+            points["thread_id"].head(50).tolist(),
+            format_func=lambda t: f"{t} · {pct(pressure_of[t])}",
+            key="overview_open",
+        )
+        st.page_link(
+            "pages/thread_detail.py",
+            label=f"Open {hottest}",
+            icon=":material/open_in_new:",
+            query_params={"thread": hottest},
+        )
 
 
 pressure_panel()

@@ -84,6 +84,8 @@ def _read(offset: int, limit: int) -> dict:
         }
     except YuxiDashError as exc:
         return {"error": error_line(exc, thread_id=f"tool result #{result_id}")}
+    finally:
+        loaders.clear_audit_loader()  # the read (or its refusal) added an audit row
 
 
 opened = st.session_state.get(OPEN_KEY)

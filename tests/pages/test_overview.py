@@ -42,3 +42,20 @@ def test_overview_filter_by_agent_narrows_the_kpis(
     with session_scope(demo_env) as session:
         expected = count_threads(session, agent=agent)
     assert _metrics(at)["Threads"] == f"{expected:,}"
+
+
+def test_the_hottest_threads_link_to_their_detail(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    from yuxi_dash.store.overview import pressure_points
+
+    with session_scope(demo_env) as session:
+        hottest = [p.thread_id for p in pressure_points(session, limit=50)]
+    at = app_test("pages/overview.py")
+    picker = at.selectbox(key="overview_open")
+    assert picker.options[0].startswith(f"{hottest[0]} · ")
+    assert len(picker.options) == len(hottest)
+    picker.set_value(hottest[1]).run()
+    link = at.page_link[0]
+    assert link.value == f"Open {hottest[1]}"
+    assert link.proto.query_string == f"thread={hottest[1]}"

@@ -21,7 +21,8 @@ def test_results_list_checks_hashes_and_opening_one_is_audited(
     with session_scope(demo_env) as session:
         total = count_tool_results(session)
     assert total > 0, "the demo should offload some tool results"
-    at = app_test(PAGE)
+    at = app_test("pages/audit.py")  # cache the audit log as it is before any read
+    at.switch_page(PAGE).run()
     assert not at.exception
     listing = at.dataframe[0].value
     assert len(listing) == min(total, 200)
@@ -36,6 +37,9 @@ def test_results_list_checks_hashes_and_opening_one_is_audited(
     at.number_input(key="tool_result_page").set_value(1).run()  # a rerun does not read again
     with session_scope(demo_env) as session:
         assert len(list_audit(session, action=READ_ACTION)) == 1
+    at.switch_page("pages/audit.py").run()  # the audit page is not served from a stale cache
+    audit = at.dataframe[0].value
+    assert f"tool_result:{opened}" in set(audit["target"])
 
 
 def test_a_crafted_path_is_refused_and_audited(

@@ -334,6 +334,11 @@ _CACHED = (
 )
 
 
+def clear_audit_loader() -> None:
+    """Forget cached audit reads only (after a write that only added audit rows)."""
+    _audit.clear()
+
+
 def clear_loaders() -> None:
     """Forget every cached read of this module (call after any write)."""
     for loader in _CACHED:
