@@ -72,3 +72,23 @@ else:
         st.caption("An admin can rebuild the relationship indexes from this page.")
 with st.expander("Relationship indexes (CALL db.indexes())"):
     st.dataframe(health["relationship_indexes"], hide_index=True)
+
+if actor.role >= Role.OPERATOR:
+    with st.expander("Index health of every user graph"):
+        st.caption("Reads two counts per graph; gated-off users are skipped. Audited as one scan.")
+        if st.button("Scan every user graph"):
+            rows = ui.index_health_scan(actor)
+            drifted = [r for r in rows if not r["gated_off"] and r["drift"]]
+            st.write(f"{len(rows)} graph(s) scanned; {len(drifted)} with drift.")
+            st.dataframe(
+                rows,
+                column_order=[
+                    "user_id",
+                    "drift",
+                    "index_path_facts",
+                    "label_free_facts",
+                    "gated_off",
+                    "reason",
+                ],
+                hide_index=True,
+            )

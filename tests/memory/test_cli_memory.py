@@ -87,3 +87,25 @@ def test_bad_user_ids_and_missing_graphs(cli_env, capsys) -> None:
 def test_not_configured_gates_everything_off(demo_graphs, memory_settings, capsys) -> None:
     code, data = run(capsys, "memory", "stats", "alice_chen")
     assert code == 6 and "not configured" in data["error"]["message"]
+
+
+def test_index_health_one_user_and_all(cli_env, capsys) -> None:
+    code, data = run(capsys, "memory", "index-health", "alice_chen")
+    assert code == 0 and data["drift"] == 0 and data["label_free_facts"] > 0
+    code, rows = run(capsys, "memory", "index-health", "--all")
+    assert code == 0
+    by_user = {r["user_id"]: r for r in rows}
+    assert by_user["dmitri_ivanov"]["gated_off"] is True
+    assert "label_free_facts" not in by_user["dmitri_ivanov"]  # gated off: not read
+    assert by_user["alice_chen"]["drift"] == 0
+    scans = memory_audit(get_settings(), "*")  # one row for the whole scan, target memory:*
+    assert [(r.action, r.detail["checked"], r.detail["drifted"]) for r in scans] == [
+        ("memory.index_health_scan", len(rows) - 1, 0)
+    ]
+
+
+def test_repair_indexes_cli(cli_env, capsys) -> None:
+    code, data = run(capsys, "memory", "repair-indexes", "alice_chen", "--actor", "ops")
+    assert code == 0 and data["after"]["drift"] == 0 and data["statements"]
+    code, data = run(capsys, "memory", "repair-indexes", "dmitri_ivanov")
+    assert code == 6

@@ -128,3 +128,13 @@ def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
     finally:
         close_clients()
         stop_server(settings)
+
+
+def test_scan_every_user_graph(memory_pages) -> None:
+    at = memory_pages("memory_overview.py", "alice_chen")
+    scan = next(b for b in at.button if b.label == "Scan every user graph")
+    scan.click().run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    assert {"alice_chen", "dmitri_ivanov"} <= set(table["user_id"])
+    assert bool(table[table["user_id"] == "dmitri_ivanov"]["gated_off"].iloc[0])

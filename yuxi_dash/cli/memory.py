@@ -90,6 +90,37 @@ def _ratification(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data, text)
 
 
+def _index_health(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.memory import service
+
+    if args.user is None or args.all:
+        rows = service.index_health_scan(actor=cli_actor(args.actor), limit=args.limit)
+        text = _table(
+            [r for r in rows if not r["gated_off"]],
+            ["user_id", "index_path_facts", "label_free_facts", "drift"],
+        )
+        return CommandResult(rows, text, exit_code=0)
+    data = service.index_health(_access(args, "index_health"))
+    text = (
+        f"index path {data['index_path_facts']}, label-free {data['label_free_facts']}, "
+        f"drift {data['drift']}"
+    )
+    return CommandResult(data, text)
+
+
+def _repair(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.memory import service
+
+    data = service.repair_indexes(args.user, actor=cli_actor(args.actor))
+    text = (
+        f"rebuilt {len(data['statements'])} index statements; drift "
+        f"{data['before']['drift']} -> {data['after']['drift']}"
+    )
+    return CommandResult(data, text)
+
+
 def _flags(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory import service
 
@@ -126,6 +157,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     communities.add_argument("--limit", type=int, default=50)
     ratification = view("ratification", _ratification, "tentative facts and the next pass")
     ratification.add_argument("--limit", type=int, default=200)
+
+    health = memory_sub.add_parser(
+        "index-health", help="relationship-index path vs label-free fact count (HAZARDS 1)"
+    )
+    health.add_argument("user", metavar="USER", nargs="?", default=None, help="omit for --all")
+    health.add_argument("--all", action="store_true", help="every user graph (gated-off skipped)")
+    health.add_argument("--limit", type=int, default=500)
+    health.add_argument("--actor", default="cli", help="who the audit log records")
+    add_json_flag(health)
+    health.set_defaults(handler=_index_health)
+    repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
+    del repair
 
     flags = sub.add_parser("flags", help="the memory gates for a user and LaunchDarkly's reasons")
     flags.add_argument("user", metavar="USER")

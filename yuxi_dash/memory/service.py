@@ -168,6 +168,47 @@ def index_health(access: MemoryAccess, *, client: GraphClient | None = None) -> 
     return {"user_id": access.user_id, **check_index_health(client, access.group_id).to_dict()}
 
 
+def index_health_scan(
+    *,
+    actor: Actor,
+    limit: int = 500,
+    settings: Settings | None = None,
+    evaluator: FlagEvaluator | None = None,
+    client: GraphClient | None = None,
+) -> list[dict[str, Any]]:
+    """Index health of every user graph (up to `limit`); gated-off users are skipped, not read.
+
+    One audit row per scan (outcome ok, with how many graphs were checked and drifted).
+    """
+    settings = settings or get_settings()
+    require_role(actor, Role.OPERATOR, action="scan every user's memory indexes")
+    client = client or get_client(settings)
+    users, _ = list_memory_users(limit=limit, client=client)
+    results: list[dict[str, Any]] = []
+    for user_id in users:
+        gates = gates_for(user_id, settings=settings, evaluator=evaluator)
+        if not gates.memory_on:
+            results.append({"user_id": user_id, "gated_off": True, "reason": gates.memory.reason})
+            continue
+        health = check_index_health(client, derive_group_id(user_id))
+        results.append({"user_id": user_id, "gated_off": False, **health.to_dict()})
+    checked = [r for r in results if not r["gated_off"]]
+    record_audit(
+        actor=actor.id,
+        action="memory.index_health_scan",
+        target="memory:*",
+        outcome="ok",
+        detail={
+            "graphs": len(results),
+            "checked": len(checked),
+            "drifted": sum(1 for r in checked if r["drift"]),
+        },
+        settings=settings,
+    )
+    results.sort(key=lambda r: (-(r.get("drift") or 0), r["user_id"]))
+    return results
+
+
 def repair_indexes(
     user_id: str,
     *,

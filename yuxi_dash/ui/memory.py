@@ -228,6 +228,11 @@ def load_warm_context(access: MemoryAccess, query: str) -> dict[str, Any]:
     return guarded(lambda: _warm_context(access, access.user_id, _server_key(), query))
 
 
+def index_health_scan(actor: Actor) -> list[dict[str, Any]]:
+    """Every user graph's index health (operator+, audited as one scan; not cached)."""
+    return guarded(lambda: service.index_health_scan(actor=actor))
+
+
 def repair_indexes(actor: Actor, user_id: str) -> dict[str, Any] | None:
     """The admin-only repair (the service checks the role again and audits it)."""
     if actor.role < Role.ADMIN:
