@@ -46,3 +46,27 @@ def test_detail_of_an_unknown_thread_is_one_line(
     at.switch_page(PAGE).run()
     assert not at.exception
     assert len(at.error) == 1 and "[thread_not_found]" in at.error[0].value
+
+
+def _thread_with_long_write_file(settings: Settings) -> str:
+    with session_scope(settings) as session:
+        for row in list_threads(session, limit=200):
+            state = get_thread(session, row.thread_id).state
+            for message in state.model_visible_messages()[-40:]:
+                for call in getattr(message, "tool_calls", None) or []:
+                    content = (call.get("args") or {}).get("content")
+                    if call.get("name") == "write_file" and len(str(content)) > 2000:
+                        return row.thread_id
+    raise AssertionError("the demo should have a write_file call with a long argument")
+
+
+def test_context_is_shown_as_the_next_call_gets_it(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    thread_id = _thread_with_long_write_file(demo_env)
+    at = app_test()
+    at.query_params["thread"] = thread_id
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    code = "\n".join(c.value for c in at.code)
+    assert "...(argument truncated for context view)" in code

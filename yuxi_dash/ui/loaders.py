@@ -153,6 +153,7 @@ def thread_ids(limit: int = 2000) -> list[str]:
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
+    from yuxi_dash.compression import truncate_tool_args
     from yuxi_dash.compression.state import is_summary_message, message_text
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
     from yuxi_dash.usage import context_breakdown
@@ -162,7 +163,8 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
         timeline = usage_timeline(session, thread_id)
         chat = chat_record(session, thread_id)
     visible = []
-    for message in detail.state.model_visible_messages():
+    # as the next call gets it: long write_file / edit_file arguments shortened
+    for message in truncate_tool_args(detail.state.model_visible_messages()):
         text = message_text(message)
         visible.append(
             {

@@ -24,11 +24,17 @@ _AVATARS = {
 }
 
 
-def draw_preview(preview: str) -> None:
-    """A tool-result preview: a records table when it is structured JSON, else monospace text."""
+def draw_preview(preview: str, *, max_chars: int | None = None) -> None:
+    """A tool result or its preview: a records table when it is structured JSON, else monospace text.
+
+    `max_chars` clips the monospace fallback (the table is drawn from the whole text).
+    """
     structured = structured_records(preview)
     if structured is None:
-        st.code(preview, language=None, wrap_lines=True)
+        shown = preview if max_chars is None else preview[:max_chars]
+        st.code(shown, language=None, wrap_lines=True)
+        if len(shown) < len(preview):
+            st.caption(f"… {len(preview) - len(shown):,} more characters")
         return
     query = f" for “{structured['query']}”" if structured.get("query") else ""
     st.caption(
@@ -37,6 +43,9 @@ def draw_preview(preview: str) -> None:
     )
     if structured["records"]:
         st.dataframe(pd.DataFrame(structured["records"]), hide_index=True, width="stretch")
+    with st.expander("Exact text"):
+        shown = preview if max_chars is None else preview[:max_chars]
+        st.code(shown, language="json", wrap_lines=True)
 
 
 def draw_saved_result(text: str) -> bool:
@@ -67,9 +76,7 @@ def draw_message(message: Mapping[str, Any]) -> None:
         if kind == "tool":
             st.caption(f"tool result · {message.get('name') or 'tool'}")
             if not draw_saved_result(message["text"]):
-                st.code(message["text"][:4000], language=None, wrap_lines=True)
-                if len(message["text"]) > 4000:
-                    st.caption(f"… {len(message['text']) - 4000:,} more characters")
+                draw_preview(message["text"], max_chars=4000)
             return
         if message["text"]:
             st.markdown(message["text"])
