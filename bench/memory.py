@@ -60,6 +60,13 @@ def rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
+def hwm_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def build(group: str, entities: int, facts: int, episodes: int) -> dict[str, list[Any]]:
     """graphiti-core objects (model_construct: validated shape, no per-object validation cost)."""
     now = datetime(2026, 6, 1, tzinfo=UTC)
@@ -301,7 +308,7 @@ def graphiti_baseline_child(socket_path: str, expected_edges: int) -> None:
         except Exception as exc:  # noqa: BLE001 - the baseline may fail (HAZARDS 1)
             edge_note = f"failed after {time.perf_counter() - started:.2f} s: {type(exc).__name__}"
         await db.aclose()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = hwm_mb()  # VmHWM: ru_maxrss would carry the parent's peak across exec
         print(
             f"graphiti-core baseline, 10% sample ({SAMPLE}), own process: "
             f"EntityNode.get_by_group_ids loaded {len(nodes):,} entities in {node_s:.2f} s; "
