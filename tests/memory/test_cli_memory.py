@@ -109,3 +109,19 @@ def test_repair_indexes_cli(cli_env, capsys) -> None:
     assert code == 0 and data["after"]["drift"] == 0 and data["statements"]
     code, data = run(capsys, "memory", "repair-indexes", "dmitri_ivanov")
     assert code == 6
+
+
+def test_server_start_status_stop(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "fdb"))
+    get_settings.cache_clear()
+    code, data = run(capsys, "memory", "server", "status")
+    assert code == 0 and data["running"] is False
+    code, data = run(capsys, "memory", "server", "start")
+    assert code == 0 and data["running"] and data["started_now"] and data["pid"]
+    pid = data["pid"]
+    code, data = run(capsys, "memory", "server", "start")
+    assert data["pid"] == pid and not data["started_now"]  # reused
+    code, data = run(capsys, "memory", "server", "stop")
+    assert code == 0 and data["stopped"] is True
+    code, data = run(capsys, "memory", "server", "status")
+    assert data["running"] is False

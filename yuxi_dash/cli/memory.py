@@ -121,6 +121,36 @@ def _repair(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data, text)
 
 
+def _server(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory.server import embedded_handle, ensure_server, stop_server
+    from yuxi_dash.settings import get_settings
+
+    settings = get_settings()
+    if args.action == "stop":
+        stopped = stop_server(settings)
+        data = {"stopped": stopped, "data_dir": str(settings.falkordb_data_dir)}
+        return CommandResult(data, "stopped" if stopped else "no embedded server was running")
+    if args.action == "start":
+        handle = ensure_server(settings)
+    else:
+        handle = (
+            embedded_handle(settings) if settings.falkordb_embedded else ensure_server(settings)
+        )
+    if handle is None:
+        data = {"running": False, "data_dir": str(settings.falkordb_data_dir)}
+        return CommandResult(data, "no embedded server is running")
+    data = {
+        "running": True,
+        "kind": handle.kind,
+        "pid": handle.pid,
+        "unix_socket": str(handle.unix_socket) if handle.unix_socket else None,
+        "host": handle.host,
+        "port": handle.port,
+        "started_now": handle.started,
+    }
+    return CommandResult(data, handle.describe() + (f", pid {handle.pid}" if handle.pid else ""))
+
+
 def _flags(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory import service
 
@@ -169,6 +199,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     health.set_defaults(handler=_index_health)
     repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
     del repair
+
+    server = memory_sub.add_parser("server", help="the embedded FalkorDB server: status|start|stop")
+    server.add_argument("action", choices=["status", "start", "stop"])
+    add_json_flag(server)
+    server.set_defaults(handler=_server)
 
     flags = sub.add_parser("flags", help="the memory gates for a user and LaunchDarkly's reasons")
     flags.add_argument("user", metavar="USER")
