@@ -189,3 +189,48 @@ def test_slow_queries_hit_the_timeout(graph_client: GraphClient) -> None:
             "UNWIND range(1, 5000) AS a UNWIND range(1, 5000) AS b RETURN count(*)",
             timeout_ms=20,
         )
+
+
+def test_real_backpressure_is_retried_until_the_queue_drains() -> None:
+    """No wrapper: fill a private server's queue (MAX_QUEUED_QUERIES=1) and read through it."""
+    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-bp2-"))
+    settings = graph_settings(
+        data_dir, falkordb_query_max_attempts=200, falkordb_query_backoff_base=0.05
+    )
+    handle = ensure_server(settings)
+    socket = str(handle.unix_socket)
+    try:
+        admin = redis.Redis(unix_socket_path=socket)
+        admin.execute_command("GRAPH.QUERY", "user_bp", "CREATE (:Entity {name: 'x'})")
+        admin.execute_command("GRAPH.CONFIG", "SET", "MAX_QUEUED_QUERIES", 1)
+        slow = "UNWIND range(1, 6000) AS a UNWIND range(1, 6000) AS b RETURN count(*)"
+
+        def hog() -> None:
+            conn = redis.Redis(unix_socket_path=socket)
+            try:
+                conn.execute_command("GRAPH.RO_QUERY", "user_bp", slow, "timeout", 60000)
+            except redis.ResponseError:
+                pass  # a hog that was itself refused
+
+        hogs = [threading.Thread(target=hog) for _ in range(6)]
+        for thread in hogs:
+            thread.start()
+        probe = redis.Redis(unix_socket_path=socket)
+        saw_backpressure = False
+        for _ in range(400):  # wait until the server refuses a query (queue full)
+            try:
+                probe.execute_command("GRAPH.RO_QUERY", "user_bp", "RETURN 1")
+            except redis.ResponseError as exc:
+                if is_backpressure(exc):
+                    saw_backpressure = True
+                    break
+        assert saw_backpressure, "could not fill the server's query queue"
+        client = make_client(handle, settings)
+        value = client.ro_value("user_bp", "MATCH (n:Entity) RETURN count(n)", timeout_ms=60000)
+        assert value == 1
+        assert client.stats.retries >= 1
+        for thread in hogs:
+            thread.join()
+        client.close()
+    finally:
+        stop_server(settings)
