@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,9 @@ from yuxi_dash.memory.client import (
 from yuxi_dash.memory.server import ensure_server, stop_server
 
 
-def test_the_real_server_says_max_pending_queries_exceeded() -> None:
+def test_the_real_server_says_max_pending_queries_exceeded(tmp_path: Path) -> None:
     """Provoke FalkorDB's own backpressure error (MAX_QUEUED_QUERIES=1) on a private server."""
-    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-bp-"))
+    data_dir = tmp_path / "fdb"
     settings = graph_settings(data_dir)
     handle = ensure_server(settings)
     try:
@@ -191,9 +190,9 @@ def test_slow_queries_hit_the_timeout(graph_client: GraphClient) -> None:
         )
 
 
-def test_real_backpressure_is_retried_until_the_queue_drains() -> None:
+def test_real_backpressure_is_retried_until_the_queue_drains(tmp_path: Path) -> None:
     """No wrapper: fill a private server's queue (MAX_QUEUED_QUERIES=1) and read through it."""
-    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-bp2-"))
+    data_dir = tmp_path / "fdb"
     settings = graph_settings(
         data_dir, falkordb_query_max_attempts=200, falkordb_query_backoff_base=0.05
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import redis
@@ -15,8 +14,8 @@ from yuxi_dash.memory.server import ensure_server, stop_server
 G = "user_drift"
 
 
-def test_drift_after_restart_is_detected_and_repaired() -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-drift-"))
+def test_drift_after_restart_is_detected_and_repaired(tmp_path: Path) -> None:
+    data_dir = tmp_path / "fdb"
     settings = graph_settings(data_dir)
     try:
         client = make_client(ensure_server(settings), settings)

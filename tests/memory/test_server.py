@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,8 @@ def test_ensure_server_reuses_a_live_server(falkordb_server, falkordb_dir: Path)
     assert redis.Redis(unix_socket_path=str(again.unix_socket)).ping()
 
 
-def test_start_stop_and_restart_keep_the_data() -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="yfdb-t-"))
+def test_start_stop_and_restart_keep_the_data(tmp_path: Path) -> None:
+    data_dir = tmp_path / "fdb"
     settings = graph_settings(data_dir)
     first = ensure_server(settings)
     try:

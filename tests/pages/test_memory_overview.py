@@ -86,8 +86,6 @@ def _drifted_graph(data_dir, monkeypatch):
 
 
 def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
-    import tempfile
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
@@ -96,7 +94,7 @@ def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
     from yuxi_dash.memory.server import stop_server
     from yuxi_dash.ui.memory import clear_memory_caches
 
-    settings = _drifted_graph(Path(tempfile.mkdtemp(prefix="yfdb-ui-")), monkeypatch)
+    settings = _drifted_graph(tmp_path / "fdb", monkeypatch)
 
     def overview() -> AppTest:
         clear_memory_caches()
