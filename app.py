@@ -14,6 +14,7 @@ import streamlit as st
 
 from yuxi_dash.auth import Role
 from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.guard import run_guarded
 from yuxi_dash.ui.identity import current_identity, show_refusal
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
@@ -69,4 +70,4 @@ with st.sidebar:
     if actor.via == "oidc":
         st.button("Sign out", on_click=st.logout)
 
-page.run()
+run_guarded(page)

@@ -29,7 +29,7 @@ def test_dry_run_migrates_and_binds_loopback_in_local_mode(
     assert data["migrated"] is True and data["demo_seeded"] is None
     assert current_revision(Settings().database_url) is not None
     command = data["command"]
-    assert command[:4] == [sys.executable, "-m", "yuxi_dash.ui.launch", "run"]
+    assert command[:4] == [sys.executable, "-m", "streamlit", "run"]
     assert Path(command[4]) == app_path() and app_path().name == "app.py" and app_path().is_file()
     assert command[5:] == ["--server.address", "127.0.0.1", "--server.port", "8765"]
 

@@ -50,3 +50,18 @@ def test_oidc_mode_refuses_a_signed_in_user_on_no_list(
     # without [auth] secrets the refusal names the missing configuration; either way: nothing else
     assert len(at.error) == 1
     assert not at.metric and not at.dataframe
+
+
+def test_a_database_that_cannot_be_reached_is_one_line(
+    app_test: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yuxi_dash.settings import get_settings
+
+    monkeypatch.setenv("YUXI_DASH_DATABASE_URL", "postgresql+psycopg://127.0.0.1:1/nothing")
+    get_settings.cache_clear()
+    at = app_test("pages/threads.py")
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "The database cannot be reached right now; check YUXI_DASH_DATABASE_URL or try again "
+        "in a moment. [database_unavailable]"
+    ]

@@ -37,6 +37,8 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
 ) -> None:
     at = app_test(PAGE)
     assert not at.exception
+    # drawn through app.py (navigation, sign-in line), not as a bare pages/ file
+    assert any("Signed in as" in c.value for c in at.sidebar.caption)
     expected = _store_hot_threads(demo_env)
     assert expected, "the demo should have threads at or above 85%"
     assert _listed(at) == expected  # same threads, same order (highest pressure first)
@@ -88,7 +90,7 @@ def test_bulk_compress_reports_one_line_per_thread(
     at.button(key="compress_bulk").click().run()
     at.button(key="confirm_compress").click().run()
     assert not at.exception
-    lines = [m.value for m in (*at.success, *at.info, *at.error)]
+    lines = [m.value for m in (*at.main.success, *at.main.info, *at.main.error)]
     assert sorted(line.split(":")[0] for line in lines) == sorted(picked)
     assert all("\n" not in line for line in lines)
 

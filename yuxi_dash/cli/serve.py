@@ -3,8 +3,7 @@
 Applies pending migrations, seeds the demo data when asked and the database is
 empty, pins the bind address to 127.0.0.1 in local auth mode (one operator,
 no sign-in: it must not be reachable from the network), then replaces this
-process with `streamlit run <repo>/app.py` plus the extra arguments (through
-`yuxi_dash.ui.launch`, which keeps app.py's navigation in charge).
+process with `streamlit run <repo>/app.py` plus the extra arguments.
 """
 
 from __future__ import annotations
@@ -55,8 +54,7 @@ def streamlit_command(settings: Settings, streamlit_args: list[str]) -> list[str
                 f"local auth mode serves 127.0.0.1 only, not {address}; "
                 "set YUXI_DASH_AUTH_MODE=oidc or proxy to serve a network"
             )
-    # yuxi_dash.ui.launch is `streamlit` with app.py's st.navigation in charge from the first request
-    return [sys.executable, "-m", "yuxi_dash.ui.launch", "run", str(app_path()), *args]
+    return [sys.executable, "-m", "streamlit", "run", str(app_path()), *args]
 
 
 def _database_is_empty(settings: Settings) -> bool:

@@ -1,0 +1,36 @@
+"""The last line of defence around a page: typed errors and a lost database become one line.
+
+Pages handle the refusals they expect; anything typed that escapes them (a
+`YuxiDashError`) or a database that cannot be reached is shown as one plain
+line instead of a traceback. Streamlit's own control flow (st.stop, st.rerun,
+st.switch_page) derives from BaseException and passes through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sqlalchemy as sa
+import streamlit as st
+from streamlit.navigation.page import Page
+
+from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.ui.format import error_line
+
+log = logging.getLogger(__name__)
+
+DATABASE_UNAVAILABLE = (
+    "The database cannot be reached right now; check YUXI_DASH_DATABASE_URL or try again "
+    "in a moment. [database_unavailable]"
+)
+
+
+def run_guarded(page: Page) -> None:
+    """Run a navigation page, turning escaped typed / database errors into one line."""
+    try:
+        page.run()
+    except YuxiDashError as exc:
+        st.error(error_line(exc))
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        log.warning("database unavailable (%s)", type(exc).__name__)
+        st.error(DATABASE_UNAVAILABLE)
