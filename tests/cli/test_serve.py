@@ -10,7 +10,7 @@ import pytest
 
 from yuxi_dash.cli import main
 from yuxi_dash.cli.serve import app_path, streamlit_command
-from yuxi_dash.settings import Settings
+from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import current_revision, session_scope
 from yuxi_dash.store.queries import count_threads
 
@@ -68,3 +68,24 @@ def test_demo_seeds_an_empty_database_once(
     code, data = _dry_run(capsys, "--demo")
     assert code == 0 and data["demo_seeded"] is None  # not empty any more: left alone
     assert calls == [True]
+
+
+def test_demo_gates_memory_by_the_shipped_flag_file_unless_configured(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    import yuxi_dash.demo
+    from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
+
+    monkeypatch.setattr(yuxi_dash.demo, "seed_demo", lambda *a, **k: None)
+    monkeypatch.setattr("yuxi_dash.cli.serve._database_is_empty", lambda settings: False)
+    code, data = _dry_run(capsys)
+    assert code == 0 and data["environment"] == {}  # not a demo: nothing configured
+    code, data = _dry_run(capsys, "--demo")
+    assert code == 0
+    assert data["environment"] == {"YUXI_DASH_LD_FLAGS_FILE": str(DEMO_FLAGS_FILE)}
+
+    own = tmp_path / "flags.json"
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(own))
+    get_settings.cache_clear()
+    code, data = _dry_run(capsys, "--demo")
+    assert code == 0 and data["environment"] == {}  # an operator's own file wins

@@ -86,3 +86,13 @@ def test_reseeding_skips_existing_graphs(demo_graphs, memory_settings, graph_cli
     )
     assert report["graphs"] == 0 and report["skipped_existing"] == 1
     assert graph_client.ro_value("user_alice_chen", "MATCH (n) RETURN count(n)") == before
+
+
+def test_shipped_demo_flag_file_matches_the_demo_users() -> None:
+    """`serve --demo` gates memory by the shipped file: it must describe DEMO_USERS."""
+    import json
+
+    from yuxi_dash.demo import DEMO_USERS
+    from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
+
+    assert json.loads(DEMO_FLAGS_FILE.read_text()) == demo_flags(list(DEMO_USERS))

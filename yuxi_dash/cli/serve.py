@@ -78,13 +78,23 @@ def prepare(settings: Settings, *, demo: bool) -> dict:
     return {"migrated": True, "demo_seeded": seeded}
 
 
+def demo_environment(settings: Settings) -> dict[str, str]:
+    """Extra environment for a demo: with no LaunchDarkly configured, the shipped demo flags."""
+    if settings.launchdarkly_sdk_key or settings.ld_flags_file:
+        return {}
+    from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
+
+    return {"YUXI_DASH_LD_FLAGS_FILE": str(DEMO_FLAGS_FILE)}
+
+
 def run_serve(args: argparse.Namespace) -> CommandResult:
     settings = get_settings()
     streamlit_args = [arg for arg in args.streamlit_args if arg != "--"]
     command = streamlit_command(settings, streamlit_args)  # refuse bad binds before any work
     prepared = prepare(settings, demo=args.demo)
+    extra_env = demo_environment(settings) if args.demo else {}
     if args.dry_run:
-        data = {**prepared, "command": command}
+        data = {**prepared, "command": command, "environment": extra_env}
         return CommandResult(data=data, text=shlex.join(command))
     if prepared["demo_seeded"]:
         report = prepared["demo_seeded"]
@@ -94,7 +104,7 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
         )
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(command[0], command)
+    os.execve(command[0], command, {**os.environ, **extra_env})
     raise AssertionError("unreachable")  # pragma: no cover
 
 

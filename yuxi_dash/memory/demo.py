@@ -387,8 +387,8 @@ def demo_flags(user_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def write_demo_flags(user_ids: Sequence[str], path: Path | None = None) -> Path:
-    path = path or DEMO_FLAGS_FILE
+def write_demo_flags(user_ids: Sequence[str], path: Path) -> Path:
+    """Write the demo flag file for `user_ids` to `path` (the shipped one is DEMO_FLAGS_FILE)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(demo_flags(list(user_ids)), indent=2) + "\n")
     return path
@@ -402,7 +402,11 @@ def seed_demo_graphs(
     client: GraphClient | None = None,
     flags_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Seed every user's graph, the hit counters and the demo flag file; idempotent."""
+    """Seed every user's graph and the hit counters; idempotent.
+
+    The flag file is written only when `flags_path` is given: the demo's own
+    file ships with the package (DEMO_FLAGS_FILE) and is never rewritten here.
+    """
     client = client or get_client(settings)
     hits = hits_connection(settings)
     now = datetime.now(UTC).replace(microsecond=0)
@@ -437,7 +441,7 @@ def seed_demo_graphs(
                 totals[key] += written[key]
     finally:
         hits.close()
-    flags_file = write_demo_flags(user_ids, flags_path)
+    flags_file = write_demo_flags(user_ids, flags_path) if flags_path else DEMO_FLAGS_FILE
     return {
         "graphs": len(seeded),
         "skipped_existing": len(skipped),
