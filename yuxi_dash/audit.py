@@ -83,7 +83,7 @@ def record_audit(
         own.add(entry)
         own.flush()
         entry_id = entry.id
-    log.info("audit %s %s -> %s", action, outcome, target)
+    log.info("audit %s %s", action, outcome)  # the target names a user or thread: not logged
     return entry_id
 
 
