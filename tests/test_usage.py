@@ -49,6 +49,28 @@ def test_snapshot_formulas() -> None:
     assert small.summary_pressure_ratio == 0.0
 
 
+def test_service_figures_use_the_same_formulas() -> None:
+    from yuxi_dash.service import UsageFigures
+
+    for llm, nxt, window, trigger in [(150_000, 87_041, 128_000, 102_400), (1000, 1200, 3000, 0)]:
+        figures = UsageFigures(
+            llm_input_tokens=llm,
+            next_llm_input_tokens=nxt,
+            context_window=window,
+            summary_trigger_tokens=trigger,
+            summary_active=False,
+        )
+        snapshot = usage_snapshot(
+            llm_input_tokens=llm,
+            next_llm_input_tokens=nxt,
+            context_window=window,
+            summary_trigger_tokens=trigger,
+            summary_active=False,
+        )
+        assert figures.summary_pressure_ratio == snapshot.summary_pressure_ratio
+        assert figures.context_usage_ratio == snapshot.context_usage_ratio
+
+
 def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
     messages = []
     for n in range(14):

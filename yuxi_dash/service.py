@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, messages_from_dict
 from sqlalchemy.orm import Session
 
+from yuxi_dash import usage
 from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression.state import SUMMARY_SOURCE, ThreadContextState
@@ -171,15 +172,11 @@ class UsageFigures:
 
     @property
     def summary_pressure_ratio(self) -> float:
-        if self.summary_trigger_tokens <= 0:
-            return 0.0
-        return round(self.next_llm_input_tokens / self.summary_trigger_tokens, 4)
+        return usage.summary_pressure_ratio(self.next_llm_input_tokens, self.summary_trigger_tokens)
 
     @property
     def context_usage_ratio(self) -> float:
-        if self.context_window <= 0:
-            return 0.0
-        return min(1.0, round(self.llm_input_tokens / self.context_window, 4))
+        return usage.context_usage_ratio(self.llm_input_tokens, self.context_window)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -522,7 +519,7 @@ def _compress_locked(
             llm_input_tokens=outcome.after_tokens,
             next_llm_input_tokens=outcome.after_tokens,
             context_window=agent.context_window,
-            summary_trigger_tokens=agent.summary_threshold * 1024,
+            summary_trigger_tokens=usage.summary_trigger_tokens(agent.summary_threshold),
             summary_active=outcome.state.summary_active(),
         )
         compression = {
@@ -1006,7 +1003,7 @@ def import_thread(
             llm_input_tokens=tokens,
             next_llm_input_tokens=tokens,
             context_window=agent.context_window,
-            summary_trigger_tokens=agent.summary_threshold * 1024,
+            summary_trigger_tokens=usage.summary_trigger_tokens(agent.summary_threshold),
             summary_active=state.summary_active(),
         )
         version = write_state(

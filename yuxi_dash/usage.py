@@ -33,8 +33,18 @@ def summary_trigger_tokens(summary_threshold_k: int) -> int:
     return int(summary_threshold_k) * 1024
 
 
-def _ratio(numerator: int, denominator: int) -> float:
-    return round(numerator / denominator, 4) if denominator > 0 else 0.0
+def summary_pressure_ratio(next_llm_input_tokens: int, summary_trigger_tokens: int) -> float:
+    """``round(next / trigger, 4)``; 0.0 without a threshold."""
+    if summary_trigger_tokens <= 0:
+        return 0.0
+    return round(next_llm_input_tokens / summary_trigger_tokens, 4)
+
+
+def context_usage_ratio(llm_input_tokens: int, context_window: int) -> float:
+    """``min(1, round(input / window, 4))``; 0.0 without a window."""
+    if context_window <= 0:
+        return 0.0
+    return min(1.0, round(llm_input_tokens / context_window, 4))
 
 
 @dataclass(frozen=True)
@@ -70,9 +80,11 @@ def usage_snapshot(
         llm_input_tokens=int(llm_input_tokens),
         next_llm_input_tokens=int(next_llm_input_tokens),
         context_window=int(context_window),
-        context_usage_ratio=min(1.0, _ratio(llm_input_tokens, context_window)),
+        context_usage_ratio=context_usage_ratio(llm_input_tokens, context_window),
         summary_trigger_tokens=int(summary_trigger_tokens),
-        summary_pressure_ratio=_ratio(next_llm_input_tokens, summary_trigger_tokens),
+        summary_pressure_ratio=summary_pressure_ratio(
+            next_llm_input_tokens, summary_trigger_tokens
+        ),
         summary_active=bool(summary_active),
     )
 

@@ -242,6 +242,8 @@ def _cmd_import_thread(args: argparse.Namespace) -> CommandResult:
 
 def thread_summary_to_dict(item: Any) -> dict[str, Any]:
     """The DESIGN §3 JSON object for one thread of `threads`."""
+    from yuxi_dash.usage import should_suggest_compression
+
     return {
         "thread_id": item.thread_id,
         "user_id": item.user_id,
@@ -257,7 +259,7 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
         "summary_active": item.summary_active,
         "busy_reason": item.busy_reason,
         "capable": item.capable,
-        "suggest_compression": item.summary_pressure_ratio >= 0.85,
+        "suggest_compression": should_suggest_compression(item.summary_pressure_ratio),
         "last_compression_at": _iso(item.last_compression_at),
         "last_activity_at": _iso(item.last_activity_at),
         "version": item.version,
@@ -350,6 +352,7 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     )
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import get_thread
+    from yuxi_dash.usage import summary_pressure_ratio
 
     with session_scope() as session:
         detail = get_thread(session, thread_id)
@@ -413,7 +416,7 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
         "messages_total": len(state.messages),
         "messages_visible": len(view),
         "summary_trigger_tokens": trigger,
-        "summary_pressure_ratio": round(total / trigger, 4) if trigger else None,
+        "summary_pressure_ratio": summary_pressure_ratio(total, trigger) if trigger else None,
         "summary": summary,
         "saved_results": saved,
         "messages": messages,

@@ -29,6 +29,7 @@ from yuxi_dash.store.models import (
     ThreadState,
     UsageSnapshotRow,
 )
+from yuxi_dash.usage import summary_trigger_tokens
 
 BusyReason = Literal["running", "queued", "interrupted"]
 
@@ -75,7 +76,7 @@ class AgentInfo:
 
     @property
     def summary_trigger_tokens(self) -> int:
-        return self.summary_threshold * 1024
+        return summary_trigger_tokens(self.summary_threshold)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "capable": self.capable}
