@@ -561,12 +561,8 @@ def preview_compression(
     the same size as the previous summary (or 1/10 of the summarized part);
     the real figure depends on the summarizer.
     """
-    from yuxi_dash.compression import (
-        count_state_tokens,
-        count_tokens,
-        find_cutoff,
-        is_summary_message,
-    )
+    from yuxi_dash.compression import count_state_tokens, count_tokens, is_summary_message
+    from yuxi_dash.compression.engine import plan_cutoff
 
     with session_scope(settings) as session:
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
@@ -580,8 +576,9 @@ def preview_compression(
         agent_known = agent is not None
     state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
     start = state.visible_start
-    history = [m for m in state.messages[start:] if not is_summary_message(m)]
-    cutoff = find_cutoff(state.messages, keep, start) if len(history) >= keep + 1 else start
+    cutoff = plan_cutoff(state, keep)  # the engine's own plan: None when nothing would go
+    if cutoff is None:
+        cutoff = start
     to_summarize = sum(1 for m in state.messages[start:cutoff] if not is_summary_message(m))
     before = count_state_tokens(state)
     reason: str | None = None

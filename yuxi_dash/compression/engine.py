@@ -121,7 +121,7 @@ def _summarizable_count(state: ThreadContextState) -> int:
     return sum(1 for m in state.messages[state.visible_start :] if not is_summary_message(m))
 
 
-def _plan_cutoff(state: ThreadContextState, keep_messages: int) -> int | None:
+def plan_cutoff(state: ThreadContextState, keep_messages: int) -> int | None:
     """The cutoff of a summary, or None when there is too little history to summarize."""
     if _summarizable_count(state) < keep_messages + 1:
         return None
@@ -208,7 +208,7 @@ def force_summarize(
 ) -> CompressionOutcome:
     """The manual action: compaction, then a summary regardless of the threshold."""
     before = count_state_tokens(state, system=system, tools=tools)
-    cutoff = _plan_cutoff(state, keep_messages)
+    cutoff = plan_cutoff(state, keep_messages)
     if cutoff is None:
         return _no_op(state, "insufficient_history", before)
     compacted, saved = offload_tool_results(
@@ -269,7 +269,7 @@ def auto_compact(
             summarized=False,
             saved_files=saved,
         )
-    cutoff = _plan_cutoff(compacted_state, keep_messages)
+    cutoff = plan_cutoff(compacted_state, keep_messages)
     if cutoff is None:
         return CompressionOutcome(
             status="completed" if saved else "no_op",
