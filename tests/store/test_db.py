@@ -128,6 +128,28 @@ def test_postgres_engine_survives_a_server_side_disconnect(postgres_url: str) ->
         engine.dispose()
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_database_errors_never_carry_statement_parameters(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'p.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    engine = db.create_engine_for_url(url)
+    try:
+        with pytest.raises(sa.exc.DBAPIError) as caught, engine.connect() as connection:
+            connection.execute(
+                sa.text("SELECT * FROM no_such_table WHERE x = :secret"),
+                {"secret": "user-said-something-private"},
+            )
+    finally:
+        engine.dispose()
+    assert "no_such_table" in str(caught.value)  # the statement is still there to debug
+    assert "user-said-something-private" not in str(caught.value)
+
+
 def test_normalize_url_uses_psycopg3() -> None:
     assert db.normalize_url("postgres://h/d") == "postgresql+psycopg://h/d"
     assert db.normalize_url("postgresql://h/d") == "postgresql+psycopg://h/d"

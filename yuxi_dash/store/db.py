@@ -1,7 +1,9 @@
 """Engines, sessions and migrations for the relational store.
 
 One engine per database URL (cached, `pool_pre_ping` so a restarted server is
-reconnected). SQLite gets foreign keys, WAL and a busy timeout on every
+reconnected; `hide_parameters` so a database error that reaches a log never
+carries a statement's parameters, which hold thread ids, user ids and content).
+SQLite gets foreign keys, WAL and a busy timeout on every
 connection, and takes its transactions from us (`BEGIN` / `BEGIN IMMEDIATE`)
 rather than from the driver, so a writer can take the database write lock up
 front (`locked_session`). `get_engine` applies pending Alembic migrations once
@@ -57,7 +59,7 @@ def create_engine_for_url(url: str, *, busy_timeout_seconds: float = 5.0) -> sa.
     url = normalize_url(url)
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(url, pool_pre_ping=True, future=True)
+        return sa.create_engine(url, pool_pre_ping=True, future=True, hide_parameters=True)
 
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
@@ -65,6 +67,7 @@ def create_engine_for_url(url: str, *, busy_timeout_seconds: float = 5.0) -> sa.
     engine = sa.create_engine(
         url,
         pool_pre_ping=True,
+        hide_parameters=True,
         connect_args={"check_same_thread": False, "timeout": busy_timeout_seconds},
     )
     busy_ms = int(busy_timeout_seconds * 1000)
