@@ -115,6 +115,22 @@ def test_read_returns_a_window_and_audits(db_url: str) -> None:
     assert "text" not in audit.detail and "log line" not in str(audit.detail)
 
 
+def test_read_of_a_damaged_file_is_a_mismatch_not_a_crash(db_url: str) -> None:
+    ids = _seed()
+    with session_scope() as session:
+        path = session.get(ToolResult, ids["logs"]).path
+    target = Path(get_settings().workdir) / path
+    target.write_text("log line\n" * 500)  # same text: the recorded hash still holds
+    assert read_tool_result(ids["logs"], actor=VIEWER).integrity == "ok"
+    target.write_bytes(b"log line\n\xff\xfe broken")  # not UTF-8 any more
+    content = read_tool_result(ids["logs"], actor=VIEWER)
+    assert content.integrity == "mismatch"
+    assert content.text.startswith("log line\n") and "broken" in content.text
+    with session_scope() as session:
+        audits = list_audit(session, action="read_tool_result")
+    assert [a.detail["integrity"] for a in audits] == ["mismatch", "ok"]
+
+
 def test_read_refuses_paths_outside_the_workdir_and_audits(db_url: str, tmp_path: Path) -> None:
     ids = _seed()
     secret = tmp_path / "secret.txt"

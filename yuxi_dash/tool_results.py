@@ -289,10 +289,13 @@ def read_tool_result(
         detail.update({"thread_id": thread_id, "path": path})
         workdir = Workdir(settings.workdir)
         resolved = workdir.resolve(path)  # PathRefused if it would leave the workdir
+        missing = ToolResultNotFound(f"the file of tool result {result_id} is missing: {path}")
         if not resolved.is_file():
-            raise ToolResultNotFound(f"the file of tool result {result_id} is missing: {path}")
-        full = workdir.read_text(path)
-        integrity = _verify_one(workdir, path, sha256)
+            raise missing
+        try:
+            full, integrity = workdir.read_verified(path, sha256)  # one read: text and re-hash
+        except FileNotFoundError:
+            raise missing from None
     except YuxiDashError as exc:
         record_audit(
             actor=actor.id,

@@ -161,6 +161,25 @@ class Workdir:
         end = None if limit is None else offset + limit
         return text[offset:end]
 
+    def read_verified(
+        self, relative_path: str, sha256: str
+    ) -> tuple[str, Literal["ok", "mismatch"]]:
+        """The whole file's text and whether its bytes still hash to ``sha256``, in one read.
+
+        FileNotFoundError when missing. A file that is no longer valid UTF-8 (it was
+        damaged: we only ever write valid text) is decoded with replacement
+        characters so it can still be looked at; its status is then "mismatch".
+        """
+        data = self.resolve(relative_path).read_bytes()
+        status: Literal["ok", "mismatch"] = (
+            "ok" if hashlib.sha256(data).hexdigest() == sha256.lower() else "mismatch"
+        )
+        try:
+            text = data.decode(_ENCODING, _ENCODING_ERRORS)
+        except UnicodeDecodeError:
+            text = data.decode(_ENCODING, "replace")
+        return text, status
+
     def verify(self, relative_path: str, sha256: str) -> Literal["ok", "mismatch", "missing"]:
         """Re-hash a saved file against the digest recorded when it was written."""
         target = self.resolve(relative_path)
