@@ -25,13 +25,18 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, messages_from_dict
+from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict
 from sqlalchemy.orm import Session
 
 from yuxi_dash import usage
 from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.compression.state import SUMMARY_SOURCE, ThreadContextState
+from yuxi_dash.compression.state import (
+    ThreadContextState,
+    chat_role,
+    is_summary_message,
+    message_text,
+)
 from yuxi_dash.errors import (
     AgentNotFound,
     CompressionUnsupported,
@@ -561,7 +566,7 @@ def preview_compression(
     the same size as the previous summary (or 1/10 of the summarized part);
     the real figure depends on the summarizer.
     """
-    from yuxi_dash.compression import count_state_tokens, count_tokens, is_summary_message
+    from yuxi_dash.compression import count_state_tokens, count_tokens
     from yuxi_dash.compression.engine import plan_cutoff
 
     with session_scope(settings) as session:
@@ -616,7 +621,7 @@ _SAVED_HEADER_ALLOWANCE_CHARS = 400  # the "[Tool result saved]" header lines ar
 
 def _as_offloaded(message: BaseMessage, token_limit: int) -> BaseMessage:
     """For estimates: a large ToolMessage as the engine would leave it (header + preview)."""
-    from yuxi_dash.compression import is_saved_result, message_text
+    from yuxi_dash.compression import is_saved_result
 
     if not isinstance(message, ToolMessage) or is_saved_result(message):
         return message
@@ -950,12 +955,6 @@ def _validate_import(payload: Any) -> dict[str, Any]:
     }
 
 
-def _chat_role(message: BaseMessage) -> str:
-    return {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}.get(
-        message.type, message.type
-    )
-
-
 def import_thread(
     payload: dict[str, Any], *, actor: Actor, settings: Settings | None = None
 ) -> ImportResult:
@@ -1016,14 +1015,7 @@ def import_thread(
         _append_chat(
             session,
             thread_id,
-            [
-                (_chat_role(m), _message_text(m))
-                for m in messages
-                if not (
-                    isinstance(m, HumanMessage)
-                    and m.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
-                )
-            ],
+            [(chat_role(m), message_text(m)) for m in messages if not is_summary_message(m)],
             at=now,
         )
     record_audit(
@@ -1037,9 +1029,3 @@ def import_thread(
     return ImportResult(
         thread_id=thread_id, version=version, created=created, messages=len(messages)
     )
-
-
-def _message_text(message: BaseMessage) -> str:
-    from yuxi_dash.compression.state import message_text
-
-    return message_text(message)

@@ -320,13 +320,9 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
 
 
 def _message_role(message: Any) -> str:
-    from yuxi_dash.compression import is_summary_message
+    from yuxi_dash.compression.state import chat_role, is_summary_message
 
-    if is_summary_message(message):
-        return "summary"
-    return {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}.get(
-        message.type, message.type
-    )
+    return "summary" if is_summary_message(message) else chat_role(message)
 
 
 def _message_preview(message: Any, width: int = 160) -> str:

@@ -47,6 +47,14 @@ def message_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
+_CHAT_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def chat_role(message: BaseMessage) -> str:
+    """The chat-record role of a message: user, assistant, tool or system."""
+    return _CHAT_ROLES.get(message.type, message.type)
+
+
 @dataclass(frozen=True)
 class SummaryEvent:
     """The latest summary: messages before ``cutoff_index`` are replaced by ``summary_message``."""
