@@ -90,6 +90,9 @@ def test_list_threads_highest_pressure_first_from_current_usage(db_url: str) -> 
         assert rows[0].capable is False
         future = T0 + timedelta(days=1)
         assert queries.list_threads(session, active_since=future) == []
+        # the picker's ids: same order and population as the list, nothing else
+        assert queries.list_thread_ids(session) == [r.thread_id for r in rows]
+        assert queries.list_thread_ids(session, limit=2) == ["t-plain", "t-85"]
 
 
 def test_busy_reasons_in_the_list(db_url: str) -> None:

@@ -282,6 +282,22 @@ def list_threads(
     ]
 
 
+def list_thread_ids(session: Session, *, limit: int = 2000) -> list[str]:
+    """Ids of the non-deleted threads, in `list_threads` order: for pickers.
+
+    One index-ordered read of one column; none of the per-row work (busy
+    reasons, capability, version) a picker does not show.
+    """
+    return list(
+        session.scalars(
+            sa.select(Conversation.thread_id)
+            .where(Conversation.status != "deleted")
+            .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id.desc())
+            .limit(max(0, int(limit)))
+        )
+    )
+
+
 def count_threads(
     session: Session,
     *,

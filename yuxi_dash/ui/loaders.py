@@ -140,10 +140,10 @@ def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
 def _thread_ids(database_url: str, limit: int) -> list[str]:
-    from yuxi_dash.store.queries import list_threads
+    from yuxi_dash.store.queries import list_thread_ids
 
     with session_scope(get_settings()) as session:
-        return [t.thread_id for t in list_threads(session, limit=limit)]
+        return list_thread_ids(session, limit=limit)
 
 
 def thread_ids(limit: int = 2000) -> list[str]:
