@@ -227,9 +227,9 @@ def _cmd_import_thread(args: argparse.Namespace) -> CommandResult:
 
     payload = load_thread_file(args.file)
     result = import_thread(payload, actor=cli_actor(args.actor))
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    data = result.to_dict()
     text = render_table(
-        [(data.get("thread_id"), data.get("version"), data.get("messages"), data.get("created"))],
+        [(data["thread_id"], data["version"], data["messages"], data["created"])],
         ("THREAD", "VERSION", "MESSAGES", "CREATED"),
     )
     return CommandResult(data, text=text)
@@ -564,15 +564,7 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
 
 
 def _row_to_dict(item: Any) -> dict[str, Any]:
-    if isinstance(item, dict):
-        data = dict(item)
-    elif hasattr(item, "to_dict"):
-        data = item.to_dict()
-    else:
-        from dataclasses import asdict, is_dataclass
-
-        data = asdict(item) if is_dataclass(item) else dict(vars(item))
-    return {key: _iso(value) for key, value in data.items()}
+    return {key: _iso(value) for key, value in item.to_dict().items()}
 
 
 # ---------------------------------------------------------------------------

@@ -460,11 +460,6 @@ def list_agents(session: Session) -> list[AgentInfo]:
     return [AgentInfo.from_row(a) for a in session.scalars(sa.select(Agent).order_by(Agent.slug))]
 
 
-def get_agent(session: Session, slug: str) -> AgentInfo | None:
-    row = session.scalar(sa.select(Agent).where(Agent.slug == slug))
-    return AgentInfo.from_row(row) if row else None
-
-
 def list_users(session: Session, *, include_deleted: bool = False) -> list[UserSummary]:
     """Every user id that owns a thread, with thread counts and last activity, by user id."""
     query = sa.select(

@@ -113,20 +113,3 @@ def write_state(
             f"thread {state.thread_id} moved past version {expected_version}; reload and retry"
         )
     return expected_version + 1
-
-
-def write_token_usage(
-    session: Session, thread_id: str, token_usage: dict[str, Any], *, expected_version: int
-) -> int:
-    """Replace only the token usage, with the same version check; returns the new version."""
-    result = session.execute(
-        sa.update(ThreadState)
-        .where(ThreadState.thread_id == thread_id, ThreadState.version == expected_version)
-        .values(version=ThreadState.version + 1, token_usage=dict(token_usage), updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount != 1:
-        raise StaleState(
-            f"thread {thread_id} moved past version {expected_version}; reload and retry"
-        )
-    return expected_version + 1

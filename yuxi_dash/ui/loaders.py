@@ -251,14 +251,7 @@ def _tool_results(
             limit=limit,
             offset=offset,
         )
-        records = [_as_dict(r) for r in rows]
-    return _frame(records, TOOL_RESULT_COLUMNS)
-
-
-def _as_dict(row: Any) -> dict[str, Any]:
-    if hasattr(row, "to_dict"):
-        return row.to_dict()
-    return asdict(row)
+    return _frame([r.to_dict() for r in rows], TOOL_RESULT_COLUMNS)
 
 
 def tool_results(
