@@ -73,6 +73,11 @@ def test_entities_facts_ratification(cli_env, capsys, graph_client) -> None:
     assert code == 0 and len(data["facts"]) == 5
     code, data = run(capsys, "memory", "ratification", "alice_chen")
     assert code == 0 and sum(data["next_pass"].values()) == len(data["tentative"])
+    # for people: the CLI's one aligned table (header, rule, one line per fact)
+    assert main(["memory", "facts", "alice_chen", "--limit", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["source", "name", "target", "status", "source_kind", "created_at"]
+    assert set(lines[1].replace(" ", "")) == {"-"} and len(lines) == 5
 
 
 def test_bad_user_ids_and_missing_graphs(cli_env, capsys) -> None:

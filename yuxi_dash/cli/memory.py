@@ -23,13 +23,11 @@ def _access(args: argparse.Namespace, view: str) -> Any:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    from yuxi_dash.cli.threads import render_table
+
     if not rows:
         return "(none)"
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))[:60]) for r in rows)) for c in columns}
-    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
-    for row in rows:
-        lines.append("  ".join(str(row.get(c, ""))[:60].ljust(widths[c]) for c in columns))
-    return "\n".join(lines)
+    return render_table([[row.get(c) for c in columns] for row in rows], columns)
 
 
 def _stats(args: argparse.Namespace) -> CommandResult:
