@@ -289,3 +289,61 @@ def test_missing_memory_module_is_a_note_not_a_failure(
     report = seed_demo(_settings(tmp_path), memory=True)
     assert report.graphs == 0
     assert any("graphs not seeded" in note for note in report.notes)
+
+
+def test_every_demo_user_says_their_statements_and_never_the_planted_claim(
+    seeded: tuple[Settings, DemoReport],
+) -> None:
+    """The demo's one story (yuxi_dash.demo_story) is in each user's own chat messages."""
+    from yuxi_dash.demo_story import assistant_claim, planted_facts, user_statements
+    from yuxi_dash.memory.chat_compare import compare_facts, user_words
+    from yuxi_dash.store.queries import user_chat_messages
+
+    settings, _ = seeded
+    with session_scope(settings) as session:
+        for user_id in DEMO_USERS:
+            name = " ".join(part.capitalize() for part in user_id.split("_"))
+            everything = user_chat_messages(session, user_id, limit=100_000)
+            own = [m.content for m in everything if m.role == "user"]
+            # the page reads the latest 500 messages: every statement is among them
+            latest = user_chat_messages(session, user_id, limit=500)
+            latest_own = " ".join(m.content for m in latest if m.role == "user").lower()
+            statements = user_statements(user_id)
+            assert len(statements) >= 4
+            for statement in statements:
+                assert statement.said.lower() in latest_own, (user_id, statement.said)
+            suspect, derived = planted_facts(user_id)
+            facts = [
+                {"fact": s.fact_for(name), "source_kind": "user_asserted"} for s in statements
+            ] + [
+                {"fact": suspect.fact_for(name), "source_kind": suspect.source_kind},
+                {"fact": derived.fact_for(name), "source_kind": derived.source_kind},
+            ]
+            compared = compare_facts(facts, latest, user_name=name)
+            assert [f["fact"] for f in compared if f["suspect"]] == [suspect.fact_for(name)]
+            assert compared[0]["fact"] == suspect.fact_for(name)
+            assert sum(f["supported_by_chat"] for f in compared) >= len(statements)
+            # the planted claim: none of its key terms in anything the user ever wrote
+            assert not set(compared[0]["key_terms"]) & user_words(everything), user_id
+            assert not any(term in " ".join(own).lower() for term in compared[0]["key_terms"])
+            # the assistant_derived one restates what the assistant told this user
+            _, claim = assistant_claim(user_id)
+            assert any(claim in m.content for m in everything if m.role == "assistant"), user_id
+            assert derived.source_kind == "assistant_derived"
+
+
+def test_a_remark_draws_nothing_from_the_generator() -> None:
+    """Adding a statement to a user message leaves the rest of the thread unchanged."""
+    from yuxi_dash.demo_story import remark_for
+    from yuxi_dash.simulate import TOPICS, stable_rng, user_message
+
+    for turn in range(6):
+        plain, told = stable_rng("remark", turn), stable_rng("remark", turn)
+        remark = remark_for("alice_chen", 0, turn) or "I prefer answers in German."
+        without = user_message(plain, TOPICS[1], turn)
+        with_remark = user_message(told, TOPICS[1], turn, remark)
+        assert remark in with_remark and remark not in without
+        assert with_remark.startswith(without.split("\n\n")[0])
+        assert plain.random() == told.random()
+    assert remark_for("alice_chen", 0, 0) == remark_for("alice_chen", 0, 0)
+    assert remark_for("alice_chen", 0, 1) is None

@@ -3,7 +3,9 @@
 Threads, chat records and offloaded tool results are seeded by
 `seed_demo_threads` (this module); user graphs, Redis hit counters and the
 flag file by `yuxi_dash.memory.demo.seed_demo_graphs`. Both use the same
-`DEMO_USERS`, so support staff can read a user's memory next to their chats.
+`DEMO_USERS`, so support staff can read a user's memory next to their chats,
+and both read `yuxi_dash.demo_story`: the statements a user makes in their
+threads' messages are the user_asserted facts of their graph.
 Seeding is deterministic and idempotent; `reset=True` starts clean.
 
 About 200 threads (`demo-NNN`) over the 30 demo users and the simulator's three
@@ -25,6 +27,7 @@ import logging
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -100,6 +103,7 @@ class ThreadPlan:
     band: tuple[float, float]
     min_turns: int  # long-running threads go round the sawtooth several times
     recency: timedelta  # how long before the anchor its last activity was
+    ordinal: int = 0  # this is the user's ordinal-th demo thread (0-based): picks their remarks
 
 
 def _status_for(number: int) -> tuple[str, str | None]:
@@ -116,6 +120,7 @@ def plan_threads(count: int = DEMO_THREADS) -> list[ThreadPlan]:
     from yuxi_dash.simulate import SIM_AGENTS, stable_rng
 
     plans = []
+    per_user: dict[str, int] = {}
     for number in range(count):
         thread_id = f"{DEMO_PREFIX}{number:03d}"
         rng = stable_rng("demo-plan", thread_id)
@@ -129,17 +134,21 @@ def plan_threads(count: int = DEMO_THREADS) -> list[ThreadPlan]:
         recency = timedelta(hours=hours * (0.6 + rng.random() * 0.8))
         if busy == "running":
             recency = timedelta(seconds=rng.randint(5, 120))
+        user_id = DEMO_USERS[(number * 7 + number // 30) % len(DEMO_USERS)]
+        ordinal = per_user.get(user_id, 0)
+        per_user[user_id] = ordinal + 1
         plans.append(
             ThreadPlan(
                 number=number,
                 thread_id=thread_id,
-                user_id=DEMO_USERS[(number * 7 + number // 30) % len(DEMO_USERS)],
+                user_id=user_id,
                 agent_slug=agent.slug,
                 status=status,
                 busy=busy,
                 band=(low, high),
                 min_turns=rng.randint(8, 14) if agent.capable and rng.random() < 0.2 else 1,
                 recency=recency,
+                ordinal=ordinal,
             )
         )
     return plans
@@ -164,6 +173,7 @@ def _build_thread(
 ) -> _BuiltThread:
     from yuxi_dash.compression import ThreadContextState
     from yuxi_dash.compression.engine import history_session_id
+    from yuxi_dash.demo_story import remark_for
     from yuxi_dash.simulate import AgentLoop, sim_agent, stable_rng, topic_for
     from yuxi_dash.workdir import history_relpath
 
@@ -181,6 +191,7 @@ def _build_thread(
         topic=topic_for(plan.thread_id),
         workdir=workdir,
         summarizer=summarizer,
+        remark=partial(remark_for, plan.user_id, plan.ordinal),
     )
     low, high = plan.band
     steps: list[Any] = []

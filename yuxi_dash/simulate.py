@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -513,11 +514,17 @@ class FakeChatModel:
         return "Here is what I found:\n" + "\n".join(points) + "\nTell me if you want more detail."
 
 
-def user_message(rng: random.Random, topic: Topic, turn: int) -> str:
-    """What the simulated user says at `turn` (the first turn opens the topic)."""
+def user_message(rng: random.Random, topic: Topic, turn: int, remark: str | None = None) -> str:
+    """What the simulated user says at `turn` (the first turn opens the topic).
+
+    `remark` (something the user says about themselves, see `yuxi_dash.demo_story`)
+    follows the ask; it draws nothing from `rng`, so the rest of the thread is unchanged.
+    """
     if turn == 0:
-        return topic.asks[0]
+        return f"{topic.asks[0]} {remark}" if remark else topic.asks[0]
     ask = rng.choice(topic.asks[1:])
+    if remark:
+        ask = f"{ask} {remark}"
     roll = rng.random()
     if roll < 0.18:  # users paste material into the chat sometimes, now and then a lot
         size = rng.randint(150, 300) if roll < 0.06 else rng.randint(20, 60)
@@ -670,6 +677,7 @@ class Step:
 
 
 Clock = Callable[[], datetime | None]
+Remark = Callable[[int], str | None]  # turn -> what the user adds about themselves, or None
 
 
 class AgentLoop:
@@ -693,6 +701,7 @@ class AgentLoop:
         workdir: Workdir,
         summarizer: Summarizer,
         clock: Clock | None = None,
+        remark: Remark | None = None,
     ) -> None:
         self.state = state
         self.profile = profile
@@ -704,6 +713,7 @@ class AgentLoop:
         self.model = FakeChatModel(rng, topic)
         self.tools = ToolOutputs(rng, topic)
         self.last_compression: dict[str, Any] | None = None
+        self.remark = remark  # what the user adds about themselves at a turn (demo story)
 
     @property
     def turns_played(self) -> int:
@@ -723,7 +733,8 @@ class AgentLoop:
         )
 
     def next_user_text(self) -> str:
-        return user_message(self.rng, self.topic, self.turns_played)
+        turn = self.turns_played
+        return user_message(self.rng, self.topic, turn, self.remark(turn) if self.remark else None)
 
     def turn(
         self,
@@ -866,6 +877,7 @@ def simulate(
     named `{prefix}-{seed}-{n}`; running again continues them where they stopped.
     """
     from yuxi_dash.demo import DEMO_USERS
+    from yuxi_dash.demo_story import remark_for
     from yuxi_dash.service import (
         create_thread,
         dispatch_next_request,
@@ -915,6 +927,8 @@ def simulate(
             topic=topic_for(thread_id),
             workdir=workdir,
             summarizer=summarizer,
+            # demo users tell their story (yuxi_dash.demo_story) here too
+            remark=partial(remark_for, owner, number) if owner in DEMO_USERS else None,
         )
         result = SimulatedThread(thread_id=thread_id, user_id=owner, agent=profile.slug)
         for _ in range(turns):

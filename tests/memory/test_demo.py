@@ -96,3 +96,34 @@ def test_shipped_demo_flag_file_matches_the_demo_users() -> None:
     from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
 
     assert json.loads(DEMO_FLAGS_FILE.read_text()) == demo_flags(list(DEMO_USERS))
+
+
+def test_user_asserted_facts_are_the_users_statements_plus_one_planted() -> None:
+    """The graph tells the chats' story (yuxi_dash.demo_story): same statements, one suspect."""
+    from yuxi_dash.demo_story import planted_facts, user_statements
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    graph = build_demo_graph("bruno_silva", now=now, episodes=30, large_episode=True)
+    statements = user_statements("bruno_silva")
+    suspect, derived = planted_facts("bruno_silva")
+    asserted = [e for e in graph.facts if e.attributes["source_kind"] == "user_asserted"]
+    assert sorted(e.fact for e in asserted) == sorted(
+        [s.fact_for("Bruno Silva") for s in statements] + [suspect.fact_for("Bruno Silva")]
+    )
+    assert all(e.attributes["status"] == "active" for e in asserted)
+    told = [e for e in graph.facts if e.fact == derived.fact_for("Bruno Silva")]
+    assert [e.attributes["source_kind"] for e in told] == ["assistant_derived"]
+    # each statement's fact comes from the episode in which the user says it
+    episodes = {ep.uuid: ep for ep in graph.episodes}
+    for statement in statements:
+        edge = next(e for e in asserted if e.fact == statement.fact_for("Bruno Silva"))
+        envelope = json.loads(episodes[edge.attributes["provenance"]].content)
+        assert envelope == {
+            "memory_kind": statement.memory_kind,
+            "source_kind": "user_asserted",
+            "content": statement.said,
+        }
+        target = next(n for n in graph.entities if n.uuid == edge.target_node_uuid)
+        assert (target.name, target.labels) == (statement.target, [statement.label])
+    # the large episode (index 27, a user_asserted slot) keeps its size
+    assert any(len(ep.content) > 64 * 1024 for ep in graph.episodes)

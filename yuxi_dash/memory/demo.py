@@ -9,6 +9,13 @@ same fact text) and mirrored edges, communities, episodes with JSON envelopes
 at `mem:hits:{user_id}:{edge_uuid}`, and a LaunchDarkly flag file (Files data
 source format) that gates some users off and turns communities on for some.
 Deterministic per user id; `reset=True` drops the graphs first.
+
+The graph tells the same story as the user's demo chats (`yuxi_dash.demo_story`):
+its `user_asserted` facts are the user's own statements (each with the episode
+that carries the statement as its provenance), so the "Memory vs chat" page
+finds them supported, plus one planted `user_asserted` fact the user never said
+and one `assistant_derived` fact restating what the assistant told them. The
+other facts are `assistant_derived` or `tool_observed`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
+from yuxi_dash.demo_story import planted_facts, user_statements
 from yuxi_dash.memory.client import GraphClient, get_client, hits_connection
 from yuxi_dash.memory.groups import derive_group_id
 from yuxi_dash.memory.ratification import HITS_TTL_SECONDS, hits_key
@@ -33,6 +41,8 @@ from yuxi_dash.settings import Settings
 DEMO_FLAGS_FILE = Path(__file__).resolve().parent.parent / "demo_data" / "flags.json"
 STATUSES = ("active", "tentative", "superseded", "contradicted", "retracted")
 SOURCE_KINDS = ("user_asserted", "assistant_derived", "tool_observed")
+# the filler facts: user_asserted ones come from what the user said (yuxi_dash.demo_story)
+_FILLER_SOURCE_KINDS = ("assistant_derived", "tool_observed")
 MEMORY_KINDS = ("fact", "preference", "rule", "finding", "plan", "event", "procedure")
 ENTITY_LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
 LARGE_EPISODE_CHARS = 70 * 1024
@@ -118,8 +128,10 @@ def build_demo_graph(
         attributes={"is_user": True},
     )
     graph.entities.append(user_node)
+    statements = user_statements(user_id)
+    planted = planted_facts(user_id)
     by_label: dict[str, list[EntityNode]] = {label: [] for label in ENTITY_LABELS}
-    for index in range(entities - 1):
+    for index in range(entities - 1 - len(statements) - len(planted)):
         label = ENTITY_LABELS[index % len(ENTITY_LABELS)]
         base = _VOCAB[label][(index // len(ENTITY_LABELS)) % len(_VOCAB[label])]
         round_no = index // (len(ENTITY_LABELS) * len(_VOCAB[label]))
@@ -136,6 +148,34 @@ def build_demo_graph(
         graph.entities.append(node)
         by_label[label].append(node)
 
+    # The story (yuxi_dash.demo_story): what the user said, and what they never said.
+    story_rng = random.Random(f"yuxi-demo-story:{user_id}")
+    story_targets: list[EntityNode] = []
+    for label, name in [(st.label, st.target) for st in statements] + [
+        (p.label, p.target) for p in planted
+    ]:
+        node = EntityNode(
+            uuid=_uuid(story_rng),
+            name=name,
+            group_id=group_id,
+            labels=[label],
+            summary=f"{name} ({label.lower()}) as mentioned by {user_name}.",
+            created_at=now - timedelta(days=story_rng.uniform(2, 30)),
+            name_embedding=deterministic_embedding(f"{user_id}:{name}"),
+        )
+        graph.entities.append(node)
+        story_targets.append(node)
+    # the latest user_asserted envelopes carry the statements (never the large episode)
+    said_at = [
+        i
+        for i in range(episodes)
+        if SOURCE_KINDS[i % len(SOURCE_KINDS)] == "user_asserted"
+        and i % 9 != 8
+        and not (large_episode and i == episodes - 3)
+    ][-len(statements) :]
+    said = dict(zip(said_at, statements, strict=False))
+    said_target = dict(zip(said_at, story_targets, strict=False))
+
     # Episodes: JSON envelopes carrying memory_kind and source_kind (a few plain messages).
     for index in range(episodes):
         created = now - timedelta(days=(episodes - index) * 2.5, minutes=rng.randint(0, 600))
@@ -143,6 +183,8 @@ def build_demo_graph(
         memory_kind = MEMORY_KINDS[index % len(MEMORY_KINDS)]
         topic = graph.entities[1 + (index * 7) % (len(graph.entities) - 1)]
         text = f"{user_name} talked about {topic.name}."
+        if index in said:
+            memory_kind, text = said[index].memory_kind, said[index].said
         if index % 9 == 8:
             source, content = EpisodeType.message, f"user: {text}"
         else:
@@ -162,6 +204,8 @@ def build_demo_graph(
         )
         graph.episodes.append(episode)
         mentioned = {user_node.uuid: user_node, topic.uuid: topic}
+        if index in said_target:
+            mentioned[said_target[index].uuid] = said_target[index]
         for _ in range(rng.randint(1, 4)):
             other = rng.choice(graph.entities)
             mentioned[other.uuid] = other
@@ -186,15 +230,17 @@ def build_demo_graph(
         status: str | None = None,
         source_kind: str | None = None,
         created: datetime | None = None,
+        episode: EpisodicNode | None = None,
     ) -> EntityEdge:
         template = _RELATIONS.get(name, ("", "{s} relates to {t}"))[1]
         text = fact or template.format(s=source.name, t=target.name)
         status = status if status is not None else _status_for(index)
         created = created or at(110, 0.5)
-        episode = graph.episodes[index % len(graph.episodes)]
+        episode = episode or graph.episodes[index % len(graph.episodes)]
         attributes: dict[str, Any] = {
             "confidence": round(rng.uniform(0.4, 0.99), 2),
-            "source_kind": source_kind or SOURCE_KINDS[(index // 2) % len(SOURCE_KINDS)],
+            "source_kind": source_kind
+            or _FILLER_SOURCE_KINDS[(index // 2) % len(_FILLER_SOURCE_KINDS)],
             "scope": "user" if index % 4 else "thread",
             "provenance": episode.uuid,
             "recall_count": rng.randint(0, 12),
@@ -317,6 +363,42 @@ def build_demo_graph(
                         created_at=community_at,
                     )
                 )
+
+    # The story's facts: each statement from the episode that says it, then the planted ones.
+    story_index = extra + 40
+    for offset, (statement, target) in enumerate(zip(statements, story_targets, strict=False)):
+        episode = graph.episodes[said_at[offset]] if offset < len(said_at) else None
+        graph.facts.append(
+            make_fact(
+                user_node,
+                statement.relation,
+                target,
+                index=story_index + offset,
+                fact=statement.fact_for(user_name),
+                status="active",
+                source_kind="user_asserted",
+                created=(episode.created_at if episode else now - timedelta(days=6))
+                + timedelta(minutes=story_rng.randint(1, 30)),
+                episode=episode,
+            )
+        )
+    derived = [e for i, e in enumerate(graph.episodes) if i % len(SOURCE_KINDS) == 1]
+    for offset, (fact, target) in enumerate(
+        zip(planted, story_targets[len(statements) :], strict=True)
+    ):
+        graph.facts.append(
+            make_fact(
+                user_node,
+                fact.relation,
+                target,
+                index=story_index + len(statements) + offset,
+                fact=fact.fact_for(user_name),
+                status="active",
+                source_kind=fact.source_kind,
+                created=now - timedelta(days=2 + offset, minutes=story_rng.randint(0, 600)),
+                episode=derived[-1 - offset] if derived else None,
+            )
+        )
     return graph
 
 
