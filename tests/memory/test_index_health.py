@@ -7,7 +7,11 @@ from pathlib import Path
 import redis
 
 from tests.fixtures.graph import graph_settings, make_client
-from yuxi_dash.memory.index_health import check_index_health, rebuild_relationship_indexes
+from yuxi_dash.memory.index_health import (
+    check_index_health,
+    probe_index_health,
+    rebuild_relationship_indexes,
+)
 from yuxi_dash.memory.schema import create_indexes
 from yuxi_dash.memory.server import ensure_server, stop_server
 
@@ -33,6 +37,10 @@ def test_drift_after_restart_is_detected_and_repaired(tmp_path: Path) -> None:
         )
         before = check_index_health(client, G)
         assert (before.index_path_facts, before.label_free_facts, before.drift) == (50, 50, 0)
+        probe = probe_index_health(client, G)
+        assert (probe.probe_index_path_facts, probe.probe_label_free_facts) == (50, 50)
+        assert probe.drift == 0
+        assert probe.label_free_facts == 50 and probe.healthy
         client.db.connection.execute_command("SAVE")
         client.close()
         stop_server(settings)
@@ -42,11 +50,16 @@ def test_drift_after_restart_is_detected_and_repaired(tmp_path: Path) -> None:
         assert after_restart.label_free_facts == 50
         assert after_restart.drift > 0 and not after_restart.healthy
         assert any(i.label == "RELATES_TO" for i in after_restart.relationship_indexes)
+        probe = probe_index_health(client, G)  # node 0 alone finds the same loss in < 1 ms
+        assert probe.drift == after_restart.drift == 50 and not probe.healthy
+        assert (probe.probe_index_path_facts, probe.label_free_facts) == (0, 50)
+        assert probe.to_dict()["check"] == "probe" and after_restart.to_dict()["check"] == "full"
 
         statements = rebuild_relationship_indexes(client, G)
         assert any(s.startswith("DROP INDEX FOR ()-[e:RELATES_TO]") for s in statements)
         repaired = check_index_health(client, G)
         assert repaired.drift == 0 and repaired.index_path_facts == 50
+        assert probe_index_health(client, G).drift == 0
         assert {i.label for i in repaired.relationship_indexes} == {
             i.label for i in after_restart.relationship_indexes
         }

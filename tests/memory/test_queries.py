@@ -185,3 +185,73 @@ def test_fact_pages_carry_the_right_ends(client: GraphClient) -> None:
             {"u": row["uuid"]},
         )
         assert ends == [{"s": row["source"], "t": row["target"]}]
+
+
+def test_same_fact_text_rows_match_hand_written_grouping(client: GraphClient) -> None:
+    rows = queries.duplicates(client, G, limit=500)["same_fact_text"]
+    expected = client.ro_rows(
+        G,
+        "MATCH ()-[e:RELATES_TO]->() WHERE e.fact IS NOT NULL "
+        "WITH e.fact AS f, count(e) AS c WHERE c > 1 "
+        "RETURN left(f, 300) AS fact, c AS copies ORDER BY copies DESC, fact",
+    )
+    assert rows == expected and rows
+
+
+def test_same_fact_text_counts_every_copy_and_only_repeats(client: GraphClient) -> None:
+    """Texts of equal length that differ, triplicates, and facts without text."""
+    g = "user_dup_text_case"
+    facts = ["ab", "ba", "ab", "ab", "xyz", "xyz", "unique text", None, None, "ab "]
+    try:
+        client.write(
+            g,
+            "CREATE (a:Entity {uuid: 'a', name: 'a'}), (b:Entity {uuid: 'b', name: 'b'}) "
+            "WITH a, b UNWIND range(0, size($facts) - 1) AS i "
+            "CREATE (a)-[e:RELATES_TO {uuid: toString(i), name: 'R'}]->(b) "
+            "SET e.fact = $facts[i]",
+            {"facts": facts},
+        )
+        rows = client.ro_rows(g, queries.DUPLICATE_FACT_TEXT, {"limit": 50})
+        assert rows == [{"fact": "ab", "copies": 3}, {"fact": "xyz", "copies": 2}]
+        assert client.ro_rows(g, queries.DUPLICATE_FACT_TEXT, {"limit": 1}) == rows[:1]
+    finally:
+        client.delete_graph(g)
+
+
+def test_tentative_pages_cover_every_tentative_fact_once(client: GraphClient) -> None:
+    expected = {
+        r["u"]: r["c"]
+        for r in client.ro_rows(
+            G,
+            "MATCH ()-[e:RELATES_TO {status: 'tentative'}]->() RETURN e.uuid AS u, e.created_at AS c",
+        )
+    }
+    seen: list[str] = []
+    offset = 0
+    while page := queries.tentative_facts(client, G, limit=3, offset=offset):
+        assert len(page) <= 3
+        keys = [(r["created_at"], r["uuid"]) for r in page]
+        assert keys == sorted(keys)  # each page reads oldest first
+        assert all(expected[r["uuid"]] == r["created_at"] for r in page)
+        seen += [r["uuid"] for r in page]
+        offset += 3
+    assert sorted(seen) == sorted(expected) and len(expected) > 3
+
+
+def test_tentative_oldest_first_across_the_graph(client: GraphClient) -> None:
+    rows = queries.tentative_facts(client, G, limit=4, oldest_first=True)
+    expected = client.ro_rows(
+        G,
+        "MATCH ()-[e:RELATES_TO]->() WHERE e.status = 'tentative' "
+        "RETURN e.uuid AS u ORDER BY e.created_at, e.uuid LIMIT 4",
+    )
+    assert [r["uuid"] for r in rows] == [r["u"] for r in expected] and len(rows) == 4
+
+
+def test_index_path_probe_on_a_healthy_graph(client: GraphClient) -> None:
+    via_index, label_free = queries.index_path_probe(client, G)
+    assert (
+        via_index
+        == label_free
+        == one(client, "MATCH (n)-[e:RELATES_TO]->() WHERE id(n) = 0 RETURN count(e)")
+    )

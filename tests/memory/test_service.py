@@ -162,6 +162,7 @@ def test_ratification_episodes_and_relations(demo_graphs, graph_client, evaluato
     assert set(rat["next_pass"]) == {"promote", "supersede", "leave"}
     assert all(v > 0 for v in rat["next_pass"].values())
     assert sum(rat["next_pass"].values()) == rat["by_status"]["tentative"]
+    assert rat["tentative_total"] == rat["by_status"]["tentative"] == len(rat["tentative"])
     eps = service.episodes(open_("episodes"), limit=100, client=graph_client)["episodes"]
     assert any(e["oversized"] for e in eps) and not all(e["oversized"] for e in eps)
     assert {e["source_kind"] for e in eps if e["enveloped"]} == {

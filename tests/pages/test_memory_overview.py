@@ -136,3 +136,24 @@ def test_scan_every_user_graph(memory_pages) -> None:
     table = at.dataframe[-1].value
     assert {"alice_chen", "dmitri_ivanov"} <= set(table["user_id"])
     assert bool(table[table["user_id"] == "dmitri_ivanov"]["gated_off"].iloc[0])
+
+
+def test_overview_opens_with_the_probe_and_runs_the_full_check_on_request(
+    memory_pages, graph_client
+) -> None:
+    at = memory_pages("memory_overview.py", "alice_chen")
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    node0 = graph_client.ro_value(
+        "user_alice_chen", "MATCH (n)-[e:RELATES_TO]->() WHERE id(n) = 0 RETURN count(e)"
+    )
+    assert metrics["Node 0 facts via index"] == f"{node0:,} of {node0:,}"
+    assert "Facts via relationship index" not in metrics  # the slow count has not run
+    full = next(b for b in at.button if b.label == "Run the full index check")
+    full.click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    facts = graph_client.ro_value("user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN count(e)")
+    assert metrics["Facts via relationship index"] == f"{facts:,}"
+    assert metrics["Facts label-free"] == f"{facts:,}" and metrics["Drift"] == "0"
+    assert not any(b.label == "Run the full index check" for b in at.button)

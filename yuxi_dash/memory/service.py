@@ -25,7 +25,11 @@ from yuxi_dash.memory.chat_compare import compare_facts
 from yuxi_dash.memory.client import GraphClient, get_client, hits_connection
 from yuxi_dash.memory.communities import rebuild_decision
 from yuxi_dash.memory.groups import derive_group_id, user_id_from_group
-from yuxi_dash.memory.index_health import check_index_health, rebuild_relationship_indexes
+from yuxi_dash.memory.index_health import (
+    check_index_health,
+    probe_index_health,
+    rebuild_relationship_indexes,
+)
 from yuxi_dash.memory.ratification import assess, read_hits
 from yuxi_dash.memory.warm_context import build_warm_context
 from yuxi_dash.settings import Settings, get_settings
@@ -166,6 +170,12 @@ def stats(access: MemoryAccess, *, client: GraphClient | None = None) -> dict[st
 def index_health(access: MemoryAccess, *, client: GraphClient | None = None) -> dict[str, Any]:
     client = _graph(access, client)
     return {"user_id": access.user_id, **check_index_health(client, access.group_id).to_dict()}
+
+
+def index_probe(access: MemoryAccess, *, client: GraphClient | None = None) -> dict[str, Any]:
+    """The sub-millisecond index check (node 0 only); `index_health` is the full count."""
+    client = _graph(access, client)
+    return {"user_id": access.user_id, **probe_index_health(client, access.group_id).to_dict()}
 
 
 def index_health_scan(
@@ -349,7 +359,8 @@ def ratification(
     return {
         "user_id": access.user_id,
         "by_status": counts.facts_by_status,
-        "tentative": tentative,
+        "tentative_total": counts.facts_by_status.get("tentative", 0),
+        "tentative": tentative,  # this page, in storage order; sorted oldest first within it
         "next_pass": actions,
     }
 

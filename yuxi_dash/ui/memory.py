@@ -126,6 +126,11 @@ def _index_health(_access: MemoryAccess, user_id: str, server: str) -> dict[str,
 
 
 @st.cache_data(ttl=_TTL, show_spinner=False)
+def _index_probe(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+    return service.index_probe(_access)
+
+
+@st.cache_data(ttl=_TTL, show_spinner=False)
 def _entities(
     _access: MemoryAccess, user_id: str, server: str, search: str, limit: int, offset: int
 ) -> dict[str, Any]:
@@ -173,6 +178,7 @@ _LOADERS = (
     _memory_users,
     _stats,
     _index_health,
+    _index_probe,
     _entities,
     _entity_detail,
     _relations,
@@ -189,7 +195,13 @@ def load_stats(access: MemoryAccess) -> dict[str, Any]:
 
 
 def load_index_health(access: MemoryAccess) -> dict[str, Any]:
+    """The full index check: every fact through the index path (seconds on a large graph)."""
     return guarded(lambda: _index_health(access, access.user_id, _server_key()))
+
+
+def load_index_probe(access: MemoryAccess) -> dict[str, Any]:
+    """The quick index check (node 0 only, under a millisecond): what the overview opens with."""
+    return guarded(lambda: _index_probe(access, access.user_id, _server_key()))
 
 
 def load_entities(access: MemoryAccess, search: str, limit: int, offset: int) -> dict[str, Any]:
