@@ -339,6 +339,8 @@ def test_summarizer_failure_changes_nothing_and_audits_failed(db_url: str) -> No
         service.compress_thread_context("t1", actor=OPERATOR, summarizer=BrokenSummarizer())
     assert snapshot_of_store() == before
     assert history_files() == []
+    offloaded = Path(get_settings().workdir) / "outputs" / "large_tool_results"
+    assert not offloaded.exists() or list(offloaded.iterdir()) == []
     (audit,) = audit_rows()
     assert (audit.outcome, audit.detail["code"]) == ("failed", "summarizer_failed")
     # and the thread can still be compressed afterwards

@@ -44,6 +44,28 @@ def test_compaction_alone_suffices_summarizer_not_called(workdir: Workdir) -> No
     assert not (workdir.root / "outputs/conversation_history").exists()
 
 
+def test_failed_offload_writes_keep_messages_and_the_summary_still_runs(
+    workdir: Workdir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction would have sufficed, but no file could be written: still over, so summarize."""
+    state = ThreadContextState("t1", build_thread(10, big_every=1, big_chars=8000))
+    threshold = count_state_tokens(state) - 100
+
+    def refuse(self: Workdir, saved: object, data: bytes) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Workdir, "write_prepared", refuse)
+    summarizer = CountingSummarizer()
+    outcome = auto_compact(
+        state, workdir=workdir, summarizer=summarizer, threshold_tokens=threshold
+    )
+    assert len(summarizer.calls) == 1 and outcome.summarized
+    assert outcome.reason == "over_threshold" and outcome.saved_files == []
+    assert not any(is_saved_result(m) for m in outcome.state.messages)
+    assert outcome.state.messages == state.messages  # every tool result kept whole
+    assert not (workdir.root / "outputs/large_tool_results").exists()
+
+
 def test_still_over_threshold_summarizer_called_exactly_once(workdir: Workdir) -> None:
     state = ThreadContextState("t2", build_thread(30, big_every=3, big_chars=8000))
     summarizer = CountingSummarizer()
@@ -177,6 +199,8 @@ def test_summarizer_failure_leaves_state_untouched(workdir: Workdir, failure: st
         auto_compact(state, workdir=workdir, summarizer=Failing(), threshold_tokens=10)
     assert state.to_storage() == snapshot
     assert not (workdir.root / "outputs/conversation_history").exists()
+    # nor the large tool results the summary would have offloaded
+    assert not (workdir.root / "outputs/large_tool_results").exists()
 
 
 def test_no_workdir_cannot_summarize(workdir: Workdir) -> None:

@@ -1,7 +1,7 @@
 """Deterministic compaction: offload large tool results, truncate long file-write args.
 
-- ``offload_tool_results``: every ToolMessage whose text is over the limit
-  (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and replaced
+- ``offload_tool_results`` (``plan_offload``, then ``write_offloads``): every
+  ToolMessage whose text is over the limit (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and replaced
   by the saved-result header carrying the full SHA-256, the path and a preview.
   Messages already saved are skipped. A failed write (OSError) or no workdir
   leaves that message exactly as it was. This change is persisted in the state.
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from yuxi_dash.compression.preview import PreviewRule, tool_result_preview
 from yuxi_dash.compression.state import SAVED_RESULT_MARKER
-from yuxi_dash.workdir import SavedFile, Workdir, approx_tokens_for_chars
+from yuxi_dash.workdir import SavedFile, Workdir, approx_tokens_for_chars, encode_text
 
 logger = logging.getLogger(__name__)
 
@@ -78,23 +79,38 @@ def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
     return names
 
 
-def offload_tool_results(
+@dataclass(frozen=True)
+class PendingOffload:
+    """One planned offload: the file to write and the message to put back if that fails.
+
+    The bytes are not kept: a plan of a large thread would hold every result twice.
+    """
+
+    index: int
+    original: ToolMessage
+    tool_call_id: str | None
+    tool_name: str
+    saved: SavedFile
+
+
+def plan_offload(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
     *,
     tool_result_token_limit: int = 300,
     start: int = 0,
     preview_rule: PreviewRule = "compact",
-) -> tuple[list[BaseMessage], list[SavedRecord]]:
-    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved).
+) -> tuple[list[BaseMessage], list[PendingOffload]]:
+    """The offloaded messages from index ``start`` on, with nothing written yet.
 
-    Writes are sequential: on a busy 2-core host, writer threads measured slower
-    (GIL hand-offs, a saturated disk), and one file per result is cheap on its own.
+    Returns (messages with saved-result headers, the writes they depend on); apply
+    the writes with ``write_offloads``. The engine plans first so a summary that
+    fails leaves no file behind.
     """
     result = list(messages)
-    saved_records: list[SavedRecord] = []
+    pending: list[PendingOffload] = []
     if workdir is None:
-        return result, saved_records
+        return result, pending
     call_names: dict[str, str] | None = None
     for index in range(max(0, start), len(result)):
         message = result[index]
@@ -110,19 +126,57 @@ def offload_tool_results(
             if call_names is None:
                 call_names = tool_names_by_call_id(messages)
             tool_name = call_names.get(message.tool_call_id) or "tool"
-        try:
-            saved = workdir.save_tool_result(tool_name, content)
-        except OSError as exc:
-            # The message stays exactly as it was; the next compaction tries again.
-            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
-            continue
+        saved, _data = workdir.prepare_tool_result(tool_name, content)
         preview = tool_result_preview(
             tool_name, content, tool_result_token_limit, rule=preview_rule
         )
         header = saved_result_header(tool_name, saved, preview, len(content))
         result[index] = message.model_copy(update={"content": header})
-        saved_records.append((message.tool_call_id, tool_name, saved))
+        pending.append(PendingOffload(index, message, message.tool_call_id, tool_name, saved))
+    return result, pending
+
+
+def write_offloads(
+    messages: Sequence[BaseMessage], pending: Sequence[PendingOffload], workdir: Workdir
+) -> tuple[list[BaseMessage], list[SavedRecord]]:
+    """Write planned files; a message whose write fails is put back exactly as it was.
+
+    Writes are sequential: on a busy 2-core host, writer threads measured slower
+    (GIL hand-offs, a saturated disk), and one file per result is cheap on its own.
+    """
+    result = list(messages)
+    saved_records: list[SavedRecord] = []
+    for item in pending:
+        try:
+            workdir.write_prepared(item.saved, encode_text(item.original.content))
+        except OSError as exc:
+            # The message stays exactly as it was; the next compaction tries again.
+            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+            result[item.index] = item.original
+            continue
+        saved_records.append((item.tool_call_id, item.tool_name, item.saved))
     return result, saved_records
+
+
+def offload_tool_results(
+    messages: Sequence[BaseMessage],
+    workdir: Workdir | None,
+    *,
+    tool_result_token_limit: int = 300,
+    start: int = 0,
+    preview_rule: PreviewRule = "compact",
+) -> tuple[list[BaseMessage], list[SavedRecord]]:
+    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved)."""
+    planned, pending = plan_offload(
+        messages,
+        workdir,
+        tool_result_token_limit=tool_result_token_limit,
+        start=start,
+        preview_rule=preview_rule,
+    )
+    if workdir is None or not pending:
+        return planned, []
+    return write_offloads(planned, pending, workdir)
 
 
 def _truncate_args(args: dict[str, Any], max_length: int) -> dict[str, Any] | None:

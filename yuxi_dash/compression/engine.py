@@ -6,9 +6,10 @@
   through; at/over it compact and recount; summarize only if still at/over the
   same threshold or the provider reported a context overflow.
 
-Order inside a summary: cutoff → summarizer (failure: SummarizerFailed, nothing
-written) → append the history file → return the new state. Neither function
-touches the database; the caller persists ``outcome.state``.
+Order inside a summary: plan the offloads (no I/O) → cutoff → summarizer
+(failure: SummarizerFailed, nothing written: no history, no offloaded file) →
+write the offloaded files → append the history file → return the new state.
+Neither function touches the database; the caller persists ``outcome.state``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from yuxi_dash.compression.compaction import offload_tool_results, truncate_tool_args
+from yuxi_dash.compression.compaction import (
+    PendingOffload,
+    SavedRecord,
+    plan_offload,
+    truncate_tool_args,
+    write_offloads,
+)
 from yuxi_dash.compression.cutoff import find_cutoff
 from yuxi_dash.compression.state import (
     SUMMARY_SOURCE,
@@ -138,8 +145,13 @@ def _summarize(
     *,
     workdir: Workdir | None,
     summarizer: Summarizer,
-) -> tuple[ThreadContextState, str, int]:
-    """Summarize ``messages[start:cutoff]``; return (new state, history path, messages summarized)."""
+    pending: Sequence[PendingOffload] = (),
+) -> tuple[ThreadContextState, str, int, list[SavedRecord]]:
+    """Summarize ``messages[start:cutoff]``; return (new state, history path, count, saved files).
+
+    ``state`` carries the planned offloads; their files (``pending``) are written
+    only once the summary exists, so a failed summary writes nothing.
+    """
     if workdir is None:
         raise WorkdirUnavailable("no workdir configured: the history file cannot be written")
     start = state.visible_start
@@ -165,6 +177,11 @@ def _summarize(
     if not isinstance(summary, str) or not summary.strip():
         raise SummarizerFailed("summarizer returned an empty summary; nothing was written")
 
+    saved: list[SavedRecord] = []
+    if pending:  # a failed write puts its message back, as compaction always does
+        messages, saved = write_offloads(state.messages, pending, workdir)
+        state = replace(state, messages=messages)
+        summarized_range = state.messages[start:cutoff]
     session_id = history_session_id(state)
     history = render_history(state.thread_id, summarized_range, start, datetime.now(UTC))
     try:
@@ -185,7 +202,20 @@ def _summarize(
         ),
         history_session_id=session_id,
     )
-    return new_state, file_path, len(to_summarize)
+    return new_state, file_path, len(to_summarize), saved
+
+
+def _write_now(
+    state: ThreadContextState,
+    planned: list[BaseMessage],
+    pending: Sequence[PendingOffload],
+    workdir: Workdir | None,
+) -> tuple[ThreadContextState, list[SavedRecord]]:
+    """Write planned offloads now: the state as it stands after them, and what was saved."""
+    if not pending or workdir is None:
+        return state, []
+    messages, saved = write_offloads(planned, pending, workdir)
+    return (replace(state, messages=messages) if saved else state), saved
 
 
 def _summary_body(text: str) -> str:
@@ -211,14 +241,18 @@ def force_summarize(
     cutoff = plan_cutoff(state, keep_messages)
     if cutoff is None:
         return _no_op(state, "insufficient_history", before)
-    compacted, saved = offload_tool_results(
+    planned, pending = plan_offload(
         state.messages,
         workdir,
         tool_result_token_limit=tool_result_token_limit,
         start=state.visible_start,
     )
-    new_state, file_path, summarized = _summarize(
-        replace(state, messages=compacted), cutoff, workdir=workdir, summarizer=summarizer
+    new_state, file_path, summarized, saved = _summarize(
+        replace(state, messages=planned),
+        cutoff,
+        workdir=workdir,
+        summarizer=summarizer,
+        pending=pending,
     )
     return CompressionOutcome(
         status="completed",
@@ -249,28 +283,38 @@ def auto_compact(
     before = count_state_tokens(state, system=system, tools=tools)
     if before < threshold_tokens and not context_overflow:
         return _no_op(state, "under_threshold", before)
-    compacted, saved = offload_tool_results(
+    planned, pending = plan_offload(
         state.messages,
         workdir,
         tool_result_token_limit=tool_result_token_limit,
         start=state.visible_start,
     )
-    compacted_state = replace(state, messages=compacted) if saved else state
+    compacted_state = replace(state, messages=planned) if pending else state
     after_compaction = count_state_tokens(compacted_state, system=system, tools=tools)
+    saved: list[SavedRecord] = []
     if after_compaction < threshold_tokens and not context_overflow:
-        return CompressionOutcome(
-            status="completed",
-            reason="compaction_sufficient",
-            before_tokens=before,
-            after_tokens=after_compaction,
-            compressed_messages=len(saved),
-            file_path=None,
-            state=compacted_state,
-            summarized=False,
-            saved_files=saved,
-        )
+        compacted_state, saved = _write_now(state, planned, pending, workdir)
+        if len(saved) != len(pending):  # a failed write kept its message: count again
+            after_compaction = count_state_tokens(compacted_state, system=system, tools=tools)
+        pending = []
+        if after_compaction < threshold_tokens:
+            return CompressionOutcome(
+                status="completed",
+                reason="compaction_sufficient",
+                before_tokens=before,
+                after_tokens=after_compaction,
+                compressed_messages=len(saved),
+                file_path=None,
+                state=compacted_state,
+                summarized=False,
+                saved_files=saved,
+            )
     cutoff = plan_cutoff(compacted_state, keep_messages)
-    if cutoff is None:
+    if cutoff is None:  # nothing to summarize: the compaction is all there is
+        if pending:
+            compacted_state, saved = _write_now(state, planned, pending, workdir)
+            if len(saved) != len(pending):
+                after_compaction = count_state_tokens(compacted_state, system=system, tools=tools)
         return CompressionOutcome(
             status="completed" if saved else "no_op",
             reason="insufficient_history",
@@ -282,9 +326,10 @@ def auto_compact(
             summarized=False,
             saved_files=saved,
         )
-    new_state, file_path, summarized = _summarize(
-        compacted_state, cutoff, workdir=workdir, summarizer=summarizer
+    new_state, file_path, summarized, written = _summarize(
+        compacted_state, cutoff, workdir=workdir, summarizer=summarizer, pending=pending
     )
+    saved += written
     return CompressionOutcome(
         status="completed",
         reason="context_overflow" if context_overflow else "over_threshold",
