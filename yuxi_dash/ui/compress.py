@@ -71,7 +71,7 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
             continue
         note = preview.reason or (f"busy ({preview.busy_reason})" if preview.busy_reason else "")
-        if not preview.capable:
+        if preview.reason == "compression_unsupported":  # an unknown agent keeps agent_not_found
             note = "agent does not support context compression"
         if preview.version != item["version"]:
             changed = f"changed since the list was loaded (v{item['version']} → v{preview.version})"
