@@ -641,8 +641,15 @@ def test_import_rejects_bad_input_with_one_line(
     assert needle in caught.value.message and "\n" not in caught.value.message
     with session_scope() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Conversation)) == 0
+    refused = audit_rows("imp-1") if "thread_id" in payload else []
+    assert [(a.outcome, a.detail) for a in refused] == (
+        [("refused", {"code": "invalid_input"})] if "thread_id" in payload else []
+    )
 
 
 def test_import_refuses_a_viewer(db_url: str) -> None:
     with pytest.raises(Forbidden):
         service.import_thread(_payload(), actor=VIEWER)
+    assert [(a.actor, a.outcome, a.detail) for a in audit_rows("imp-1")] == [
+        (VIEWER.id, "refused", {"code": "forbidden"})
+    ]

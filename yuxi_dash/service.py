@@ -955,18 +955,12 @@ def _validate_import(payload: Any) -> dict[str, Any]:
     }
 
 
-def import_thread(
-    payload: dict[str, Any], *, actor: Actor, settings: Settings | None = None
-) -> ImportResult:
-    """Create or replace a thread from the `import-thread` JSON (DESIGN §7).
-
-    Re-importing a thread replaces its state with a new version and its chat
-    record with the imported messages; it never duplicates anything. The agent
-    is created or updated from `agent`. Invalid input changes nothing.
-    """
+def _write_import(
+    payload: dict[str, Any], *, actor: Actor, settings: Settings
+) -> tuple[str, int, bool, list[BaseMessage]]:
+    """Validate and write one import under the thread's lock; returns (id, version, created, messages)."""
     from yuxi_dash.compression import count_tokens
 
-    settings = settings or get_settings()
     require_role(actor, Role.OPERATOR, action="importing a thread")
     data = _validate_import(payload)
     thread_id = data["thread_id"]
@@ -1018,6 +1012,34 @@ def import_thread(
             [(chat_role(m), message_text(m)) for m in messages if not is_summary_message(m)],
             at=now,
         )
+    return thread_id, version, created, messages
+
+
+def import_thread(
+    payload: dict[str, Any], *, actor: Actor, settings: Settings | None = None
+) -> ImportResult:
+    """Create or replace a thread from the `import-thread` JSON (DESIGN §7).
+
+    Re-importing a thread replaces its state with a new version and its chat
+    record with the imported messages; it never duplicates anything. The agent
+    is created or updated from `agent`. Invalid input changes nothing.
+    """
+    settings = settings or get_settings()
+    raw_id = payload.get("thread_id") if isinstance(payload, dict) else None
+    try:
+        thread_id, version, created, messages = _write_import(
+            payload, actor=actor, settings=settings
+        )
+    except YuxiDashError as exc:  # refused: nothing was written, but the attempt is on record
+        record_audit(
+            actor=actor.id,
+            action=IMPORT_ACTION,
+            target=thread_target(raw_id) if isinstance(raw_id, str) and raw_id else "thread:?",
+            outcome="refused",
+            detail={"code": exc.code},
+            settings=settings,
+        )
+        raise
     record_audit(
         actor=actor.id,
         action=IMPORT_ACTION,
