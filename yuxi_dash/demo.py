@@ -33,6 +33,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash.settings import Settings
+from yuxi_dash.usage import SUGGESTION_RATIO
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,8 @@ _LIFECYCLE_EVERY = 40  # per 40 threads: one deleted, one archived
 _BANDS: tuple[tuple[str, float, float, int], ...] = (
     ("low", 0.04, 0.40, 30),
     ("mid", 0.40, 0.70, 24),
-    ("warm", 0.70, 0.85, 16),
-    ("high", 0.85, 1.00, 14),
+    ("warm", 0.70, SUGGESTION_RATIO, 16),
+    ("high", SUGGESTION_RATIO, 1.00, 14),
     ("over", 1.00, 1.35, 8),
 )
 
@@ -510,7 +511,7 @@ def _compress_some(settings: Settings, created: list[_BuiltThread]) -> list[str]
         if built.plan.status == "active"
         and built.plan.busy is None
         and built.plan.agent_slug != "report-writer"
-        and 0.4 <= built.steps[-1].usage.summary_pressure_ratio < 0.85
+        and 0.4 <= built.steps[-1].usage.summary_pressure_ratio < SUGGESTION_RATIO
         and len(built.state.messages) - built.state.visible_start > 14
     ]
     compressed = []

@@ -63,5 +63,5 @@ def test_a_database_that_cannot_be_reached_is_one_line(
     assert not at.exception
     assert [e.value for e in at.error] == [
         "The database cannot be reached right now; check YUXI_DASH_DATABASE_URL or try again "
-        "in a moment. [database_unavailable]"
+        "in a moment. [store_unavailable]"
     ]

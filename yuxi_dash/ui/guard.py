@@ -19,9 +19,9 @@ from yuxi_dash.ui.format import error_line
 
 log = logging.getLogger(__name__)
 
-DATABASE_UNAVAILABLE = (
+STORE_UNAVAILABLE = (  # same code as errors.StoreUnavailable (the CLI)
     "The database cannot be reached right now; check YUXI_DASH_DATABASE_URL or try again "
-    "in a moment. [database_unavailable]"
+    "in a moment. [store_unavailable]"
 )
 
 
@@ -33,4 +33,4 @@ def run_guarded(page: Page) -> None:
         st.error(error_line(exc))
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
         log.warning("database unavailable (%s)", type(exc).__name__)
-        st.error(DATABASE_UNAVAILABLE)
+        st.error(STORE_UNAVAILABLE)
