@@ -102,3 +102,80 @@ def test_save_failure_raises_oserror(tmp_path: Path) -> None:
 def test_read_missing_file_raises_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         Workdir(tmp_path).read_text("outputs/nothing.txt")
+
+
+_FSIZE_LIMITED_SAVE = """
+import json, os, resource, signal, sys
+from pathlib import Path
+from yuxi_dash.workdir import Workdir
+if sys.argv[2] == "fail":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG
+else:  # the over-size write kills the process mid-write (a crash: no cleanup runs)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+workdir = Workdir(sys.argv[1])
+small = workdir.save_tool_result("run", "s" * 2000)
+try:
+    workdir.save_tool_result("run", "b" * 5000)
+    failed = None
+except OSError as exc:
+    failed = type(exc).__name__
+print(json.dumps({"small": small.path, "failed": failed}))
+"""
+
+
+def test_write_cut_short_leaves_no_partial_file_under_any_name(tmp_path: Path) -> None:
+    """A real half-done write (file-size limit: EFBIG after 3,000 bytes) raises OSError and
+    leaves nothing behind: no partial file under the final name, no temp file."""
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "wd"
+    run = subprocess.run(
+        [sys.executable, "-c", _FSIZE_LIMITED_SAVE, str(root), "fail"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    outcome = json.loads(run.stdout)
+    assert outcome["failed"] == "OSError"
+    files = sorted(p.name for p in (root / "outputs/large_tool_results").iterdir())
+    assert files == [Path(outcome["small"]).name]  # the one whole file, nothing else
+    assert (root / outcome["small"]).read_bytes() == b"s" * 2000
+    big = hashlib.sha256(b"b" * 5000).hexdigest()
+    assert not (root / f"outputs/large_tool_results/run-{big[:16]}.txt").exists()
+
+
+def test_existing_whole_copy_is_kept_not_rewritten(tmp_path: Path) -> None:
+    workdir = Workdir(tmp_path / "wd")
+    saved = workdir.save_tool_result("run", "abc" * 1000)
+    target = workdir.root / saved.path
+    inode = target.stat().st_ino
+    assert workdir.save_tool_result("run", "abc" * 1000) == saved
+    assert target.stat().st_ino == inode  # skipped: same file, not replaced
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_crash_mid_write_leaves_no_partial_file_under_the_final_name(tmp_path: Path) -> None:
+    """The process is killed half-way through writing (SIGXFSZ at the file-size limit):
+    the content-addressed name never holds the partial bytes, and a later save of the
+    same content writes the whole file there."""
+    import signal
+    import subprocess
+    import sys
+
+    root = tmp_path / "wd"
+    run = subprocess.run(
+        [sys.executable, "-c", _FSIZE_LIMITED_SAVE, str(root), "crash"],
+        capture_output=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert run.returncode == -signal.SIGXFSZ
+    big = hashlib.sha256(b"b" * 5000).hexdigest()
+    final = root / f"outputs/large_tool_results/run-{big[:16]}.txt"
+    assert not final.exists()
+    saved = Workdir(root).save_tool_result("run", "b" * 5000)
+    assert root / saved.path == final
+    assert final.read_bytes() == b"b" * 5000

@@ -17,6 +17,7 @@ message it was offloading untouched.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -121,7 +122,7 @@ class Workdir:
         """Write a prepared result unless an identical copy exists (the I/O half); OSError on failure."""
         target = os.path.join(self.root, saved.path)
         if not _write_new_file(target, data) and _file_sha256(target) != saved.sha256:
-            _atomic_write(Path(target), data)  # an old partial or tampered copy: replace it whole
+            _write_then_rename(target, data)  # a tampered (or old partial) copy: replace it whole
 
     def append_history(self, session_id: str, text: str) -> str:
         """Append ``text`` to the session's history file; return its relative path."""
@@ -200,24 +201,43 @@ def _file_sha256(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+_temp_names = itertools.count()
+
+
 def _write_new_file(target: str, data: bytes) -> bool:
     """Create ``target`` with ``data``; False if it already exists (left untouched).
 
-    The fast path for content-addressed files: one exclusive create, no rename. A
-    write that fails half-way removes the file; one cut short by a crash is caught
-    by the hash check of the next save (and by ``verify``) and replaced whole.
+    The fast path for content-addressed files: an exclusive create of a temp name
+    next to it, the bytes, then one rename. The final name only ever holds a whole
+    file: a write that fails half-way (or a crash) leaves at most a dot-named temp
+    file, never a partial file under the final name.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(target, flags, 0o644)
-    except FileExistsError:
+        os.stat(target)
         return False
     except FileNotFoundError:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        pass
+    _write_then_rename(target, data)
+    return True
+
+
+def _write_then_rename(target: str, data: bytes) -> None:
+    """Write ``data`` to a fresh temp name beside ``target``, then rename it over ``target``."""
+    directory, name = os.path.split(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    made_dirs = False
+    while True:
+        temp = os.path.join(directory, f".{name}.{os.getpid()}-{next(_temp_names)}.tmp")
         try:
-            fd = os.open(target, flags, 0o644)
+            fd = os.open(temp, flags, 0o644)
+            break
         except FileExistsError:
-            return False
+            continue  # a stale temp of an earlier process with the same pid: next name
+        except FileNotFoundError:
+            if made_dirs:
+                raise
+            os.makedirs(directory, exist_ok=True)
+            made_dirs = True
     try:
         try:
             view = memoryview(data)
@@ -225,24 +245,10 @@ def _write_new_file(target: str, data: bytes) -> bool:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
+        os.replace(temp, target)
     except BaseException:
         try:
-            os.unlink(target)
-        except FileNotFoundError:
-            pass
-        raise
-    return True
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
+            os.unlink(temp)
         except FileNotFoundError:
             pass
         raise

@@ -199,3 +199,39 @@ def test_every_offload_is_recoverable_and_nothing_else_changes(
         assert raw == before.content.encode("utf-8", "surrogatepass")
         assert hashlib.sha256(raw).hexdigest() == header["SHA-256"]
         assert header["Approx tokens"] == str(-(-len(before.content) // 4))
+
+
+_FSIZE_LIMITED_COMPACTION = """
+import json, resource, signal, sys
+from tests.compression.builders import tool_exchange
+from yuxi_dash.compression import compact_messages, is_saved_result
+from yuxi_dash.workdir import Workdir
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+messages = [*tool_exchange(1, "run", "b" * 5000), *tool_exchange(2, "run", "s" * 2000)]
+compacted = compact_messages(messages, Workdir(sys.argv[1]), tool_result_token_limit=100)
+print(json.dumps({
+    "big_kept": compacted[1] == messages[1] and compacted[1].content == "b" * 5000,
+    "small_saved": is_saved_result(compacted[3]),
+}))
+"""
+
+
+def test_write_cut_short_keeps_that_message_and_leaves_no_partial_file(tmp_path: Path) -> None:
+    """A real half-done write (file-size limit) keeps the message as it was, writes no
+    partial file under any name, and the next result is still offloaded."""
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "wd"
+    run = subprocess.run(
+        [sys.executable, "-c", _FSIZE_LIMITED_COMPACTION, str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent.parent,
+    )
+    assert json.loads(run.stdout) == {"big_kept": True, "small_saved": True}
+    files = [p.read_bytes() for p in (root / "outputs/large_tool_results").iterdir()]
+    assert files == [b"s" * 2000]

@@ -214,3 +214,34 @@ def test_fast_json_encoding_matches_json_dumps(document) -> None:
     from yuxi_dash.compression.preview import _dumps
 
     assert _dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_compact_rule_fits_identity_fields_before_bodies() -> None:
+    """Ours shows every record's identity (up to the cap) before spending on bodies;
+    a body it does show is at least MIN_BODY_CHARS long (or the whole body)."""
+    from yuxi_dash.compression.preview import MIN_BODY_CHARS
+
+    records = [
+        {
+            "title": f"Result {n} of the search about data retention",
+            "url": f"https://example.com/articles/retention/page-{n}",
+            "score": 0.5,
+            "content": "Long body text " * 80,
+        }
+        for n in range(10)
+    ]
+    payload = json.dumps({"query": "q", "results": records})
+    plain = json.loads(structured_preview("web_search", payload, 300, rule="plain"))
+    ours_text = structured_preview("web_search", payload, 300)
+    assert ours_text is not None and len(ours_text) <= 1200
+    ours = json.loads(ours_text)
+    assert [r["url"] for r in ours["results"]] == [
+        f"https://example.com/articles/retention/page-{n}" for n in range(8)
+    ]
+    assert len(plain["results"]) < 8
+    assert ours["omitted_results"] == 2
+    for record in ours["results"]:
+        assert len(record.get("content", "x" * MIN_BODY_CHARS)) >= MIN_BODY_CHARS
+    # With room to spare, the bodies get it (evenly, clipped head…tail).
+    roomy = json.loads(structured_preview("web_search", payload, 1000))
+    assert all("…" in r["content"] and len(r["content"]) > 100 for r in roomy["results"])

@@ -1,10 +1,13 @@
 """Deterministic compaction: offload large tool results, truncate long file-write args.
 
-- ``offload_tool_results`` (``plan_offload``, then ``write_offloads``): every
-  ToolMessage whose text is over the limit (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and replaced
-  by the saved-result header carrying the full SHA-256, the path and a preview.
-  Messages already saved are skipped. A failed write (OSError) or no workdir
-  leaves that message exactly as it was. This change is persisted in the state.
+- ``offload_tool_results``: every ToolMessage whose text is over the limit
+  (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and
+  replaced by the saved-result header carrying the full SHA-256, the path and a
+  preview. Messages already saved are skipped. A failed write (OSError) or no
+  workdir leaves that message exactly as it was. This change is persisted in
+  the state. One pass writes as it goes (each result encoded and hashed once);
+  the engine's summary path splits it into ``plan_offload`` (no I/O) and
+  ``write_offloads`` so a failed summary writes nothing.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
   than the limit are shown as their first 20 chars plus a marker. This is the
   model's view only; the stored messages keep the full arguments.
@@ -16,7 +19,7 @@ No model is called here and input messages are never mutated.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from yuxi_dash.compression.preview import PreviewRule, tool_result_preview
 from yuxi_dash.compression.state import SAVED_RESULT_MARKER
-from yuxi_dash.workdir import SavedFile, Workdir, approx_tokens_for_chars, encode_text
+from yuxi_dash.workdir import SavedFile, Workdir, encode_text
 
 logger = logging.getLogger(__name__)
 
@@ -111,29 +114,46 @@ def plan_offload(
     pending: list[PendingOffload] = []
     if workdir is None:
         return result, pending
+    for index, message, tool_name in _offload_candidates(result, start, tool_result_token_limit):
+        saved, _data = workdir.prepare_tool_result(tool_name, message.content)
+        result[index] = _saved_message(
+            message, tool_name, saved, tool_result_token_limit, preview_rule
+        )
+        pending.append(PendingOffload(index, message, message.tool_call_id, tool_name, saved))
+    return result, pending
+
+
+def _offload_candidates(
+    messages: list[BaseMessage], start: int, token_limit: int
+) -> Iterator[tuple[int, ToolMessage, str]]:
+    """(index, message, tool name) of every unsaved string ToolMessage over the limit."""
     call_names: dict[str, str] | None = None
-    for index in range(max(0, start), len(result)):
-        message = result[index]
-        if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
+    max_chars = token_limit * 4  # ceil(chars / 4) > limit  <=>  chars > 4 * limit
+    for index in range(max(0, start), len(messages)):
+        message = messages[index]
+        if not isinstance(message, ToolMessage):
             continue
         content = message.content
-        if approx_tokens_for_chars(len(content)) <= tool_result_token_limit:
+        if not isinstance(content, str):
             continue
-        if content.startswith(SAVED_RESULT_MARKER):
+        if len(content) <= max_chars or content.startswith(SAVED_RESULT_MARKER):
             continue
         tool_name = message.name
         if not tool_name:
             if call_names is None:
                 call_names = tool_names_by_call_id(messages)
             tool_name = call_names.get(message.tool_call_id) or "tool"
-        saved, _data = workdir.prepare_tool_result(tool_name, content)
-        preview = tool_result_preview(
-            tool_name, content, tool_result_token_limit, rule=preview_rule
-        )
-        header = saved_result_header(tool_name, saved, preview, len(content))
-        result[index] = message.model_copy(update={"content": header})
-        pending.append(PendingOffload(index, message, message.tool_call_id, tool_name, saved))
-    return result, pending
+        yield index, message, tool_name
+
+
+def _saved_message(
+    message: ToolMessage, tool_name: str, saved: SavedFile, token_limit: int, rule: PreviewRule
+) -> ToolMessage:
+    """``message`` with its content replaced by the saved-result header and preview."""
+    content = message.content
+    preview = tool_result_preview(tool_name, content, token_limit, rule=rule)
+    header = saved_result_header(tool_name, saved, preview, len(content))
+    return message.model_copy(update={"content": header})
 
 
 def write_offloads(
@@ -166,17 +186,31 @@ def offload_tool_results(
     start: int = 0,
     preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[SavedRecord]]:
-    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved)."""
-    planned, pending = plan_offload(
-        messages,
-        workdir,
-        tool_result_token_limit=tool_result_token_limit,
-        start=start,
-        preview_rule=preview_rule,
-    )
-    if workdir is None or not pending:
-        return planned, []
-    return write_offloads(planned, pending, workdir)
+    """Offload large ToolMessages from index ``start`` on; return (messages, newly saved).
+
+    One pass, writing as it goes: each result is encoded and hashed once, its file
+    written from those bytes, and only a result whose write succeeded gets a
+    preview and a header (a failed one stays exactly as it was).
+    """
+    result = list(messages)
+    saved_records: list[SavedRecord] = []
+    if workdir is None:
+        return result, saved_records
+    for index, message, tool_name in _offload_candidates(result, start, tool_result_token_limit):
+        saved, data = workdir.prepare_tool_result(tool_name, message.content)
+        try:
+            workdir.write_prepared(saved, data)
+        except OSError as exc:
+            # The message stays exactly as it was; the next compaction tries again.
+            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+            continue
+        finally:
+            del data
+        result[index] = _saved_message(
+            message, tool_name, saved, tool_result_token_limit, preview_rule
+        )
+        saved_records.append((message.tool_call_id, tool_name, saved))
+    return result, saved_records
 
 
 def _truncate_args(args: dict[str, Any], max_length: int) -> dict[str, Any] | None:

@@ -52,6 +52,7 @@ CLIP_MARK = "…"
 MIN_BODY_CHARS = 32  # a listed record shows at least this much body (head…tail)
 MAX_FIELD_CHARS = 240  # identity strings (titles, urls) longer than this are clipped head…tail
 _ZWJ = "\u200d"
+_BODY_KEY_CHARS = len(',"content":""')  # what a body costs besides its characters
 
 
 # -- character-safe cutting ---------------------------------------------------
@@ -196,7 +197,9 @@ def _project_record(
                 and value.lower() == _url_host(record.get("url"))
             ):
                 continue
-        kept[key] = clip_head_tail(value, MAX_FIELD_CHARS) if type(value) is str else value
+        if type(value) is str and len(value) > MAX_FIELD_CHARS:
+            value = clip_head_tail(value, MAX_FIELD_CHARS)
+        kept[key] = value
     metadata = record.get("metadata") if knowledge_base else None
     if type(metadata) is dict:
         nested: dict[str, Any] = {}
@@ -210,12 +213,14 @@ def _project_record(
                 or (key in fields and record.get(key, _MISSING) == value)
             ):
                 continue
-            nested[key] = clip_head_tail(value, MAX_FIELD_CHARS) if type(value) is str else value
+            if type(value) is str and len(value) > MAX_FIELD_CHARS:
+                value = clip_head_tail(value, MAX_FIELD_CHARS)
+            nested[key] = value
         if nested or not compact:
             kept["metadata"] = nested
     for key in BODY_FIELDS:
         value = record.get(key)
-        if type(value) is str and value.strip():
+        if type(value) is str and value and not value.isspace():  # not blank, without a copy
             return kept, key, value
     return kept, None, ""
 
@@ -224,7 +229,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _encode_string = json.encoder.encode_basestring  # json's own quoting, non-ASCII kept
 
 
-def _make_fast_encoder() -> Callable[[Any], str] | None:
+def _make_fast_encoder() -> Callable[[Any, int], Any] | None:
     """json's C encoder built once (``json.dumps`` builds one per call); None if unavailable."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
@@ -239,19 +244,19 @@ def _make_fast_encoder() -> Callable[[Any], str] | None:
             return None
     except Exception:
         return None
-    return lambda document: "".join(encode(document, 0))
+    return encode  # type: ignore[no-any-return]
 
 
-_fast_encode = _make_fast_encoder()
+_c_encode = _make_fast_encoder()
 
 
 def _dumps(document: Any) -> str:
     """Compact JSON, UTF-8 characters kept as they are (same text as ``json.dumps``)."""
     if type(document) is str:
         return _encode_string(document)
-    if _fast_encode is not None:
+    if _c_encode is not None:
         try:
-            return _fast_encode(document)
+            return "".join(_c_encode(document, 0))
         except (TypeError, ValueError):
             pass  # odd values: let the standard encoder decide
     return _ENCODER.encode(document)
@@ -260,23 +265,30 @@ def _dumps(document: Any) -> str:
 class _RecordPiece:
     """One record's JSON, assembled from its kept fields and a body clipped to an allowance."""
 
-    __slots__ = ("allowance", "body", "body_prefix", "fields_json", "text")
+    __slots__ = ("allowance", "bare", "body", "body_key", "prefix", "text")
 
     def __init__(self, kept: dict[str, Any], body_key: str | None, body: str) -> None:
-        self.fields_json = _dumps(kept)[1:-1]  # the fields without the braces
+        self.bare = self.text = _dumps(kept)  # the record without its body
         self.body = body
-        self.body_prefix = (
-            None
-            if body_key is None
-            else "{" + self.fields_json + ("," if self.fields_json else "") + _dumps(body_key) + ":"
-        )
+        self.body_key = body_key
+        self.prefix: str | None = None  # the record up to its body's value, built when needed
         self.allowance = 0
-        self.text = "{" + self.fields_json + "}"
 
     def render(self, allowance: int) -> str:
-        if self.body_prefix is None or allowance <= 0:
-            return "{" + self.fields_json + "}"
-        return self.body_prefix + _encode_string(clip_head_tail(self.body, allowance)) + "}"
+        if self.body_key is None or allowance <= 0:
+            return self.bare
+        return self._prefix() + _encode_string(clip_head_tail(self.body, allowance)) + "}"
+
+    def _prefix(self) -> str:
+        """The record up to its body's value: ``{fields,"content":``."""
+        if self.prefix is None:
+            comma = "," if len(self.bare) > 2 else ""
+            self.prefix = self.bare[:-1] + comma + _encode_string(self.body_key) + ":"
+        return self.prefix
+
+    def empty_body_chars(self) -> int:
+        """What an empty body adds to the bare record: its key, colon, comma and quotes."""
+        return len(self._prefix()) + len('""}') - len(self.bare)
 
     def set(self, allowance: int) -> None:
         self.allowance = allowance
@@ -317,6 +329,8 @@ def structured_preview(
         for record in records[:MAX_PREVIEW_RECORDS]
     )  # lazy: records past the first that does not fit are never projected
     budget = max(0, token_limit) * 4
+    if rule == "compact":
+        return _fit_records(_dumps(header)[:-1], pieces, len(records), budget, min_body=0)
     return _fit_records(_dumps(header)[:-1], pieces, len(records), budget)
 
 
@@ -327,10 +341,19 @@ def _frame(header_json: str, shown: int, result_count: int) -> int:
 
 
 def _fit_records(
-    header_json: str, pieces: Iterator[_RecordPiece], result_count: int, budget: int
+    header_json: str,
+    pieces: Iterator[_RecordPiece],
+    result_count: int,
+    budget: int,
+    *,
+    min_body: int = MIN_BODY_CHARS,
 ) -> str | None:
-    """As many leading records as fit ``budget`` with a minimal body, then grow the bodies.
+    """As many leading records as fit ``budget`` with a ``min_body`` body, then grow the bodies.
 
+    With ``min_body=0`` (the compact rule) records are fitted on their identity
+    fields alone, and the spare characters then go to the bodies; when the spare
+    is too small to give every shown record a useful body (``MIN_BODY_CHARS``),
+    it goes to the leading records first, in rank order.
     Sizes are exact: the preview is the concatenation of the pieces measured here.
     """
     shown: list[_RecordPiece] = []
@@ -338,7 +361,8 @@ def _fit_records(
     used = 0
     for piece in pieces:
         first = first or piece
-        piece.set(min(MIN_BODY_CHARS, len(piece.body)))
+        if min_body:
+            piece.set(min(min_body, len(piece.body)))
         if _frame(header_json, len(shown) + 1, result_count) + used + len(piece.text) > budget:
             break
         shown.append(piece)
@@ -352,17 +376,28 @@ def _fit_records(
             return None  # not even one record fits: the generic preview says more
         return _render(header_json, [bare], result_count)
     spare = budget - _frame(header_json, len(shown), result_count) - used
+    growing = shown
+    if not min_body:
+        # A body shorter than MIN_BODY_CHARS says little: fewer, useful bodies, leading first.
+        with_body = [piece for piece in shown if piece.body_key is not None]
+        growing = with_body[: max(0, spare) // (MIN_BODY_CHARS + _BODY_KEY_CHARS)]
     # Hand the spare characters to the bodies, evenly, until they are whole or it is spent.
     for _ in range(4):
-        growable = [piece for piece in shown if piece.allowance < len(piece.body)]
+        growable = [piece for piece in growing if piece.allowance < len(piece.body)]
         if spare <= 0 or not growable:
             break
         share = spare // len(growable)
         if share <= 0:
             break
         for piece in growable:
-            allowance = min(len(piece.body), piece.allowance + share)
-            while allowance > piece.allowance:
+            target = piece.allowance + share
+            floor = piece.allowance
+            if not min_body and not floor:
+                # A new body also costs its key and quotes, and is useful from MIN_BODY_CHARS.
+                target -= piece.empty_body_chars()
+                floor = min(MIN_BODY_CHARS, len(piece.body)) - 1
+            allowance = min(len(piece.body), target)
+            while allowance > floor:
                 text = piece.render(allowance)
                 growth = len(text) - len(piece.text)
                 if growth <= spare:
