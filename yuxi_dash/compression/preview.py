@@ -15,7 +15,13 @@ Two record rules are callable side by side so the bench can compare them:
 record's ``kb_id`` equal to the header's, metadata values equal to the record's
 own top-level value (same key), null/empty values, and a web ``site_name`` that
 is only the url's host name are omitted. Fewer bytes per record means more
-records (ids, urls) fit the same budget.
+records (ids, urls) fit the same budget. Ours also gives evidence priority:
+records are fitted on their identity fields alone (ids, urls, titles, sources,
+scores, metadata), as many as fit up to the cap, before any body text; the
+spare characters then go to the bodies of the leading records, each shown
+body at least ``MIN_BODY_CHARS`` long (or whole), evenly and clipped
+head…tail. The plain rule fits each record with a ``MIN_BODY_CHARS`` body
+first. Bodies are context; the full result is one file read away.
 
 No cut ever lands inside a character: slicing is by code point and boundaries
 step around combining marks, joiners, variation selectors and flag pairs. Bad or
