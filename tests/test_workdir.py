@@ -179,3 +179,28 @@ def test_crash_mid_write_leaves_no_partial_file_under_the_final_name(tmp_path: P
     saved = Workdir(root).save_tool_result("run", "b" * 5000)
     assert root / saved.path == final
     assert final.read_bytes() == b"b" * 5000
+
+
+@pytest.mark.parametrize("anonymous", [True, False], ids=["unnamed-file-then-link", "temp+rename"])
+def test_both_write_paths_create_skip_and_repair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anonymous: bool
+) -> None:
+    """The Linux path (unnamed file, then link) and the portable one (temp name, then
+    rename) both write whole files, skip an intact copy and replace a tampered one."""
+    import yuxi_dash.workdir as workdir_module
+
+    if anonymous:
+        assert workdir_module._ANONYMOUS_FILES  # this test machine is Linux with /proc
+    monkeypatch.setattr(workdir_module, "_ANONYMOUS_FILES", anonymous)
+    workdir = Workdir(tmp_path / "wd")
+    saved = workdir.save_tool_result("run", "é" * 3000)
+    target = workdir.root / saved.path
+    assert target.read_bytes() == ("é" * 3000).encode()
+    inode = target.stat().st_ino
+    workdir.save_tool_result("run", "é" * 3000)
+    assert target.stat().st_ino == inode
+    target.write_bytes(b"partial")
+    workdir.save_tool_result("run", "é" * 3000)
+    assert workdir.verify(saved.path, saved.sha256) == "ok"
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+    assert workdir_module._ANONYMOUS_FILES is anonymous

@@ -16,6 +16,7 @@ message it was offloading untouched.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import math
@@ -202,16 +203,28 @@ def _file_sha256(path: Path | str) -> str:
 
 
 _temp_names = itertools.count()
+# Linux: an unnamed file (O_TMPFILE) given its name only once whole (linkat via /proc).
+_ANONYMOUS_FILES = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
+_ANONYMOUS_UNSUPPORTED = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV}
 
 
 def _write_new_file(target: str, data: bytes) -> bool:
     """Create ``target`` with ``data``; False if it already exists (left untouched).
 
-    The fast path for content-addressed files: an exclusive create of a temp name
-    next to it, the bytes, then one rename. The final name only ever holds a whole
-    file: a write that fails half-way (or a crash) leaves at most a dot-named temp
-    file, never a partial file under the final name.
+    The final name only ever holds a whole file: a write that fails half-way, or
+    a crash, leaves nothing under it. Linux: the bytes go to an unnamed file in
+    the target's directory, which is then linked under the final name (an
+    exclusive create: no existence check needed). Elsewhere: a dot-named temp
+    file next to it, then one rename.
     """
+    global _ANONYMOUS_FILES
+    if _ANONYMOUS_FILES:
+        try:
+            return _link_new_file(target, data)
+        except OSError as exc:
+            if exc.errno not in _ANONYMOUS_UNSUPPORTED:
+                raise
+            _ANONYMOUS_FILES = False  # this system or filesystem cannot: the portable way
     try:
         os.stat(target)
         return False
@@ -219,6 +232,34 @@ def _write_new_file(target: str, data: bytes) -> bool:
         pass
     _write_then_rename(target, data)
     return True
+
+
+def _link_new_file(target: str, data: bytes) -> bool:
+    """Write ``data`` to an unnamed file beside ``target`` and link it there; False if taken."""
+    directory = os.path.dirname(target)
+    flags = os.O_TMPFILE | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(directory, flags, 0o644)
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(directory, flags, 0o644)
+    try:
+        _write_all(fd, data)
+        try:
+            # linkat(AT_SYMLINK_FOLLOW) of the open file; the absolute path makes the
+            # dir fd unused, but passing one is what makes os.link follow the link.
+            os.link(f"/proc/self/fd/{fd}", target, src_dir_fd=fd)
+        except FileExistsError:
+            return False
+    finally:
+        os.close(fd)  # an unlinked unnamed file is freed here
+    return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _write_then_rename(target: str, data: bytes) -> None:
@@ -240,9 +281,7 @@ def _write_then_rename(target: str, data: bytes) -> None:
             made_dirs = True
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(temp, target)
