@@ -34,6 +34,14 @@ class RelationshipIndex:
     fulltext_fields: tuple[str, ...]
     status: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "range": list(self.range_fields),
+            "fulltext": list(self.fulltext_fields),
+            "status": self.status,
+        }
+
 
 @dataclass(frozen=True)
 class IndexHealth:
@@ -57,15 +65,7 @@ class IndexHealth:
             "label_free_facts": self.label_free_facts,
             "drift": self.drift,
             "healthy": self.healthy,
-            "relationship_indexes": [
-                {
-                    "label": i.label,
-                    "range": list(i.range_fields),
-                    "fulltext": list(i.fulltext_fields),
-                    "status": i.status,
-                }
-                for i in self.relationship_indexes
-            ],
+            "relationship_indexes": [i.to_dict() for i in self.relationship_indexes],
         }
 
 
@@ -95,15 +95,7 @@ class IndexProbe:
             "label_free_facts": self.label_free_facts,
             "drift": self.drift,
             "healthy": self.healthy,
-            "relationship_indexes": [
-                {
-                    "label": i.label,
-                    "range": list(i.range_fields),
-                    "fulltext": list(i.fulltext_fields),
-                    "status": i.status,
-                }
-                for i in self.relationship_indexes
-            ],
+            "relationship_indexes": [i.to_dict() for i in self.relationship_indexes],
         }
 
 
