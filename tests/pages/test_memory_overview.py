@@ -157,3 +157,33 @@ def test_overview_opens_with_the_probe_and_runs_the_full_check_on_request(
     assert metrics["Facts via relationship index"] == f"{facts:,}"
     assert metrics["Facts label-free"] == f"{facts:,}" and metrics["Drift"] == "0"
     assert not any(b.label == "Run the full index check" for b in at.button)
+
+
+def test_a_user_link_opens_that_users_memory_and_the_choice_is_linkable(memory_pages) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.graph import REPO
+
+    memory_pages("memory_overview.py", None)  # seeds the demo graphs and points the env at them
+    at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+    at.query_params["user"] = "bruno_silva"
+    at.run()
+    assert not at.exception
+    assert at.selectbox[0].value == "bruno_silva" and at.metric
+    assert [r.detail["view"] for r in memory_audit(get_settings(), "bruno_silva")] == ["overview"]
+    at.selectbox[0].select("alice_chen").run()
+    assert at.query_params["user"] == "alice_chen"
+
+
+def test_a_crafted_user_link_is_refused_without_a_query(memory_pages) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.graph import REPO
+
+    memory_pages("memory_overview.py", None)
+    at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+    at.query_params["user"] = "x' OR 1=1 //../../etc"
+    at.run()
+    assert not at.exception
+    assert not at.metric
+    assert len(at.error) == 1 and "\n" not in at.error[0].value

@@ -58,8 +58,12 @@ def _memory_users(server: str, search: str) -> tuple[list[str], int]:
 
 
 def user_picker() -> str | None:
-    """A search box plus a select box over the graphs that exist (there may be thousands)."""
-    current = st.session_state.get(USER_KEY)
+    """A search box plus a select box over the graphs that exist (there may be thousands).
+
+    The choice is mirrored in the URL (`?user=ID`) so a support ticket can link
+    straight to one user's memory; the id is validated by the service like any other.
+    """
+    current = st.session_state.get(USER_KEY) or st.query_params.get("user") or None
     with st.container(horizontal=True):
         search = st.text_input(
             "Find a user", key="memory_user_search", placeholder="part of a user id"
@@ -74,8 +78,10 @@ def user_picker() -> str | None:
             index=options.index(current) if current in options else None,
             placeholder="choose a user",
         )
-    if chosen and chosen != current:
+    if chosen and chosen != st.session_state.get(USER_KEY):
         st.session_state[USER_KEY] = chosen
+    if chosen and st.query_params.get("user") != chosen:
+        st.query_params["user"] = chosen
     return chosen
 
 
