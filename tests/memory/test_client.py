@@ -43,7 +43,7 @@ def test_the_real_server_says_max_pending_queries_exceeded(tmp_path: Path) -> No
             except redis.ResponseError as exc:
                 errors.append(exc)
 
-        threads = [threading.Thread(target=slow) for _ in range(8)]
+        threads = [threading.Thread(target=slow) for _ in range((os.cpu_count() or 2) + 6)]
         for thread in threads:
             thread.start()
         for thread in threads:
