@@ -48,6 +48,7 @@ from yuxi_dash.errors import (
     ThreadNotFound,
     YuxiDashError,
 )
+from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session, session_scope
 from yuxi_dash.store.models import (
@@ -96,7 +97,7 @@ def thread_target(thread_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class CompressResult:
+class CompressResult(Record):
     """What a manual compression did (the CLI's and the page's result)."""
 
     thread_id: str
@@ -108,12 +109,9 @@ class CompressResult:
     reason: str | None
     version: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class CompressionPreview:
+class CompressionPreview(Record):
     """What a compress would do now, read-only: nothing is locked, summarized or written."""
 
     thread_id: str
@@ -125,24 +123,18 @@ class CompressionPreview:
     capable: bool
     reason: str | None  # why a compress would not summarize (insufficient_history, ...)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class RequestInfo:
+class RequestInfo(Record):
     id: int
     thread_id: str
     run_type: str
     status: str
     created_at: datetime
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class RunInfo:
+class RunInfo(Record):
     id: int
     thread_id: str
     run_type: str
@@ -150,19 +142,13 @@ class RunInfo:
     request_id: int | None
     payload: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ImportResult:
+class ImportResult(Record):
     thread_id: str
     version: int
     created: bool
     messages: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

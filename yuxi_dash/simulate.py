@@ -18,7 +18,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from yuxi_dash.compression import (
     model_view,
 )
 from yuxi_dash.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
+from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.models import CONTEXT_COMPRESSION
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens, usage_snapshot
@@ -818,7 +819,7 @@ class AgentLoop:
 
 
 @dataclass
-class SimulatedThread:
+class SimulatedThread(Record):
     thread_id: str
     user_id: str
     agent: str
@@ -829,9 +830,6 @@ class SimulatedThread:
     summary_pressure_ratio: float = 0.0
     peak_pressure_ratio: float = 0.0
     version: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

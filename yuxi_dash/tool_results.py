@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash.audit import record_audit
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound, YuxiDashError
+from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation, ToolResult
@@ -33,7 +34,7 @@ VerifyStatus = Literal["ok", "mismatch", "missing"]
 
 
 @dataclass(frozen=True)
-class ToolResultInfo:
+class ToolResultInfo(Record):
     """One index row, with the owning thread's user."""
 
     id: int
@@ -46,9 +47,6 @@ class ToolResultInfo:
     chars: int
     approx_tokens: int
     created_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

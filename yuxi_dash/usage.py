@@ -10,7 +10,7 @@ suggests compression to an operator; it never triggers it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -18,6 +18,7 @@ from langchain_core.messages import ToolMessage
 from yuxi_dash.compression.compaction import parse_saved_header, truncate_tool_args
 from yuxi_dash.compression.state import ThreadContextState, is_summary_message
 from yuxi_dash.compression.tokens import SystemPrompt, count_tokens, system_messages
+from yuxi_dash.records import Record
 
 SUGGESTION_RATIO = 0.85
 BREAKDOWN_PARTS = ("system", "tools", "messages", "tool_results", "summary", "compressed_away")
@@ -48,7 +49,7 @@ def context_usage_ratio(llm_input_tokens: int, context_window: int) -> float:
 
 
 @dataclass(frozen=True)
-class UsageSnapshot:
+class UsageSnapshot(Record):
     """One measurement of a thread's token usage (a model call or a compression)."""
 
     llm_input_tokens: int
@@ -62,9 +63,6 @@ class UsageSnapshot:
     @property
     def suggest_compression(self) -> bool:
         return should_suggest_compression(self.summary_pressure_ratio)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def usage_snapshot(

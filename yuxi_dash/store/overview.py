@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.records import Record
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
 from yuxi_dash.store.queries import _thread_filters
 from yuxi_dash.usage import SUGGESTION_RATIO
@@ -75,7 +76,7 @@ class OverviewKpis:
 
 
 @dataclass(frozen=True)
-class HeatmapCell:
+class HeatmapCell(Record):
     """A bin of the population: its lower-left corner, its size, and how many threads."""
 
     x0: float
@@ -84,12 +85,9 @@ class HeatmapCell:
     y1: float
     threads: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class PressurePoint:
+class PressurePoint(Record):
     thread_id: str
     user_id: str
     agent_slug: str
@@ -99,9 +97,6 @@ class PressurePoint:
     summary_trigger_tokens: int
     llm_input_tokens: int
     context_window: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _floor_int(session: Session, expr: sa.ColumnElement[float]) -> sa.ColumnElement[int]:

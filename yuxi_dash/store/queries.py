@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.compression.state import ThreadContextState
 from yuxi_dash.errors import ThreadNotFound
+from yuxi_dash.records import Record
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
     NON_FINAL_RUN_STATUSES,
@@ -35,7 +36,7 @@ BusyReason = Literal["running", "queued", "interrupted"]
 
 
 @dataclass(frozen=True)
-class ThreadSummary:
+class ThreadSummary(Record):
     """One row of the thread list: ids, current usage, and whether it can be compressed now."""
 
     thread_id: str
@@ -55,9 +56,6 @@ class ThreadSummary:
     last_compression_at: datetime | None
     last_activity_at: datetime | None
     version: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,7 @@ class ThreadDetail:
 
 
 @dataclass(frozen=True)
-class UsagePoint:
+class UsagePoint(Record):
     measured_at: datetime
     llm_input_tokens: int
     next_llm_input_tokens: int
@@ -119,34 +117,25 @@ class UsagePoint:
     summary_active: bool
     source: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ChatRecordMessage:
+class ChatRecordMessage(Record):
     thread_id: str
     sequence: int
     role: str
     content: str
     created_at: datetime
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class UserSummary:
+class UserSummary(Record):
     user_id: str
     threads: int
     last_activity_at: datetime | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class AuditRecord:
+class AuditRecord(Record):
     id: int
     at: datetime
     actor: str
@@ -154,9 +143,6 @@ class AuditRecord:
     target: str
     outcome: str
     detail: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --- busy reasons -------------------------------------------------------------
