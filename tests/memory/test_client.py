@@ -31,13 +31,15 @@ def test_the_real_server_says_max_pending_queries_exceeded(tmp_path: Path) -> No
     settings = graph_settings(data_dir)
     handle = ensure_server(settings)
     try:
-        admin = redis.Redis(unix_socket_path=str(handle.unix_socket))
+        admin = redis.Redis(unix_socket_path=str(handle.unix_socket), retry=None)
         admin.execute_command("GRAPH.QUERY", "user_bp", "CREATE (:Entity {name: 'x'})")
         admin.execute_command("GRAPH.CONFIG", "SET", "MAX_QUEUED_QUERIES", 1)
         errors: list[BaseException] = []
 
         def slow() -> None:
-            conn = redis.Redis(unix_socket_path=str(handle.unix_socket))
+            conn = redis.Redis(
+                unix_socket_path=str(handle.unix_socket), socket_timeout=60, retry=None
+            )
             try:
                 conn.execute_command(
                     "GRAPH.RO_QUERY", "user_bp", "UNWIND range(1, 4000000) AS x RETURN count(x)"
@@ -202,19 +204,22 @@ def test_real_backpressure_is_retried_until_the_queue_drains(tmp_path: Path) -> 
     handle = ensure_server(settings)
     socket = str(handle.unix_socket)
     try:
-        admin = redis.Redis(unix_socket_path=socket)
+        # redis-py 8 defaults to a 5 s socket timeout and re-sends a timed-out command up to
+        # 3 times; both would stretch a hog far past its own timeout, so turn them off here.
+        admin = redis.Redis(unix_socket_path=socket, socket_timeout=60, retry=None)
         admin.execute_command("GRAPH.QUERY", "user_bp", "CREATE (:Entity {name: 'x'})")
         admin.execute_command("GRAPH.CONFIG", "SET", "MAX_QUEUED_QUERIES", 1)
-        # Hogs that would run for hours but are cut by their own 5 s timeout. Once the server
-        # itself reports every worker busy and a query waiting (GRAPH.INFO), the queue stays
-        # full until those timeouts, so the client's first attempt below is refused for
-        # certain, and the queue drains by itself after. (A single refused hog is no proof:
-        # a job can be refused in the instant before an idle worker picks up the one queued.)
+        # Hogs that would run for hours but are cut by their own 5 s timeout. A hog can be
+        # refused in the instant before an idle worker picks up the one queued ahead of it, so
+        # a fixed number of hogs does not fill the queue for certain: keep adding hogs until
+        # the server itself (GRAPH.INFO) reports every worker busy and a query waiting. From
+        # then the queue stays full until those timeouts, so the client's first attempt below
+        # is refused, and the queue drains by itself after.
         endless = "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b RETURN count(*)"
         workers = int(admin.execute_command("GRAPH.CONFIG", "GET", "THREAD_COUNT")[1])
 
         def hog() -> None:
-            conn = redis.Redis(unix_socket_path=socket)
+            conn = redis.Redis(unix_socket_path=socket, socket_timeout=60, retry=None)
             with contextlib.suppress(redis.ResponseError):  # refused, or cut by its timeout
                 conn.execute_command("GRAPH.RO_QUERY", "user_bp", endless, "timeout", 5000)
 
@@ -226,13 +231,13 @@ def test_real_backpressure_is_retried_until_the_queue_drains(tmp_path: Path) -> 
                 and len(sections[b"# Waiting queries"]) >= 1
             )
 
-        hogs = [threading.Thread(target=hog) for _ in range(workers + 3)]
-        for thread in hogs:
-            thread.start()
+        hogs: list[threading.Thread] = []
         deadline = time.monotonic() + 30  # a bound for a slow machine, not a timing assertion
         while not queue_is_full():
             assert time.monotonic() < deadline, "could not fill the server's query queue"
-            time.sleep(0.01)
+            hogs.append(threading.Thread(target=hog))
+            hogs[-1].start()
+            time.sleep(0.05)
         client = make_client(handle, settings)
         value = client.ro_value("user_bp", "MATCH (n:Entity) RETURN count(n)", timeout_ms=60000)
         assert value == 1

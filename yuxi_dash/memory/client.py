@@ -282,12 +282,13 @@ def close_clients() -> None:
 def hits_connection(settings: Settings | None = None) -> redis.Redis:
     """Where ratification hit counters live: YUXI_DASH_REDIS_URL, else the FalkorDB server."""
     settings = settings or get_settings()
+    # retry=None: redis-py 8 would otherwise re-send a timed-out INCR and count a hit twice.
     try:
         if settings.redis_url:
-            conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
+            conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5, retry=None)
         else:
             handle = ensure_server(settings)
-            conn = redis.Redis(**handle.redis_kwargs(), socket_timeout=5)  # type: ignore[arg-type]
+            conn = redis.Redis(**handle.redis_kwargs(), socket_timeout=5, retry=None)  # type: ignore[arg-type]
         conn.ping()
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise MemoryUnavailable(
