@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import clip, markdown_literal, stamp
 
 actor, access = ui.open_memory_page("Memory vs chat", "chat")
 data = ui.load_chat(access)
@@ -18,8 +19,10 @@ with chat_col:
     own = [m for m in data["messages"] if m["role"] in ("user", "human")]
     if not own:
         st.info("No chat messages from this user in the store.")
-    for message in own[-100:]:
-        st.markdown(f"`{message['created_at']}` {message['content'][:500]}")
+    for message in own[-100:]:  # the user's text shown literally: no links, images or HTML
+        st.markdown(
+            f"`{stamp(message['created_at'])}` {markdown_literal(clip(message['content'], 500))}"
+        )
 with facts_col:
     st.subheader("What memory says")
     st.dataframe(
@@ -42,4 +45,16 @@ with facts_col:
             "created_at",
         ],
         hide_index=True,
+        column_config={
+            "suspect": st.column_config.CheckboxColumn(
+                "Suspect", help="user_asserted, yet nothing the user wrote supports it"
+            ),
+            "supported_by_chat": st.column_config.CheckboxColumn("In the user's words"),
+            "source_kind": st.column_config.TextColumn("Source kind"),
+            "fact": st.column_config.TextColumn("Fact"),
+            "terms_in_chat": st.column_config.TextColumn("Terms found in chat"),
+            "key_terms": st.column_config.TextColumn("Key terms"),
+            "status": st.column_config.TextColumn("Status"),
+            "created_at": st.column_config.TextColumn("Created"),
+        },
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import markdown_literal
 
 actor, access = ui.open_memory_page("Communities", "communities")
 data = ui.load_communities(access)
@@ -26,5 +27,5 @@ st.dataframe(
 )
 for community in data["communities"]:
     with st.expander(f"{community['name']} — {community['members']} members"):
-        st.write(community["summary"])
-        st.write(", ".join(community["member_names"]))
+        st.markdown(markdown_literal(community["summary"] or ""))
+        st.markdown(markdown_literal(", ".join(community["member_names"])))

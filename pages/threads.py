@@ -56,6 +56,12 @@ st.dataframe(
     width="stretch",
     column_config={
         "open": st.column_config.LinkColumn("", display_text="open", width="small"),
+        "thread": st.column_config.TextColumn("Thread"),
+        "user": st.column_config.TextColumn("User"),
+        "agent": st.column_config.TextColumn("Agent"),
+        "busy": st.column_config.TextColumn("Busy", help="running, queued or interrupted: wait"),
+        "compression": st.column_config.TextColumn("Compression"),
+        "last compression": st.column_config.TextColumn("Last compression"),
         "pressure": st.column_config.ProgressColumn(
             "Summary pressure", format="percent", min_value=0.0, max_value=1.0
         ),

@@ -63,6 +63,12 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
+        "id": st.column_config.NumberColumn("Id", format="plain"),
+        "thread_id": st.column_config.TextColumn("Thread"),
+        "user_id": st.column_config.TextColumn("User"),
+        "tool_name": st.column_config.TextColumn("Tool"),
+        "path": st.column_config.TextColumn("Path (under the workdir)"),
+        "created_at": st.column_config.DatetimeColumn("Saved at", format="YYYY-MM-DD HH:mm"),
         "sha_status": st.column_config.TextColumn("SHA-256", help="ok / mismatch / missing"),
         "chars": st.column_config.NumberColumn("Chars", format="localized"),
         "approx_tokens": st.column_config.NumberColumn("≈ tokens", format="localized"),

@@ -26,6 +26,7 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
     from tests.fixtures.graph import REPO
     from yuxi_dash.demo_story import planted_facts, user_statements
     from yuxi_dash.settings import get_settings
+    from yuxi_dash.ui.format import markdown_literal
     from yuxi_dash.ui.memory import clear_memory_caches
 
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(falkordb_dir))  # the seeded graphs
@@ -40,7 +41,8 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
     statements = user_statements(user)
     suspect, derived = planted_facts(user)
     shown = " ".join(m.value for m in at.markdown).lower()
-    assert statements[0].said.lower() in shown  # the user's own words, from the demo threads
+    # the user's own words, from the demo threads, shown literally (markdown escaped)
+    assert markdown_literal(statements[0].said).lower() in shown
     table = at.dataframe[0].value
     first = table.iloc[0]
     assert (first["fact"], first["source_kind"], bool(first["suspect"])) == (

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
+
+from markdown_it import MarkdownIt
 
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
 from yuxi_dash.ui.format import (
     ago,
+    clip,
     compress_blocker,
     error_line,
+    markdown_literal,
     outcome_line,
     pct,
     saved_result_parts,
+    stamp,
     structured_records,
     tokens,
     tokens_to_threshold,
@@ -104,3 +109,28 @@ def test_saved_result_parts_and_structured_records() -> None:
     assert (records["result_count"], records["omitted_results"]) == (12, 11)
     assert saved_result_parts("plain tool output") is None
     assert structured_records("[HEAD]\nnot json") is None
+
+
+def test_markdown_literal_shows_a_users_words_as_written() -> None:
+    """Rendered as CommonMark (as Streamlit does): no image, link, HTML or heading survives."""
+    hostile = (
+        "# Title ![x](https://evil.example/p.png) [click](javascript:alert(1)) "
+        "<img src=x onerror=alert(1)> https://evil.example `code` *em* $x^2$ 1. item \\ end"
+    )
+    html = MarkdownIt("commonmark").render(markdown_literal(hostile))
+    for tag in ("<img", "<a ", "<h1", "<code", "<em", "<ol"):
+        assert tag not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html  # shown, as text
+    assert "![x](https" in html and "$x^2$" in html and "\\ end" in html
+    assert "one<br />\ntwo" in MarkdownIt("commonmark").render(markdown_literal("one\ntwo"))
+
+
+def test_stamp_and_clip() -> None:
+    moment = datetime(2026, 11, 19, 15, 40, 15, 227046, tzinfo=UTC)
+    assert stamp(moment) == "2026-11-19 15:40 UTC"
+    assert stamp("2026-11-19 15:40:15.227046+00:00") == "2026-11-19 15:40 UTC"
+    eastern = datetime(2026, 11, 19, 10, 40, tzinfo=timezone(timedelta(hours=-5)))
+    assert stamp(eastern) == "2026-11-19 15:40 UTC"
+    assert stamp(datetime(2026, 11, 19, 15, 40)) == "2026-11-19 15:40 UTC"  # naive is UTC
+    assert stamp("yesterday") == "yesterday" and stamp(None) == "–"
+    assert clip("abcdef", 6) == "abcdef" and clip("abcdefg", 6) == "abcde…"

@@ -6,6 +6,7 @@ once: the operator sees every outcome or refusal as exactly one line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +70,37 @@ def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)} h ago"
     return f"{int(seconds // 86400)} d ago"
+
+
+def stamp(moment: datetime | str | None) -> str:
+    """A moment to the minute in UTC: '2026-11-19 15:40 UTC'; text that is no date as it is."""
+    if moment is None:
+        return "–"
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment)
+        except ValueError:
+            return moment
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def markdown_literal(text: str) -> str:
+    """``text`` escaped so Streamlit's markdown shows it as written: no links, images, HTML or math.
+
+    Users' own words are shown to support staff; a message holding ``![](https://...)``
+    must not make the staff member's browser fetch anything. Line breaks are kept.
+    """
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:

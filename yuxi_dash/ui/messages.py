@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.ui.format import saved_result_parts, structured_records
+from yuxi_dash.ui.format import markdown_literal, saved_result_parts, structured_records
 
 _AVATARS = {
     "human": "user",
@@ -78,8 +78,8 @@ def draw_message(message: Mapping[str, Any]) -> None:
             if not draw_saved_result(message["text"]):
                 draw_preview(message["text"], max_chars=4000)
             return
-        if message["text"]:
-            st.markdown(message["text"])
+        if message["text"]:  # literally: a message's own links or images are never fetched
+            st.markdown(markdown_literal(message["text"]))
         for call in message.get("tool_calls") or []:
             st.caption(f"calls `{call.get('name')}`")
             st.code(
