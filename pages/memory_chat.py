@@ -6,6 +6,7 @@ import streamlit as st
 
 from yuxi_dash.ui import memory as ui
 from yuxi_dash.ui.format import clip, markdown_literal, stamp
+from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Memory vs chat", "chat")
 data = ui.load_chat(access)
@@ -25,7 +26,7 @@ with chat_col:
         )
 with facts_col:
     st.subheader("What memory says")
-    st.dataframe(
+    draw_records(
         [
             {
                 **f,
@@ -34,7 +35,7 @@ with facts_col:
             }
             for f in data["facts"]
         ],
-        column_order=[
+        [
             "suspect",
             "supported_by_chat",
             "source_kind",
@@ -44,17 +45,8 @@ with facts_col:
             "status",
             "created_at",
         ],
-        hide_index=True,
-        column_config={
-            "suspect": st.column_config.CheckboxColumn(
-                "Suspect", help="user_asserted, yet nothing the user wrote supports it"
-            ),
-            "supported_by_chat": st.column_config.CheckboxColumn("In the user's words"),
-            "source_kind": st.column_config.TextColumn("Source kind"),
-            "fact": st.column_config.TextColumn("Fact"),
-            "terms_in_chat": st.column_config.TextColumn("Terms found in chat"),
-            "key_terms": st.column_config.TextColumn("Key terms"),
-            "status": st.column_config.TextColumn("Status"),
-            "created_at": st.column_config.TextColumn("Created"),
+        helps={
+            "suspect": "user_asserted, yet nothing the user wrote supports it",
+            "supported_by_chat": "at least half of the fact's key terms occur in the user's words",
         },
     )

@@ -6,6 +6,7 @@ import streamlit as st
 
 from yuxi_dash.ui import memory as ui
 from yuxi_dash.ui.format import markdown_literal
+from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Communities", "communities")
 data = ui.load_communities(access)
@@ -22,9 +23,7 @@ st.caption(
 if not data["communities"]:
     st.info("This user has no communities yet.")
     st.stop()
-st.dataframe(
-    data["communities"], column_order=["name", "members", "summary", "created_at"], hide_index=True
-)
+draw_records(data["communities"], ["name", "members", "summary", "created_at"])
 for community in data["communities"]:
     with st.expander(f"{community['name']} — {community['members']} members"):
         st.markdown(markdown_literal(community["summary"] or ""))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.tables import draw_records
 
 PAGE_SIZE = 50
 
@@ -22,10 +23,9 @@ data = ui.load_entities(access, search, PAGE_SIZE, (int(page) - 1) * PAGE_SIZE)
 st.caption(f"{data['total']:,} entities match; showing {len(data['entities'])}.")
 if not data["entities"]:
     st.stop()
-st.dataframe(
+draw_records(
     [{**e, "labels": ", ".join(e["labels"])} for e in data["entities"]],
-    column_order=["name", "labels", "summary", "created_at", "uuid"],
-    hide_index=True,
+    ["name", "labels", "summary", "created_at", "uuid"],
 )
 
 names = {e["uuid"]: e["name"] for e in data["entities"]}
@@ -48,9 +48,9 @@ entity = detail["entity"]
 st.subheader(entity["name"])
 st.caption(f"{', '.join(entity['labels']) or 'Entity'} · {entity['summary']}")
 st.caption(f"{detail['total']:,} facts as source or target (oldest first, at most 200 shown).")
-st.dataframe(
+draw_records(
     detail["facts"],
-    column_order=[
+    [
         "role",
         "source",
         "name",
@@ -63,7 +63,7 @@ st.dataframe(
         "invalid_at",
         "expired_at",
     ],
-    hide_index=True,
+    helps={"role": "whether this entity is the fact's source or its target"},
 )
 if detail["facts"]:
     st.graphviz_chart(ui.neighbourhood_dot(entity["name"], detail["facts"]))

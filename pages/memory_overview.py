@@ -13,6 +13,7 @@ import streamlit as st
 
 from yuxi_dash.auth import Role
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Memory overview", "overview")
 stats = ui.load_stats(access)
@@ -103,9 +104,9 @@ if actor.role >= Role.OPERATOR:
             rows = ui.index_health_scan(actor)
             drifted = [r for r in rows if not r["gated_off"] and r["drift"]]
             st.write(f"{len(rows)} graph(s) scanned; {len(drifted)} with drift.")
-            st.dataframe(
+            draw_records(
                 rows,
-                column_order=[
+                [
                     "user_id",
                     "drift",
                     "index_path_facts",
@@ -113,5 +114,4 @@ if actor.role >= Role.OPERATOR:
                     "gated_off",
                     "reason",
                 ],
-                hide_index=True,
             )

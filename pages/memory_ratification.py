@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Ratification", "ratification")
 data = ui.load_ratification(access)
@@ -19,9 +20,9 @@ a.metric("Would promote", nxt["promote"], help="tentative with at least one hit"
 b.metric("Would supersede", nxt["supersede"], help="no hits and older than 30 days")
 c.metric("Would leave", nxt["leave"])
 st.caption(f"Hits from Redis key mem:hits:{access.user_id}:<edge uuid> (30-day TTL).")
-st.dataframe(
+draw_records(
     data["tentative"],
-    column_order=[
+    [
         "action",
         "reason",
         "hits",
@@ -33,5 +34,5 @@ st.dataframe(
         "source_kind",
         "created_at",
     ],
-    hide_index=True,
+    helps={"hits": "reads of this fact counted in Redis in the last 30 days"},
 )

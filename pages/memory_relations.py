@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Relations", "relations")
 data = ui.load_relations(access)
@@ -19,8 +20,10 @@ dups = data["duplicates"]
 st.subheader("Likely duplicates")
 st.caption("Counted directed: A→B and B→A are not the same triple.")
 st.markdown(f"**Same source, name and target** — {len(dups['same_triple'])} triple(s)")
-st.dataframe(dups["same_triple"], hide_index=True)
+draw_records(dups["same_triple"], list(dups["same_triple"][0]) if dups["same_triple"] else [])
 st.markdown(f"**Same fact text** — {len(dups['same_fact_text'])} text(s)")
-st.dataframe(dups["same_fact_text"], hide_index=True)
+draw_records(
+    dups["same_fact_text"], list(dups["same_fact_text"][0]) if dups["same_fact_text"] else []
+)
 st.markdown(f"**Mirrored edges** (A→B and B→A, same name) — {len(dups['mirrored'])} pair(s)")
-st.dataframe(dups["mirrored"], hide_index=True)
+draw_records(dups["mirrored"], list(dups["mirrored"][0]) if dups["mirrored"] else [])
