@@ -63,7 +63,7 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
-        "id": st.column_config.NumberColumn("Id", format="plain"),
+        "id": st.column_config.NumberColumn("Id", format="%d"),
         "thread_id": st.column_config.TextColumn("Thread"),
         "user_id": st.column_config.TextColumn("User"),
         "tool_name": st.column_config.TextColumn("Tool"),
