@@ -43,7 +43,14 @@ st.dataframe(
     shown[["at", "actor", "action", "target", "outcome", "detail"]],
     hide_index=True,
     width="stretch",
-    column_config={"at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm:ss")},
+    column_config={
+        "at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+        "actor": st.column_config.TextColumn("Who"),
+        "action": st.column_config.TextColumn("Action"),
+        "target": st.column_config.TextColumn("Target"),
+        "outcome": st.column_config.TextColumn("Outcome"),
+        "detail": st.column_config.TextColumn("Detail", help="never user data or query text"),
+    },
 )
 st.download_button(
     "Export CSV",
