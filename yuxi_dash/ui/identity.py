@@ -195,7 +195,8 @@ def _hand_navigation_to_app() -> None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
-    if not PagesManager.uses_pages_directory or ctx is None:
+    # A Streamlit without this class attribute has no such per-process mode: nothing to settle.
+    if not getattr(PagesManager, "uses_pages_directory", False) or ctx is None:
         return
     PagesManager.uses_pages_directory = False
     runpy.run_path(str(ctx.pages_manager.main_script_path), run_name="__main__")
