@@ -42,6 +42,25 @@ def test_picker_lists_existing_graphs(memory_pages) -> None:
     assert not at.exception and at.metric
 
 
+def test_a_server_with_no_user_graphs_says_how_to_get_some(
+    memory_pages, monkeypatch, tmp_path
+) -> None:
+    from yuxi_dash.memory.server import stop_server
+
+    monkeypatch.delenv("GRAPHITI_FALKORDB_HOST", raising=False)
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "empty-fdb"))  # a fresh server
+    get_settings.cache_clear()
+    try:
+        at = memory_pages("memory_overview.py", None)
+        assert not at.exception
+        assert at.selectbox[0].options == []
+        said = [i.value for i in at.main.info]
+        assert len(said) == 1 and said[0].startswith("No user graphs on this FalkorDB yet")
+        assert "yuxi-dash demo" in said[0] and not at.metric
+    finally:
+        stop_server(get_settings())
+
+
 def test_falkordb_down_is_one_line(memory_pages, monkeypatch) -> None:
     monkeypatch.setenv("GRAPHITI_FALKORDB_HOST", "127.0.0.1")
     monkeypatch.setenv("GRAPHITI_FALKORDB_PORT", "1")  # nothing listens there

@@ -57,8 +57,10 @@ def _memory_users(server: str, search: str) -> tuple[list[str], int]:
     return service.list_memory_users(search=search, limit=PICKER_LIMIT)
 
 
-def user_picker() -> str | None:
-    """A search box plus a select box over the graphs that exist (there may be thousands).
+def user_picker() -> tuple[str | None, int]:
+    """(chosen user, users matching the search): a search box plus a select box over the graphs.
+
+    There may be thousands of graphs, so the select box lists the first matches only.
 
     The choice is mirrored in the URL (`?user=ID`) so a support ticket can link
     straight to one user's memory; the id is validated by the service like any other.
@@ -82,7 +84,7 @@ def user_picker() -> str | None:
         st.session_state[USER_KEY] = chosen
     if chosen and st.query_params.get("user") != chosen:
         st.query_params["user"] = chosen
-    return chosen
+    return chosen, total
 
 
 def _gates(user_id: str) -> MemoryGates:
@@ -105,9 +107,15 @@ def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
     """Identity, picker, gates, then the audited door. Stops the run when any step says no."""
     actor = require_actor()
     st.title(title)
-    user_id = user_picker()
+    user_id, graphs = user_picker()
     if not user_id:
-        st.info("Choose a user to read their memory. Every view of a user's memory is audited.")
+        if graphs == 0 and not (st.session_state.get("memory_user_search") or "").strip():
+            st.info(
+                "No user graphs on this FalkorDB yet. Seed the demo with `yuxi-dash demo`, "
+                "or point GRAPHITI_FALKORDB_HOST at the platform's server."
+            )
+        else:
+            st.info("Choose a user to read their memory. Every view of a user's memory is audited.")
         st.stop()
     gates = _gates(user_id)
     draw_gates(gates)
