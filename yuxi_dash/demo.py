@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -522,10 +523,24 @@ def _compress_some(settings: Settings, created: list[_BuiltThread]) -> list[str]
     return compressed
 
 
+Progress = Callable[[str], None]
+
+
+def _quiet(_stage: str) -> None:
+    """The default progress sink: say nothing."""
+
+
 def seed_demo_threads(
-    settings: Settings, *, reset: bool = False, now: datetime | None = None
+    settings: Settings,
+    *,
+    reset: bool = False,
+    now: datetime | None = None,
+    progress: Progress = _quiet,
 ) -> DemoReport:
-    """Seed the demo threads (idempotent: existing demo threads are left as they are)."""
+    """Seed the demo threads (idempotent: existing demo threads are left as they are).
+
+    ``progress`` is told each stage as it starts (one short line), for a CLI to show.
+    """
     from yuxi_dash.compression import get_summarizer
     from yuxi_dash.service import upsert_agent
     from yuxi_dash.simulate import SIM_AGENTS, simulate
@@ -547,13 +562,15 @@ def seed_demo_threads(
         for agent in SIM_AGENTS:
             upsert_agent(session, agent.slug, **agent.agent_fields())
         existing = _demo_thread_ids(session)
-        for plan in plan_threads():
-            if plan.thread_id in existing:
-                continue
+        plans = [plan for plan in plan_threads() if plan.thread_id not in existing]
+        if plans:
+            progress(f"building {len(plans)} demo threads")
+        for plan in plans:
             built = _build_thread(plan, workdir=workdir, summarizer=summarizer, anchor=anchor)
             _write_thread(session, built)
             created.append(built)
     if created:
+        progress("compressing some threads as an operator would")
         compressed = _compress_some(settings, created)
         report.notes.append(f"an operator compressed {len(compressed)} threads")
     live_prefix = f"{DEMO_PREFIX}live"
@@ -564,6 +581,7 @@ def seed_demo_threads(
             .where(Conversation.thread_id.like(f"{live_prefix}-%"))
         )
     if not live_existing:
+        progress(f"simulating {LIVE_THREADS} live threads")
         simulate(
             settings,
             threads=LIVE_THREADS,
@@ -598,15 +616,17 @@ def seed_demo(
     reset: bool = False,
     memory: bool = True,
     now: datetime | None = None,
+    progress: Progress = _quiet,
 ) -> DemoReport:
     """Seed threads, then (when `memory`) the users' graphs; `reset` starts both clean."""
-    report = seed_demo_threads(settings, reset=reset, now=now)
+    report = seed_demo_threads(settings, reset=reset, now=now, progress=progress)
     if memory:
         try:
             from yuxi_dash.memory.demo import seed_demo_graphs
         except ImportError as exc:
             report.notes.append(f"memory demo not available ({exc.name}); graphs not seeded")
             return report
+        progress(f"writing {len(DEMO_USERS)} user memory graphs")
         result = seed_demo_graphs(settings, DEMO_USERS, reset=reset)
         report.graphs = int(result.get("graphs", 0)) + int(result.get("skipped_existing", 0))
         if result.get("skipped_existing"):

@@ -323,6 +323,13 @@ def test_demo_command_seeds_threads_only_with_no_memory(
     code, report, err = run(capsys, "demo", "--no-memory")
     assert code == 0 and "Traceback" not in err
     assert report["threads"] >= 190 and report["users"] == 30 and report["graphs"] == 0
+    stages = err.splitlines()  # progress on stderr, one line per stage; stdout held only JSON
+    assert stages[0].startswith("yuxi-dash: building ") and "demo threads" in stages[0]
+    assert any("simulating" in line for line in stages)
+    assert not any("memory graphs" in line for line in stages)  # --no-memory
+    code, again, err = run(capsys, "demo", "--no-memory")
+    assert code == 0 and again["threads"] == report["threads"]
+    assert "building" not in err  # nothing left to build: no stage announced
     code, rows, _ = run(capsys, "threads", "--min-pressure", "0.85", "--limit", "500")
     assert code == 0 and len(rows) >= 20
 

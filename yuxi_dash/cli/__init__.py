@@ -56,6 +56,11 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON to stdout and nothing else")
 
 
+def say_progress(stage: str) -> None:
+    """One line per stage of long work, on stderr (stdout stays the command's result)."""
+    print(f"yuxi-dash: {stage}…", file=sys.stderr, flush=True)
+
+
 def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, default=str, ensure_ascii=False, indent=2) + "\n")
 

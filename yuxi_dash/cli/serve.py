@@ -14,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from yuxi_dash.cli import CommandResult, add_json_flag
+from yuxi_dash.cli import CommandResult, add_json_flag, say_progress
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 
@@ -74,7 +74,7 @@ def prepare(settings: Settings, *, demo: bool) -> dict:
     if demo and _database_is_empty(settings):
         from yuxi_dash.demo import seed_demo
 
-        seeded = seed_demo(settings, reset=False, memory=True).to_dict()
+        seeded = seed_demo(settings, reset=False, memory=True, progress=say_progress).to_dict()
     return {"migrated": True, "demo_seeded": seeded}
 
 

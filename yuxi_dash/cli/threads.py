@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from yuxi_dash.cli import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
+from yuxi_dash.cli import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag, say_progress
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, ThreadNotFound
 
 # ---------------------------------------------------------------------------
@@ -148,7 +148,9 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.demo import seed_demo
     from yuxi_dash.settings import get_settings
 
-    report = seed_demo(get_settings(), reset=args.reset, memory=not args.no_memory)
+    report = seed_demo(
+        get_settings(), reset=args.reset, memory=not args.no_memory, progress=say_progress
+    )
     data = report.to_dict()
     lines = [
         f"threads: {report.threads}",
