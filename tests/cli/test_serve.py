@@ -55,8 +55,11 @@ def test_demo_seeds_an_empty_database_once(
     calls: list[bool] = []
     real_seed = yuxi_dash.demo.seed_demo
 
-    def seed_threads_only(settings: Settings, *, reset: bool = False, memory: bool = True):
+    def seed_threads_only(
+        settings: Settings, *, reset: bool = False, memory: bool = True, progress=None
+    ):
         calls.append(memory)
+        assert progress is not None  # serve shows the seeding stages
         return real_seed(settings, reset=reset, memory=False)  # memory graphs: tests/memory
 
     monkeypatch.setattr(yuxi_dash.demo, "seed_demo", seed_threads_only)
