@@ -157,9 +157,37 @@ def test_multibyte_result_round_trips_byte_for_byte(workdir: Workdir) -> None:
     compacted[1].content.encode("utf-8")  # the preview cut no character in half
 
 
-def test_non_text_content_is_left_alone(workdir: Workdir) -> None:
-    blocks = [{"type": "text", "text": "x" * 5000}]
+def test_text_block_content_is_offloaded_as_its_joined_text(workdir: Workdir) -> None:
+    """MCP-style results: a list of text blocks is saved as its text, recoverable byte for byte."""
+    blocks = [
+        {"type": "text", "text": "第一部分 " * 400},
+        "plain part\n",
+        {"type": "text", "text": "end"},
+    ]
+    text = "第一部分 " * 400 + "plain part\n" + "end"
+    message = ToolMessage(content=blocks, tool_call_id="c", name="mcp_search")
+    [replaced] = compact_messages([message], workdir)
+    assert is_saved_result(replaced)
+    header = parse_saved_header(replaced.content)
+    raw = (workdir.root / header["Full output path"]).read_bytes()
+    assert raw == text.encode("utf-8")
+    assert header["SHA-256"] == hashlib.sha256(raw).hexdigest()
+    assert header["Approx tokens"] == str(-(-len(text) // 4))
+    assert message.content == blocks  # the input is untouched
+
+
+def test_content_with_a_non_text_block_is_left_alone(workdir: Workdir) -> None:
+    blocks = [
+        {"type": "text", "text": "x" * 5000},
+        {"type": "image", "source_type": "base64", "data": "aGk=", "mime_type": "image/png"},
+    ]
     message = ToolMessage(content=blocks, tool_call_id="c", name="run")
+    assert compact_messages([message], workdir) == [message]
+    assert not any((workdir.root / "outputs" / "large_tool_results").glob("*"))
+
+
+def test_short_text_blocks_stay(workdir: Workdir) -> None:
+    message = ToolMessage(content=[{"type": "text", "text": "ok"}], tool_call_id="c", name="run")
     assert compact_messages([message], workdir) == [message]
 
 

@@ -251,3 +251,34 @@ def test_auto_over_threshold_with_too_little_history(workdir: Workdir) -> None:
     outcome = auto_compact(big, workdir=workdir, summarizer=summarizer, threshold_tokens=10)
     assert outcome.status == "completed" and outcome.reason == "insufficient_history"
     assert not outcome.summarized and len(outcome.saved_files) == 2 and summarizer.calls == []
+
+
+def test_text_block_results_are_offloaded_on_both_paths(workdir: Workdir) -> None:
+    """MCP-style content-block results get under the threshold without a summary, and a forced
+    summary persists them offloaded too (the summary path plans, then writes)."""
+
+    def as_blocks(messages: list) -> list:
+        return [
+            m.model_copy(update={"content": [{"type": "text", "text": m.content}]})
+            if isinstance(m, ToolMessage)
+            else m
+            for m in messages
+        ]
+
+    state = ThreadContextState("t-blocks", as_blocks(build_thread(10, big_every=1, big_chars=8000)))
+    summarizer = CountingSummarizer()
+    threshold = count_state_tokens(state) - 100
+    outcome = auto_compact(
+        state, workdir=workdir, summarizer=summarizer, threshold_tokens=threshold
+    )
+    assert summarizer.calls == [] and outcome.reason == "compaction_sufficient"
+    assert outcome.compressed_messages == len(outcome.saved_files) == 10
+
+    state = ThreadContextState(
+        "t-blocks-2", as_blocks(build_thread(12, big_every=1, big_chars=6000))
+    )
+    forced = force_summarize(state, workdir=workdir, summarizer=CountingSummarizer())
+    tool_messages = [m for m in forced.state.messages if isinstance(m, ToolMessage)]
+    assert tool_messages and all(is_saved_result(m) for m in tool_messages)
+    for _call_id, _name, saved in forced.saved_files:
+        assert workdir.verify(saved.path, saved.sha256) == "ok"

@@ -5,7 +5,9 @@
   replaced by the saved-result header carrying the full SHA-256, the path and a
   preview. Messages already saved are skipped. A failed write (OSError) or no
   workdir leaves that message exactly as it was. This change is persisted in
-  the state. One pass writes as it goes (each result encoded and hashed once);
+  the state. A message's text is its string content, or the joined text of a
+  content-block list made only of text blocks (as MCP tools return); a list
+  holding anything else (an image) is left as it is. One pass writes as it goes (each result encoded and hashed once);
   the engine's summary path splits it into ``plan_offload`` (no I/O) and
   ``write_offloads`` so a failed summary writes nothing.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
@@ -41,6 +43,32 @@ SavedRecord = tuple[str | None, str, SavedFile]  # (tool_call_id, tool_name, sav
 def is_saved_result(message: BaseMessage) -> bool:
     """True when a ToolMessage already carries the saved-result header."""
     return isinstance(message.content, str) and message.content.startswith(SAVED_RESULT_MARKER)
+
+
+def tool_result_text(message: BaseMessage) -> str | None:
+    """The text a tool result holds: its string content, or its text blocks joined.
+
+    None when the content is a list with anything but text in it (an image, a
+    file): that cannot be saved as text and recovered as it was, so it stays.
+    """
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        return None
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
+            parts.append(block["text"])
+        else:
+            return None
+    return "".join(parts)
 
 
 def saved_result_header(tool_name: str, saved: SavedFile, preview: str, original_chars: int) -> str:
@@ -114,10 +142,12 @@ def plan_offload(
     pending: list[PendingOffload] = []
     if workdir is None:
         return result, pending
-    for index, message, tool_name in _offload_candidates(result, start, tool_result_token_limit):
-        saved, _data = workdir.prepare_tool_result(tool_name, message.content)
+    for index, message, tool_name, text in _offload_candidates(
+        result, start, tool_result_token_limit
+    ):
+        saved, _data = workdir.prepare_tool_result(tool_name, text)
         result[index] = _saved_message(
-            message, tool_name, saved, tool_result_token_limit, preview_rule
+            message, text, tool_name, saved, tool_result_token_limit, preview_rule
         )
         pending.append(PendingOffload(index, message, message.tool_call_id, tool_name, saved))
     return result, pending
@@ -125,16 +155,16 @@ def plan_offload(
 
 def _offload_candidates(
     messages: list[BaseMessage], start: int, token_limit: int
-) -> Iterator[tuple[int, ToolMessage, str]]:
-    """(index, message, tool name) of every unsaved string ToolMessage over the limit."""
+) -> Iterator[tuple[int, ToolMessage, str, str]]:
+    """(index, message, tool name, text) of every unsaved text ToolMessage over the limit."""
     call_names: dict[str, str] | None = None
     max_chars = token_limit * 4  # ceil(chars / 4) > limit  <=>  chars > 4 * limit
     for index in range(max(0, start), len(messages)):
         message = messages[index]
         if not isinstance(message, ToolMessage):
             continue
-        content = message.content
-        if not isinstance(content, str):
+        content = tool_result_text(message)
+        if content is None:
             continue
         if len(content) <= max_chars or content.startswith(SAVED_RESULT_MARKER):
             continue
@@ -143,14 +173,18 @@ def _offload_candidates(
             if call_names is None:
                 call_names = tool_names_by_call_id(messages)
             tool_name = call_names.get(message.tool_call_id) or "tool"
-        yield index, message, tool_name
+        yield index, message, tool_name, content
 
 
 def _saved_message(
-    message: ToolMessage, tool_name: str, saved: SavedFile, token_limit: int, rule: PreviewRule
+    message: ToolMessage,
+    content: str,
+    tool_name: str,
+    saved: SavedFile,
+    token_limit: int,
+    rule: PreviewRule,
 ) -> ToolMessage:
-    """``message`` with its content replaced by the saved-result header and preview."""
-    content = message.content
+    """``message`` with its content (text ``content``) replaced by the header and preview."""
     preview = tool_result_preview(tool_name, content, token_limit, rule=rule)
     header = saved_result_header(tool_name, saved, preview, len(content))
     return message.model_copy(update={"content": header})
@@ -168,7 +202,7 @@ def write_offloads(
     saved_records: list[SavedRecord] = []
     for item in pending:
         try:
-            workdir.write_prepared(item.saved, encode_text(item.original.content))
+            workdir.write_prepared(item.saved, encode_text(tool_result_text(item.original) or ""))
         except OSError as exc:
             # The message stays exactly as it was; the next compaction tries again.
             logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
@@ -196,8 +230,10 @@ def offload_tool_results(
     saved_records: list[SavedRecord] = []
     if workdir is None:
         return result, saved_records
-    for index, message, tool_name in _offload_candidates(result, start, tool_result_token_limit):
-        saved, data = workdir.prepare_tool_result(tool_name, message.content)
+    for index, message, tool_name, text in _offload_candidates(
+        result, start, tool_result_token_limit
+    ):
+        saved, data = workdir.prepare_tool_result(tool_name, text)
         try:
             workdir.write_prepared(saved, data)
         except OSError as exc:
@@ -207,7 +243,7 @@ def offload_tool_results(
         finally:
             del data
         result[index] = _saved_message(
-            message, tool_name, saved, tool_result_token_limit, preview_rule
+            message, text, tool_name, saved, tool_result_token_limit, preview_rule
         )
         saved_records.append((message.tool_call_id, tool_name, saved))
     return result, saved_records
