@@ -20,10 +20,8 @@ dups = data["duplicates"]
 st.subheader("Likely duplicates")
 st.caption("Counted directed: A→B and B→A are not the same triple.")
 st.markdown(f"**Same source, name and target** — {len(dups['same_triple'])} triple(s)")
-draw_records(dups["same_triple"], list(dups["same_triple"][0]) if dups["same_triple"] else [])
+draw_records(dups["same_triple"])
 st.markdown(f"**Same fact text** — {len(dups['same_fact_text'])} text(s)")
-draw_records(
-    dups["same_fact_text"], list(dups["same_fact_text"][0]) if dups["same_fact_text"] else []
-)
+draw_records(dups["same_fact_text"])
 st.markdown(f"**Mirrored edges** (A→B and B→A, same name) — {len(dups['mirrored'])} pair(s)")
-draw_records(dups["mirrored"], list(dups["mirrored"][0]) if dups["mirrored"] else [])
+draw_records(dups["mirrored"])

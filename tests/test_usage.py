@@ -53,20 +53,15 @@ def test_service_figures_use_the_same_formulas() -> None:
     from yuxi_dash.service import UsageFigures
 
     for llm, nxt, window, trigger in [(150_000, 87_041, 128_000, 102_400), (1000, 1200, 3000, 0)]:
-        figures = UsageFigures(
-            llm_input_tokens=llm,
-            next_llm_input_tokens=nxt,
-            context_window=window,
-            summary_trigger_tokens=trigger,
-            summary_active=False,
-        )
-        snapshot = usage_snapshot(
-            llm_input_tokens=llm,
-            next_llm_input_tokens=nxt,
-            context_window=window,
-            summary_trigger_tokens=trigger,
-            summary_active=False,
-        )
+        inputs = {
+            "llm_input_tokens": llm,
+            "next_llm_input_tokens": nxt,
+            "context_window": window,
+            "summary_trigger_tokens": trigger,
+            "summary_active": False,
+        }
+        figures = UsageFigures(**inputs)
+        snapshot = usage_snapshot(**inputs)
         assert figures.summary_pressure_ratio == snapshot.summary_pressure_ratio
         assert figures.context_usage_ratio == snapshot.context_usage_ratio
 

@@ -7,8 +7,8 @@
   workdir leaves that message exactly as it was. This change is persisted in
   the state. A message's text is its string content, or the joined text of a
   content-block list made only of text blocks (as MCP tools return); a list
-  holding anything else (an image) is left as it is. One pass writes as it goes (each result encoded and hashed once);
-  the engine's summary path splits it into ``plan_offload`` (no I/O) and
+  holding anything else (an image) is left as it is. One pass writes as it
+  goes (each result encoded and hashed once); the engine's summary path splits it into ``plan_offload`` (no I/O) and
   ``write_offloads`` so a failed summary writes nothing.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
   than the limit are shown as their first 20 chars plus a marker. This is the
@@ -114,11 +114,14 @@ def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
 class PendingOffload:
     """One planned offload: the file to write and the message to put back if that fails.
 
-    The bytes are not kept: a plan of a large thread would hold every result twice.
+    The encoded bytes are not kept: a plan of a large thread would hold every result
+    twice. ``text`` is the message's own string (the same object) unless the content
+    was a list of text blocks, joined here.
     """
 
     index: int
     original: ToolMessage
+    text: str
     tool_call_id: str | None
     tool_name: str
     saved: SavedFile
@@ -149,7 +152,7 @@ def plan_offload(
         result[index] = _saved_message(
             message, text, tool_name, saved, tool_result_token_limit, preview_rule
         )
-        pending.append(PendingOffload(index, message, message.tool_call_id, tool_name, saved))
+        pending.append(PendingOffload(index, message, text, message.tool_call_id, tool_name, saved))
     return result, pending
 
 
@@ -202,7 +205,7 @@ def write_offloads(
     saved_records: list[SavedRecord] = []
     for item in pending:
         try:
-            workdir.write_prepared(item.saved, encode_text(tool_result_text(item.original) or ""))
+            workdir.write_prepared(item.saved, encode_text(item.text))
         except OSError as exc:
             # The message stays exactly as it was; the next compaction tries again.
             logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)

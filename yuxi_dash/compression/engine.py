@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -110,18 +110,30 @@ def render_history(
     return "\n".join(lines) + "\n"
 
 
-def _no_op(state: ThreadContextState, reason: str, tokens: int) -> CompressionOutcome:
+def _without_summary(
+    status: Literal["completed", "no_op"],
+    reason: str,
+    before: int,
+    after: int,
+    state: ThreadContextState,
+    saved: list[SavedRecord],
+) -> CompressionOutcome:
+    """An outcome with no summary written: at most the offloads in ``saved``."""
     return CompressionOutcome(
-        status="no_op",
+        status=status,
         reason=reason,
-        before_tokens=tokens,
-        after_tokens=tokens,
-        compressed_messages=0,
+        before_tokens=before,
+        after_tokens=after,
+        compressed_messages=len(saved),
         file_path=None,
         state=state,
         summarized=False,
-        saved_files=[],
+        saved_files=saved,
     )
+
+
+def _no_op(state: ThreadContextState, reason: str, tokens: int) -> CompressionOutcome:
+    return _without_summary("no_op", reason, tokens, tokens, state, [])
 
 
 def _summarizable_count(state: ThreadContextState) -> int:
@@ -298,16 +310,13 @@ def auto_compact(
             after_compaction = count_state_tokens(compacted_state, system=system, tools=tools)
         pending = []
         if after_compaction < threshold_tokens:
-            return CompressionOutcome(
-                status="completed",
-                reason="compaction_sufficient",
-                before_tokens=before,
-                after_tokens=after_compaction,
-                compressed_messages=len(saved),
-                file_path=None,
-                state=compacted_state,
-                summarized=False,
-                saved_files=saved,
+            return _without_summary(
+                "completed",
+                "compaction_sufficient",
+                before,
+                after_compaction,
+                compacted_state,
+                saved,
             )
     cutoff = plan_cutoff(compacted_state, keep_messages)
     if cutoff is None:  # nothing to summarize: the compaction is all there is
@@ -315,16 +324,13 @@ def auto_compact(
             compacted_state, saved = _write_now(state, planned, pending, workdir)
             if len(saved) != len(pending):
                 after_compaction = count_state_tokens(compacted_state, system=system, tools=tools)
-        return CompressionOutcome(
-            status="completed" if saved else "no_op",
-            reason="insufficient_history",
-            before_tokens=before,
-            after_tokens=after_compaction,
-            compressed_messages=len(saved),
-            file_path=None,
-            state=compacted_state,
-            summarized=False,
-            saved_files=saved,
+        return _without_summary(
+            "completed" if saved else "no_op",
+            "insufficient_history",
+            before,
+            after_compaction,
+            compacted_state,
+            saved,
         )
     new_state, file_path, summarized, written = _summarize(
         compacted_state, cutoff, workdir=workdir, summarizer=summarizer, pending=pending

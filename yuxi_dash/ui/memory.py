@@ -57,8 +57,8 @@ def _memory_users(server: str, search: str) -> tuple[list[str], int]:
     return service.list_memory_users(search=search, limit=PICKER_LIMIT)
 
 
-def user_picker() -> tuple[str | None, int]:
-    """(chosen user, users matching the search): a search box plus a select box over the graphs.
+def user_picker() -> tuple[str | None, bool]:
+    """(chosen user, whether the server holds no user graph at all): search box plus select box.
 
     There may be thousands of graphs, so the select box lists the first matches only.
 
@@ -84,7 +84,7 @@ def user_picker() -> tuple[str | None, int]:
         st.session_state[USER_KEY] = chosen
     if chosen and st.query_params.get("user") != chosen:
         st.query_params["user"] = chosen
-    return chosen, total
+    return chosen, total == 0 and not search.strip()
 
 
 def _gates(user_id: str) -> MemoryGates:
@@ -107,9 +107,9 @@ def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
     """Identity, picker, gates, then the audited door. Stops the run when any step says no."""
     actor = require_actor()
     st.title(title)
-    user_id, graphs = user_picker()
+    user_id, no_graphs = user_picker()
     if not user_id:
-        if graphs == 0 and not (st.session_state.get("memory_user_search") or "").strip():
+        if no_graphs:
             st.info(
                 "No user graphs on this FalkorDB yet. Seed the demo with `yuxi-dash demo`, "
                 "or point GRAPHITI_FALKORDB_HOST at the platform's server."

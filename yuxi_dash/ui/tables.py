@@ -54,11 +54,13 @@ def _missing(value: Any) -> bool:
 
 def draw_records(
     rows: Sequence[Mapping[str, Any]],
-    columns: Sequence[str],
+    columns: Sequence[str] | None = None,
     *,
     helps: Mapping[str, str] | None = None,
 ) -> None:
-    """A full-width table of ``rows`` showing ``columns`` in that order, with readable headers."""
+    """A full-width table of ``rows`` showing ``columns`` (default: the rows' keys) in order."""
+    if columns is None:
+        columns = list(rows[0]) if rows else []
     helps = helps or {}
     st.dataframe(
         record_frame(rows, columns),
