@@ -16,9 +16,9 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin yuxi
 WORKDIR /app
 
 # Dependencies first (cached layer), then the code.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY yuxi_dash ./yuxi_dash
-RUN pip install . && rm -rf /root/.cache
+RUN pip install -c requirements.lock . && rm -rf /root/.cache
 COPY app.py ./
 COPY pages ./pages
 COPY .streamlit/config.toml ./.streamlit/config.toml

@@ -14,14 +14,16 @@ import streamlit as st
 
 from yuxi_dash.auth import Role
 from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.format import literal, md
 from yuxi_dash.ui.guard import run_guarded
 from yuxi_dash.ui.identity import current_identity, show_refusal
+from yuxi_dash.usage import SUGGESTION_LABEL
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
 OPERATIONS = [
     ("overview.py", "Pressure overview", ":material/monitoring:", Role.VIEWER),
-    ("threads.py", "Threads ≥ 85%", ":material/compress:", Role.VIEWER),
+    ("threads.py", f"Threads ≥ {SUGGESTION_LABEL}", ":material/compress:", Role.VIEWER),
     ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
     ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
     ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),
@@ -29,12 +31,12 @@ OPERATIONS = [
 MEMORY = [
     ("memory_overview.py", "Memory overview", ":material/hub:"),
     ("memory_entities.py", "Entities", ":material/category:"),
-    ("memory_relations.py", "Facts", ":material/share:"),
+    ("memory_facts.py", "Facts", ":material/share:"),
     ("memory_ratification.py", "Ratification", ":material/verified:"),
     ("memory_communities.py", "Communities", ":material/groups:"),
     ("memory_episodes.py", "Episodes", ":material/history_edu:"),
     ("memory_chat.py", "Memory vs chat", ":material/forum:"),
-    ("memory_context.py", "Warm context", ":material/psychology:"),
+    ("memory_warm_context.py", "Warm context", ":material/psychology:"),
 ]
 
 st.set_page_config(page_title="yuxi-dash", page_icon=":material/compress:", layout="wide")
@@ -64,9 +66,9 @@ if memory:
 page = st.navigation(sections)
 
 with st.sidebar:
-    st.caption(f"Signed in as **{actor.id}** · {actor.role.label} · {actor.via}")
+    st.caption(md("Signed in as **{}** · {} · {}", actor.id, actor.role.label, actor.via))
     if identity.banner:
-        st.info(identity.banner, icon=":material/lock_open:")
+        st.info(literal(identity.banner), icon=":material/lock_open:")
     if actor.via == "oidc":
         st.button("Sign out", on_click=st.logout)
 

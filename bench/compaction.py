@@ -1,189 +1,128 @@
-"""Benchmark of deterministic compaction (issue 2, "Speed"); prints ratios, asserts nothing timed.
+"""Compaction bench: our engine beside its floor and its peers, on every corpus shape.
 
-Builds a thread of about 500 messages with 200 large tool results (query_kb,
-web_search and plain command output, over 2 MB in all) and prints:
+For each shape of ``bench/corpus.py`` (1× and 3× sizes), round-robin in one
+process on the same messages, each run into a fresh directory:
 
-- compaction time (``compact_messages`` into a fresh workdir, file writes
-  included) and its ratio to one pass of ``hashlib.sha256`` plus ``json.loads``
-  over the same tool-result bytes (target: at most 3x);
-- peak Python memory of the compaction (tracemalloc);
-- the share of all record ids and URLs in the input that stay visible in the
-  compacted view under the plain DESIGN rule and under ours (target: ours at
-  least 1.5x plain at the same budget), and records visible per 1,200 chars;
-- that every offloaded result is recoverable byte for byte from its file.
+- ``floor``: sha256 + ``json.loads`` of every tool result over the limit (the
+  work any offloader that reads structure must do);
+- ``floor+writes``: the floor plus writing each result's bytes to its own new
+  file (``os.open(O_CREAT|O_EXCL)``, write, close) in a ready directory (every
+  engine starts with its output directory in place, as in use);
+- ``ours``: ``compact_messages`` (offload with previews into a ``Workdir``, plus
+  the ``write_file``/``edit_file`` argument truncation at 2000);
+- ``yuxi-plain``: the same engine with ``preview_rule="plain"`` (the modelled
+  system's record rule, kept for reference);
+- ``deepagents``: ``FilesystemMiddleware(tool_token_limit_before_evict=300)`` on
+  a ``FilesystemBackend`` evicting every tool result (its own
+  ``_intercept_large_tool_result``, what its ``wrap_tool_call`` runs on each
+  result), then ``SummarizationMiddleware._truncate_args`` at 2000 over all
+  messages;
+- ``trim``: langchain-core's ``trim_messages`` (strategy "last") to the token
+  count of our engine's view of the same thread.
 
-Run: ``.venv/bin/python bench/compaction.py [--repeat N]``. Deterministic data
-(seeded), no network, temp dirs only.
+Printed per shape and engine: wall and CPU ms (medians over ``--rounds``
+rounds), the median per-round ratio to ``floor+writes`` by CPU time and by wall
+time (CPU time is what a run costs when other processes share the cores; file
+creation shows up as system time), the share of evidence ids (record ids, urls)
+visible whole in the view, what is recoverable (byte for byte from the file, or
+kept whole in the view) and the view's size; then the minimum visible share over
+shapes and the totals per engine. Engine order rotates every round. ``--profile``
+adds where our engine's CPU time goes, beside the same parts of the floor.
+Asserts nothing timed.
+
+Run: ``.venv/bin/python bench/compaction.py [--rounds N] [--results N] [--profile]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import hashlib
 import json
-import random
+import os
+import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from yuxi_dash.compression import (  # noqa: E402 - after the path tweak for direct runs
-    compact_messages,
-    is_saved_result,
-    parse_saved_header,
-    structured_preview,
+from bench.corpus import SHAPES, ShapeThread, build_corpus  # noqa: E402
+from bench.peers import (  # noqa: E402
+    Deepagents,
+    Quality,
+    _fresh_dir,
+    _fresh_workdir,
+    _large_texts,
+    quality,
+    run_floor,
+    run_floor_writes,
+    run_ours,
+    run_trim,
 )
 from yuxi_dash.workdir import Workdir  # noqa: E402
 
-TOOL_RESULTS = 200
-TOKEN_LIMIT = 300  # budget 1,200 chars per preview
-WORDS = (
-    "retention policy customer churn quarterly revenue onboarding cohort analysis metric "
-    "dashboard latency incident postmortem migration schema index replica failover backup "
-    "数据 保留 策略 客户 分析 报告"
-).split()
+TARGET_VISIBLE = 0.40
+TARGET_RATIO = 1.2
+ENGINES = ("floor", "floor+writes", "ours", "yuxi-plain", "deepagents", "trim")
 
 
-def _text(rng: random.Random, chars: int) -> str:
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)[:chars]
+# -- timing ---------------------------------------------------------------------------
+Clock = tuple[float, float]  # (wall seconds, CPU seconds of this process)
 
 
-def _uuid(rng: random.Random) -> str:
-    return "%08x-%04x-%04x-%04x-%012x" % (  # noqa: UP031 - fixed-width hex fields
-        rng.getrandbits(32),
-        rng.getrandbits(16),
-        rng.getrandbits(16),
-        rng.getrandbits(16),
-        rng.getrandbits(48),
-    )
+def _timed(run: Callable[[], Any]) -> Clock:
+    """Wall and CPU time of one run. CPU time (user + system, so the syscalls of the file
+    writes count) is what a run costs when other processes share the cores."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def query_kb_result(rng: random.Random, index: int) -> tuple[str, list[str]]:
-    """A Yuxi-style query_kb result: chunks with duplicated metadata and null scores."""
-    kb_id = f"kb_{rng.getrandbits(64):016x}"
-    records = []
-    ids = []
-    for rank in range(rng.randint(8, 16)):
-        file_id = f"file_{rng.getrandbits(48):012x}"
-        filename = f"{rng.choice(WORDS)}-{index}-{rank}.pdf"
-        title = f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} handbook, section {rank}"
-        source = f"kb/{kb_id}/{filename}"
-        score = round(rng.random(), 4)
-        distance = round(1 - score, 4)
-        chunk_id = _uuid(rng)
-        ids.append(chunk_id)
-        records.append(
-            {
-                "id": chunk_id,
-                "kb_id": kb_id,
-                "file_id": file_id,
-                "title": title,
-                "source": source,
-                "score": score,
-                "distance": distance,
-                "content": _text(rng, rng.randint(500, 1100)),
-                "metadata": {
-                    "source": source,
-                    "filename": filename,
-                    "title": title,
-                    "chunk_index": rank,
-                    "score": score,
-                    "rerank_score": round(rng.random(), 4),
-                    "hybrid_score": None,
-                    "graph_score": None,
-                    "distance": distance,
-                    "file_id": file_id,
-                    "kb_id": kb_id,
-                },
-            }
-        )
-    payload = {
-        "query": _text(rng, 40),
-        "kb_id": kb_id,
-        "response_time": round(rng.random() * 2, 3),
-        "results": records,
-    }
-    return json.dumps(payload, ensure_ascii=False), ids
-
-
-def web_search_result(rng: random.Random, index: int) -> tuple[str, list[str]]:
-    """A web_search result: title/url/site/time/score plus bodies and empty extras."""
-    records = []
-    urls = []
-    for rank in range(rng.randint(6, 12)):
-        host = rng.choice(["docs.example.com", "blog.example.org", "news.example.net"])
-        url = f"https://{host}/{index}/{rank}/{rng.getrandbits(40):010x}"
-        # engines report the site as a display name, as the bare host, or not at all
-        site = rng.choice([host.split(".")[0].title() + " Example", host, ""])
-        urls.append(url)
-        records.append(
-            {
-                "title": f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} guide {index}.{rank}",
-                "url": url,
-                "site_name": site,
-                "publish_time": rng.choice(["2026-03-01", "2025-11-20", None, ""]),
-                "score": round(rng.random(), 4),
-                "content": _text(rng, rng.randint(700, 1500)),
-                "raw_content": None,
-                "images": [],
-            }
-        )
-    payload = {"query": _text(rng, 30), "response_time": 0.8, "results": records}
-    return json.dumps(payload, ensure_ascii=False), urls
-
-
-def command_output(rng: random.Random, index: int) -> str:
-    lines = [
-        f"{n:05d} {rng.choice(['INFO', 'WARN', 'DEBUG'])} {_text(rng, 90)}"
-        for n in range(rng.randint(60, 160))
-    ]
-    return "\n".join(lines)
-
-
-def build_thread(seed: int = 7) -> tuple[list[BaseMessage], list[str], list[str]]:
-    """~500 messages: 200 tool calls with large results, human turns and answers."""
-    rng = random.Random(seed)
-    messages: list[BaseMessage] = []
-    ids: list[str] = []
-    urls: list[str] = []
-    for index in range(TOOL_RESULTS):
-        if index % 4 == 0:
-            messages.append(HumanMessage(content=f"Step {index}: {_text(rng, 120)}"))
-        kind = index % 3
-        call_id = f"call_{index:04d}"
-        if kind == 0:
-            name, (content, found) = "query_kb", query_kb_result(rng, index)
-            ids.extend(found)
-        elif kind == 1:
-            name, (content, found) = "web_search", web_search_result(rng, index)
-            urls.extend(found)
+def time_round(
+    thread: ShapeThread, base: Path, trim_tokens: int, order: list[str]
+) -> dict[str, Clock]:
+    """One timing of every engine on one thread, in ``order``, each into a fresh directory."""
+    times: dict[str, Clock] = {}
+    messages = thread.messages
+    for name in order:
+        holder = _fresh_dir(base)
+        if name == "floor":
+            times[name] = _timed(lambda: run_floor(messages, base))
+        elif name == "floor+writes":
+            times[name] = _timed(functools.partial(run_floor_writes, messages, holder))
+        elif name in ("ours", "yuxi-plain"):
+            root = holder / "workdir"
+            Workdir(root).initialize()
+            Workdir(root).ensure_writable()  # the output directories exist, as in use
+            rule = "compact" if name == "ours" else "plain"
+            times[name] = _timed(lambda: run_ours(messages, root, rule))  # noqa: B023
+        elif name == "deepagents":
+            (holder / "large_tool_results").mkdir()  # its output directory exists, as in use
+            engine = Deepagents.build(holder)
+            times[name] = _timed(lambda: engine.run(messages))  # noqa: B023
         else:
-            name, content = "run_command", command_output(rng, index)
-        messages.append(
-            AIMessage(content="", tool_calls=[{"name": name, "args": {"i": index}, "id": call_id}])
-        )
-        messages.append(ToolMessage(content=content, tool_call_id=call_id, name=name))
-        if index % 4 == 3:
-            messages.append(AIMessage(content=f"Noted result {index}. {_text(rng, 200)}"))
-    return messages, ids, urls
+            times[name] = _timed(lambda: run_trim(messages, trim_tokens))
+        shutil.rmtree(holder, ignore_errors=True)
+    return times
+
+
+def _floor_all(threads: list[ShapeThread], base: Path) -> None:
+    for thread in threads:
+        run_floor(thread.messages, base)
 
 
 def _fs_type(path: Path) -> str:
-    """The filesystem type the path lives on (Linux /proc/self/mounts), or "unknown"."""
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
@@ -198,163 +137,245 @@ def _fs_type(path: Path) -> str:
     return kind
 
 
-def reference_pass(contents: list[str]) -> None:
-    """One sha256 over every result's bytes plus json.loads of every JSON result."""
-    for content in contents:
-        hashlib.sha256(content.encode("utf-8")).hexdigest()
-        if content[:1] in "{[":
-            json.loads(content)
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
-def _timed(run) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    run()
-    return time.perf_counter() - started
+def bench_scale(threads: list[ShapeThread], base: Path, rounds: int) -> dict[str, Any]:
+    """Quality once, then ``rounds`` round-robin timings; prints the table of one scale."""
+    trim_tokens: dict[str, int] = {}
+    qualities: dict[str, dict[str, Quality]] = {}
+    for thread in threads:
+        view = run_ours(thread.messages, _fresh_workdir(base))
+        trim_tokens[thread.shape] = count_tokens_approximately(view)
+        qualities[thread.shape] = quality(thread, base, trim_tokens[thread.shape])
+    times: dict[str, dict[str, list[Clock]]] = {
+        t.shape: {name: [] for name in ENGINES} for t in threads
+    }
+    for round_index in range(rounds):
+        shift = round_index % len(ENGINES)
+        order = list(ENGINES[shift:] + ENGINES[:shift])
+        for thread in threads:
+            for name, took in time_round(thread, base, trim_tokens[thread.shape], order).items():
+                times[thread.shape][name].append(took)
+    totals: dict[str, list[Clock]] = {}
+    for name in ENGINES:
+        totals[name] = [
+            (
+                sum(times[t.shape][name][index][0] for t in threads),
+                sum(times[t.shape][name][index][1] for t in threads),
+            )
+            for index in range(rounds)
+        ]
+
+    def ms(series: list[Clock], clock: int) -> float:
+        return statistics.median(took[clock] for took in series) * 1000
+
+    def ratio(series: list[Clock], floor: list[Clock], clock: int) -> float:
+        """Median over rounds of the ratio within a round (both ran back to back)."""
+        return statistics.median(
+            a[clock] / b[clock] if b[clock] else float("nan")
+            for a, b in zip(series, floor, strict=True)
+        )
+
+    print(
+        f"{'shape':<17} {'engine':<13} {'wall ms':>8} {'cpu ms':>8} {'x f+w cpu':>9} "
+        f"{'x f+w wall':>10} {'visible':>8} {'view chars':>10}  recoverable"
+    )
+    for thread in threads:
+        shape_times = times[thread.shape]
+        floor_writes = shape_times["floor+writes"]
+        for name in ENGINES:
+            q = qualities[thread.shape][name]
+            shown = "" if q.visible != q.visible else f"{q.visible:8.1%}"
+            series = shape_times[name]
+            print(
+                f"{thread.shape:<17} {name:<13} {ms(series, 0):8.2f} {ms(series, 1):8.2f} "
+                f"{ratio(series, floor_writes, 1):9.2f} {ratio(series, floor_writes, 0):10.2f} "
+                f"{shown:>8} {q.view_chars if q.recoverable != '-' else '':>10}  {q.recoverable}"
+            )
+    print()
+    minimum = {
+        name: min(qualities[t.shape][name].visible for t in threads)
+        for name in ("ours", "yuxi-plain", "deepagents", "trim")
+    }
+    worst = {
+        name: min(threads, key=lambda t: qualities[t.shape][name].visible).shape  # noqa: B023
+        for name in minimum
+    }
+    structured = [t for t in threads if t.shape != "broken_json"]
+    print("minimum visible share over shapes (all shapes | without broken_json):")
+    for name, value in minimum.items():
+        without = min(qualities[t.shape][name].visible for t in structured)
+        print(f"  {name:<11} {value:6.1%} ({worst[name]}) | {without:6.1%}")
+    print("all shapes together (per round: the sum over shapes; median over rounds):")
+    for name in ENGINES:
+        series = totals[name]
+        print(
+            f"  {name:<13} wall {ms(series, 0):8.1f} ms  cpu {ms(series, 1):8.1f} ms  "
+            f"x floor+writes: cpu {ratio(series, totals['floor+writes'], 1):5.2f} "
+            f"wall {ratio(series, totals['floor+writes'], 0):5.2f}  "
+            f"x floor: cpu {ratio(series, totals['floor'], 1):5.2f}"
+        )
+    for clock, label in ((1, "cpu"), (0, "wall")):
+        ours_ratio = ratio(totals["ours"], totals["floor+writes"], clock)
+        vs_deep = ratio(totals["ours"], totals["deepagents"], clock)
+        print(
+            f"  targets ({label}): ours/floor+writes {ours_ratio:.2f}x "
+            f"(<= {TARGET_RATIO}x: {'met' if ours_ratio <= TARGET_RATIO else 'NOT met'}); "
+            f"ours/deepagents {vs_deep:.2f}x (<= 1: {'met' if vs_deep <= 1 else 'NOT met'})"
+        )
+    met = minimum["ours"] >= TARGET_VISIBLE
+    print(
+        f"  target: min visible ours {minimum['ours']:.1%} "
+        f"(>= {TARGET_VISIBLE:.0%}: {'met' if met else 'NOT met'})"
+    )
+    return {"times": times, "totals": totals, "qualities": qualities}
 
 
-def visible_share(view: list[BaseMessage], ids: list[str], urls: list[str]) -> tuple[float, int]:
-    text = "\n".join(m.content for m in view if isinstance(m.content, str))
-    found = sum(1 for key in [*ids, *urls] if key in text)
-    return found / max(1, len(ids) + len(urls)), found
+def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
+    """Where our engine's CPU time goes, beside the same parts of ``floor+writes``.
 
+    Each part is a wrapped call timed with the process CPU clock (a profiler's own
+    overhead would inflate the Python parts); per part, the best of ``rounds`` runs.
+    """
+    import yuxi_dash.compression.compaction as compaction
+    import yuxi_dash.compression.preview as preview
 
-def records_per_budget(contents: list[tuple[str, str]], rule: str) -> float:
-    shown = []
-    for name, content in contents:
-        preview = structured_preview(name, content, TOKEN_LIMIT, rule=rule)  # type: ignore[arg-type]
-        if preview is not None:
-            shown.append(len(json.loads(preview)["results"]))
-    return statistics.mean(shown)
+    spent: dict[str, float] = {}
+
+    def wrap(owner: Any, name: str, label: str) -> Callable[[], None]:
+        real = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - started
+
+        setattr(owner, name, timed)
+        return lambda: setattr(owner, name, real)
+
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        roots = [_fresh_workdir(base) for _ in threads]
+        spent.clear()
+        undo = [
+            wrap(Workdir, "prepare_tool_result", "encode + sha256"),
+            wrap(Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
+            wrap(compaction, "tool_result_preview", "preview, all"),
+            wrap(json, "loads", "  of which json.loads"),
+            wrap(preview, "_fit_evidence", "  of which fitting the records"),
+            wrap(compaction, "saved_result_header", "saved-result header"),
+            wrap(ToolMessage, "model_copy", "message copy"),
+            wrap(compaction, "truncate_tool_args", "argument truncation"),
+        ]
+        gc.collect()
+        started = time.process_time()
+        try:
+            for thread, root in zip(threads, roots, strict=True):
+                run_ours(thread.messages, root)
+        finally:
+            for restore in reversed(undo):
+                restore()
+        spent["total"] = time.process_time() - started
+        top_level = [k for k in spent if k != "total" and not k.startswith("  ")]
+        spent["rest (loop, result texts, lists)"] = spent["total"] - sum(
+            spent[k] for k in top_level
+        )
+        for label, took in spent.items():
+            best[label] = min(best.get(label, took), took)
+    texts = [t for thread in threads for t in _large_texts(thread.messages)]
+    floor_parts: dict[str, float] = {}
+    for _ in range(rounds):
+        root = _fresh_dir(base)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        started = time.process_time()
+        datas = [(t.encode("utf-8", "surrogatepass"), t) for t in texts]
+        digests = [hashlib.sha256(data).hexdigest() for data, _t in datas]
+        hashed = time.process_time()
+        for _data, text in datas:
+            if text[:1] in "{[":
+                try:
+                    json.loads(text)
+                except ValueError:
+                    pass
+        parsed = time.process_time()
+        for (data, _text), digest in zip(datas, digests, strict=True):
+            try:
+                fd = os.open(root / f"{digest[:16]}.txt", flags, 0o644)
+            except FileExistsError:
+                continue  # the same result twice: one file
+            os.write(fd, data)
+            os.close(fd)
+        written = time.process_time()
+        for label, took in (
+            ("encode + sha256", hashed - started),
+            ("json.loads", parsed - hashed),
+            ("file write (os.open, write, close)", written - parsed),
+        ):
+            floor_parts[label] = min(floor_parts.get(label, took), took)
+    print(f"\nwhere the CPU time goes ({len(texts)} results over the limit; best of {rounds}):")
+    order = [
+        "encode + sha256",
+        "file write (Workdir.write_prepared)",
+        "preview, all",
+        "  of which json.loads",
+        "  of which fitting the records",
+        "saved-result header",
+        "message copy",
+        "argument truncation",
+        "rest (loop, result texts, lists)",
+        "total",
+    ]
+    for label in order:
+        print(f"  ours   {label:<40} {best.get(label, 0.0) * 1000:8.1f} ms")
+    for label, took in floor_parts.items():
+        print(f"  floor  {label:<40} {took * 1000:8.1f} ms")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--results", type=int, default=16, help="tool results per shape at 1x")
+    parser.add_argument("--scales", default="1,3")
+    parser.add_argument("--dir", default=None, help="where the temp dirs go (default: system temp)")
     parser.add_argument(
-        "--dir", default=None, help="where the temp workdirs go (default: the system temp dir)"
+        "--profile", action="store_true", help="where ours spends its CPU time, on the last scale"
     )
     args = parser.parse_args()
 
-    messages, ids, urls = build_thread()
-    results = [m for m in messages if isinstance(m, ToolMessage)]
-    contents = [m.content for m in results]
-    total_bytes = sum(len(c.encode("utf-8")) for c in contents)
-    print(
-        f"thread: {len(messages)} messages, {len(results)} tool results, "
-        f"{total_bytes / 1e6:.2f} MB of results, {len(ids)} record ids, {len(urls)} urls"
-    )
-
     base = Path(tempfile.mkdtemp(prefix="bench-compaction-", dir=args.dir))
-    runs = iter(range(10**6))
-
-    def compact_fresh() -> list[BaseMessage]:
-        return compact_messages(
-            messages, Workdir(base / f"run-{next(runs)}"), tool_result_token_limit=TOKEN_LIMIT
-        )
-
-    # Interleaved rounds, so a noisy neighbour slows both sides alike; best of each.
-    references, compactions = [], []
-    for _ in range(args.repeat):
-        references.append(_timed(lambda: reference_pass(contents)))
-        compactions.append(_timed(compact_fresh))
-    reference, compaction = min(references), min(compactions)
-    per_round = sorted(c / r for c, r in zip(compactions, references, strict=True))
     print(
-        f"reference pass (sha256 + json.loads): {reference * 1000:.1f} ms (best of {args.repeat})"
+        f"machine: {_cpu()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
+        f"python {platform.python_version()}, temp dirs on {_fs_type(base)} ({base})"
     )
-    print(
-        f"compaction (files written):           {compaction * 1000:.1f} ms (best of {args.repeat})"
-    )
-    print(f"ratio compaction / reference:         {compaction / reference:.2f}x (target <= 3x)")
-    print(f"ratio per round, median:              {per_round[len(per_round) // 2]:.2f}x")
-    print(f"workdir filesystem:                   {base} ({_fs_type(base)})")
-
-    def writes_only() -> None:
-        target = Workdir(base / f"run-{next(runs)}")
-        for message in results:
-            target.save_tool_result(message.name or "tool", message.content)
-
-    writes = min(_timed(writes_only) for _ in range(args.repeat))
-    print(f"  of which sha256 + file writes alone: {writes * 1000:.1f} ms (best of {args.repeat})")
-    shm = Path("/dev/shm")
-    if _fs_type(base) != "tmpfs" and shm.is_dir() and _fs_type(shm) == "tmpfs":
-        # The same compaction with file creation at memory speed: how much of the ratio
-        # is this code and how much the disk's file-creation cost (which varies a lot).
-        ram_base = Path(tempfile.mkdtemp(prefix="bench-compaction-", dir=shm))
-        try:
-            ram_runs = iter(range(10**6))
-            ram_refs, ram_times = [], []
-            for _ in range(args.repeat):
-                ram_refs.append(_timed(lambda: reference_pass(contents)))
-                ram_times.append(
-                    _timed(
-                        lambda: compact_messages(
-                            messages,
-                            Workdir(ram_base / f"run-{next(ram_runs)}"),
-                            tool_result_token_limit=TOKEN_LIMIT,
-                        )
-                    )
-                )
-        finally:
-            shutil.rmtree(ram_base, ignore_errors=True)
-        print(
-            f"same compaction, workdir on tmpfs:    {min(ram_times) * 1000:.1f} ms = "
-            f"{min(ram_times) / min(ram_refs):.2f}x its reference (file creation at memory speed)"
-        )
-
-    tracemalloc.start()
-    workdir = Workdir(base / "measured")
-    view = compact_messages(messages, workdir, tool_result_token_limit=TOKEN_LIMIT)
-    _current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        f"peak memory during compaction:        {peak / 1e6:.1f} MB (input {total_bytes / 1e6:.1f} MB)"
-    )
-
-    plain_view = compact_messages(
-        messages, Workdir(base / "plain"), tool_result_token_limit=TOKEN_LIMIT, preview_rule="plain"
-    )
-    plain_share, plain_found = visible_share(plain_view, ids, urls)
-    ours_share, ours_found = visible_share(view, ids, urls)
-    print(
-        f"ids+urls visible, plain rule:         {plain_found}/{len(ids) + len(urls)} "
-        f"({plain_share:.1%})"
-    )
-    print(
-        f"ids+urls visible, ours:               {ours_found}/{len(ids) + len(urls)} "
-        f"({ours_share:.1%})"
-    )
-    print(f"ours / plain:                         {ours_share / plain_share:.2f}x (target >= 1.5x)")
-    for label, keys in (("record ids (query_kb)", ids), ("urls (web_search)", urls)):
-        _plain, plain_n = visible_share(plain_view, keys, [])
-        _ours, ours_n = visible_share(view, keys, [])
-        print(
-            f"  {label:<22} plain {plain_n}/{len(keys)}, ours {ours_n}/{len(keys)} "
-            f"({ours_n / max(1, plain_n):.2f}x)"
-        )
-    named = [(m.name or "", m.content) for m in results]
-    for kind in ("query_kb", "web_search"):
-        subset = [(n, c) for n, c in named if n == kind]
-        print(
-            f"records visible per 1,200 chars ({kind}): plain "
-            f"{records_per_budget(subset, 'plain'):.2f}, ours {records_per_budget(subset, 'compact'):.2f}"
-        )
-
-    recovered = 0
-    for original, compacted in zip(
-        results, (m for m in view if isinstance(m, ToolMessage)), strict=True
-    ):
-        if not is_saved_result(compacted):
-            continue
-        header = parse_saved_header(compacted.content)
-        path = header["Full output path"]
-        assert workdir.verify(path, header["SHA-256"]) == "ok"
-        assert (workdir.root / path).read_bytes() == original.content.encode("utf-8")
-        recovered += 1
-    offloaded = sum(1 for m in view if isinstance(m, ToolMessage) and is_saved_result(m))
-    print(f"offloaded results recoverable byte for byte: {recovered}/{offloaded}")
-    shutil.rmtree(base, ignore_errors=True)
+    print(f"shapes: {', '.join(SHAPES)}; {args.rounds} rounds, median")
+    threads: list[ShapeThread] = []
+    try:
+        for scale in (int(s) for s in args.scales.split(",")):
+            threads = build_corpus(results=args.results, scale=scale)
+            size = sum(len(t) for th in threads for t in _large_texts(th.messages))
+            evidence = sum(len(th.evidence) for th in threads)
+            floor = min(_timed(functools.partial(_floor_all, threads, base))[1] for _ in range(5))
+            print(
+                f"\n== {scale}x: {sum(len(t.messages) for t in threads)} messages, "
+                f"{sum(len(t.results) for t in threads)} tool results, {size / 1e6:.2f} M chars "
+                f"over the limit, {evidence} evidence ids; machine floor "
+                f"{floor * 1000:.1f} ms cpu ({size / 1e6 / floor:.0f} M chars/s) =="
+            )
+            bench_scale(threads, base, args.rounds)
+        if args.profile:
+            breakdown(threads, base, args.rounds)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     return 0
 
 

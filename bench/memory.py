@@ -6,7 +6,7 @@ Seeds the graph in graphiti-core's true schema (its classes, its indexes, its
 UNWIND statements, batched) on a private embedded FalkorDB, then times every
 view's query (median of 5 runs, after one warm-up), prints each plan
 (GRAPH.EXPLAIN), restarts the server from its RDB and checks index drift
-(HAZARDS 1), and compares with graphiti-core's full load (`get_by_group_ids`)
+(the relationship index drifts after a restart), and compares with graphiti-core's full load (`get_by_group_ids`)
 on a 10% sample graph. Targets: counts < 5 ms, pages and hub facts < 50 ms,
 distributions < 300 ms, dashboard process < 500 MB. Prints numbers and
 ratios; asserts nothing (speed is not a test).
@@ -245,7 +245,7 @@ def bench_pages(data_dir: Path) -> None:
     from streamlit.logger import set_log_level
     from streamlit.testing.v1 import AppTest
 
-    from yuxi_dash.memory.demo import demo_flags
+    from yuxi_dash.demo.flags import demo_flags
     from yuxi_dash.settings import get_settings
 
     user = GROUP.removeprefix("user_")
@@ -272,16 +272,16 @@ def bench_pages(data_dir: Path) -> None:
     for page in (
         "memory_overview.py",
         "memory_entities.py",
-        "memory_relations.py",
+        "memory_facts.py",
         "memory_ratification.py",
         "memory_communities.py",
         "memory_episodes.py",
         "memory_chat.py",
-        "memory_context.py",
+        "memory_warm_context.py",
     ):
         at = AppTest.from_file(str(pages_dir / page), default_timeout=120)
         at.session_state["memory_user"] = user
-        if page == "memory_context.py":
+        if page == "memory_warm_context.py":
             at.session_state["warm_query"] = "fact entity 42"
         started = time.perf_counter()
         at.run()
@@ -305,7 +305,7 @@ def graphiti_baseline_child(socket_path: str, expected_edges: int) -> None:
         try:
             edges = await EntityEdge.get_by_group_ids(driver, [SAMPLE])
             edge_note = f"{len(edges):,} of {expected_edges:,} edges in {time.perf_counter() - started:.2f} s"
-        except Exception as exc:  # noqa: BLE001 - the baseline may fail (HAZARDS 1)
+        except Exception as exc:  # noqa: BLE001 - the baseline may fail (index drift)
             edge_note = f"failed after {time.perf_counter() - started:.2f} s: {type(exc).__name__}"
         await db.aclose()
         peak = hwm_mb()  # VmHWM: ru_maxrss would carry the parent's peak across exec
@@ -360,7 +360,7 @@ def main() -> None:
         rows = bench_views(client, show_plans=args.plans)
 
         if not args.skip_restart:
-            print("\nSAVE, stop, start from the RDB (HAZARDS 1):")
+            print("\nSAVE, stop, start from the RDB (the index drifts):")
             client.db.connection.execute_command("SAVE")
             client.close()
             stop_server(settings)

@@ -1,4 +1,4 @@
-"""Entities and facts: a searchable entity table; for one entity its directed facts and neighbourhood.
+"""Entities: a searchable entity table; for one entity its directed facts and neighbourhood.
 
 Facts are listed as source or target in created_at order with valid/invalid
 times; the validity filter keeps facts whose [valid_at, invalid_at] window
@@ -10,22 +10,42 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import literal, md, page_count
 from yuxi_dash.ui.tables import draw_records
 
 PAGE_SIZE = 50
+PAGE_KEY = "entity_page"
 
-actor, access = ui.open_memory_page("Entities and facts", "entities")
+actor, access = ui.open_memory_page("Entities", "entities")
 
 with st.container(horizontal=True):
     search = st.text_input("Search entities by name", key="entity_search").strip()
-    page = st.number_input("Page", min_value=1, value=1, step=1, key="entity_page")
-data = ui.load_entities(access, search, PAGE_SIZE, (int(page) - 1) * PAGE_SIZE)
-st.caption(f"{data['total']:,} entities match; showing {len(data['entities'])}.")
+    pager = st.container()  # drawn once the total is known, so it stops at the last page
+
+page = max(1, int(st.session_state.get(PAGE_KEY) or 1))
+data = ui.load_entities(access, search, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+last = page_count(data["total"], PAGE_SIZE)
+if page > last:  # the search narrowed, or a page past the end was asked for: the last page
+    page = last
+    data = ui.load_entities(access, search, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+st.session_state[PAGE_KEY] = page
+with pager:
+    st.number_input(md("Page (of {:,})", last), min_value=1, max_value=last, step=1, key=PAGE_KEY)
+first = (page - 1) * PAGE_SIZE
+st.caption(
+    md(
+        "{:,} entities match; showing {:,}–{:,}.",
+        data["total"],
+        first + 1 if data["entities"] else 0,
+        first + len(data["entities"]),
+    )
+)
 if not data["entities"]:
     st.stop()
 draw_records(
-    [{**e, "labels": ", ".join(e["labels"])} for e in data["entities"]],
+    data["entities"],
     ["name", "labels", "summary", "created_at", "uuid"],
+    widths={"name": 160, "labels": 100, "summary": 300, "created_at": 140, "uuid": 270},
 )
 
 names = {e["uuid"]: e["name"] for e in data["entities"]}
@@ -45,9 +65,9 @@ detail = ui.load_entity_detail(
     valid_to.isoformat() if valid_to else "",
 )
 entity = detail["entity"]
-st.subheader(entity["name"])
-st.caption(f"{', '.join(entity['labels']) or 'Entity'} · {entity['summary']}")
-st.caption(f"{detail['total']:,} facts as source or target (oldest first, at most 200 shown).")
+st.subheader(literal(entity["name"]))
+st.caption(md("{} · {}", ", ".join(entity["labels"]) or "Entity", entity["summary"]))
+st.caption(md("{:,} facts as source or target (oldest first, at most 200 shown).", detail["total"]))
 draw_records(
     detail["facts"],
     [
@@ -64,6 +84,15 @@ draw_records(
         "expired_at",
     ],
     helps={"role": "whether this entity is the fact's source or its target"},
+    widths={
+        "role": 64,
+        "source": 130,
+        "name": 110,
+        "target": 130,
+        "fact": "large",
+        "status": 90,
+        "source_kind": 120,
+    },
 )
 if detail["facts"]:
     st.graphviz_chart(ui.neighbourhood_dot(entity["name"], detail["facts"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import md
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Episodes", "episodes")
@@ -13,7 +14,7 @@ data = ui.load_episodes(access, int(limit))
 episodes = data["episodes"]
 oversized = sum(e["oversized"] for e in episodes)
 if oversized:
-    st.warning(f"{oversized} episode(s) over 64 KB in this list.")
+    st.warning(md("{} episode(s) over 64 KB in this list.", oversized))
 draw_records(
     [{**e, "mentions": ", ".join(e["mentions"])} for e in episodes],
     [
@@ -29,6 +30,25 @@ draw_records(
         "source_description",
         "preview",
     ],
-    helps={"oversized": "over 64 KB", "mentions": "entities this episode MENTIONS"},
+    helps={
+        "oversized": "over 64 KB",
+        "mentions": "entities this episode MENTIONS",
+        "memory_kind": "from the episode's JSON envelope; – for a plain message",
+        "source_kind": "from the episode's JSON envelope; – for a plain message",
+    },
+    widths={
+        "created_at": 140,
+        "name": 90,
+        "source": 70,
+        "memory_kind": 100,
+        "source_kind": 120,
+        "oversized": 80,
+        "content_bytes": 70,
+        "mention_count": 112,
+        "mentions": "large",
+    },
 )
-st.caption("memory_kind and source_kind come from each episode's JSON envelope (— when plain).")
+st.caption(
+    "Memory kind and source kind come from each episode's JSON envelope; a plain message "
+    "has neither (–)."
+)

@@ -2,7 +2,8 @@
 
 Counts are directed and label-free (yuxi_dash.memory.queries); the index
 health compares the relationship-index path with the label-free count and
-offers admins an audited repair when they differ (HAZARDS 1). The page opens
+offers admins an audited repair when they differ (FalkorDB drops the outgoing
+facts of internal node 0 from that index after a restart). The page opens
 with the quick check (node 0 only, under a millisecond); operators can run
 the full count, which takes seconds on a large graph, on request.
 """
@@ -13,6 +14,7 @@ import streamlit as st
 
 from yuxi_dash.auth import Role
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import literal, md, reason_text
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Memory overview", "overview")
@@ -31,12 +33,16 @@ for col, (label, key) in zip(
     ],
     strict=True,
 ):
-    col.metric(label, f"{stats[key]:,}")
+    col.metric(literal(label), f"{stats[key]:,}")
 
 live, expired = stats["live_facts"], stats["expired_facts"]
 st.caption(
-    f"Facts: **{live:,} live** (not expired, not forgotten, status active/tentative/unset), "
-    f"**{expired:,} expired or retired**."
+    md(
+        "Facts: **{:,} live** (not expired, not forgotten, status active/tentative/unset), "
+        "**{:,} expired or retired**.",
+        live,
+        expired,
+    )
 )
 left, right = st.columns(2)
 left.altair_chart(
@@ -63,8 +69,8 @@ else:
         f"{health['probe_index_path_facts']:,} of {health['probe_label_free_facts']:,}",
     )
     st.caption(
-        "Quick check: after a restart the index loses the outgoing facts of internal node 0 "
-        "(HAZARDS 1), so node 0's facts are counted through the index and label-free. The full "
+        "Quick check: after a restart the index loses the outgoing facts of internal node 0, "
+        "so node 0's facts are counted through the index and label-free. The full "
         "check counts every fact through the index (seconds on a large graph)."
     )
 b.metric("Facts label-free", f"{health['label_free_facts']:,}")
@@ -73,9 +79,12 @@ if health["healthy"]:
     st.success("The relationship index agrees with the label-free count.")
 else:
     st.error(
-        f"The relationship index misses {health['drift']:,} fact(s) (FalkorDB index loss after a "
-        "restart). Counts on these pages are label-free and correct; graphiti-core lookups "
-        "through the index are not."
+        md(
+            "The relationship index misses {:,} fact(s) (FalkorDB index loss after a restart). "
+            "Counts on these pages are label-free and correct; graphiti-core lookups through "
+            "the index are not.",
+            health["drift"],
+        )
     )
     if actor.role >= Role.ADMIN:
         if st.button("Rebuild relationship indexes", type="primary"):
@@ -83,8 +92,11 @@ else:
                 result = ui.repair_indexes(actor, access.user_id)
             if result:
                 st.success(
-                    f"Rebuilt {len(result['statements'])} index statements; drift is now "
-                    f"{result['after']['drift']}."
+                    md(
+                        "Rebuilt {} index statements; drift is now {}.",
+                        len(result["statements"]),
+                        result["after"]["drift"],
+                    )
                 )
     else:
         st.caption("An admin can rebuild the relationship indexes from this page.")
@@ -103,9 +115,12 @@ if actor.role >= Role.OPERATOR:
         if st.button("Scan every user graph"):
             rows = ui.index_health_scan(actor)
             drifted = [r for r in rows if not r["gated_off"] and r["drift"]]
-            st.write(f"{len(rows)} graph(s) scanned; {len(drifted)} with drift.")
+            st.write(md("{} graph(s) scanned; {} with drift.", len(rows), len(drifted)))
             draw_records(
-                rows,
+                [
+                    {**r, "reason": reason_text(r["reason"]) if r.get("reason") else None}
+                    for r in rows
+                ],
                 [
                     "user_id",
                     "drift",

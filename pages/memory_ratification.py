@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import code, md
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Ratification", "ratification")
@@ -19,7 +20,9 @@ a, b, c = st.columns(3)
 a.metric("Would promote", nxt["promote"], help="tentative with at least one hit")
 b.metric("Would supersede", nxt["supersede"], help="no hits and older than 30 days")
 c.metric("Would leave", nxt["leave"])
-st.caption(f"Hits from Redis key mem:hits:{access.user_id}:<edge uuid> (30-day TTL).")
+st.caption(
+    md("Hits from Redis key {} (30-day TTL).", code(f"mem:hits:{access.user_id}:<edge uuid>"))
+)
 draw_records(
     data["tentative"],
     [

@@ -12,8 +12,9 @@ import streamlit as st
 
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.charts import PICK, pressure_overview_chart
-from yuxi_dash.ui.format import pct
+from yuxi_dash.ui.format import count, md, pct
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.usage import SUGGESTION_LABEL
 
 ACTIVITY_WINDOWS = {
     "any time": None,
@@ -24,14 +25,18 @@ ACTIVITY_WINDOWS = {
 }
 
 require_actor()
-st.title("Context pressure")
+st.title("Pressure overview")
 
 choices = loaders.filter_choices()
 with st.container(horizontal=True):
     agent = st.selectbox("Agent", choices["agents"], index=None, placeholder="all agents")
     user_id = st.selectbox("User", choices["users"], index=None, placeholder="all users")
-    status = st.selectbox(
-        "Status", choices["statuses"], index=None, placeholder="active + archived"
+    status = st.selectbox(  # deleted threads too, so every count can be reconciled
+        "Status",
+        [*choices["statuses"], *(["deleted"] if "deleted" not in choices["statuses"] else [])],
+        index=None,
+        placeholder="active + archived",
+        help="Deleted threads are counted only when you choose deleted.",
     )
     window = st.selectbox("Last activity", list(ACTIVITY_WINDOWS), index=0)
     auto_refresh = st.toggle("Auto-refresh (30 s)", value=False)
@@ -52,19 +57,39 @@ def pressure_panel() -> None:
         st.info("No threads match these filters. Seed the demo with `yuxi-dash demo`.")
         return
     cols = st.columns(6)
-    cols[0].metric("Threads", f"{kpis['threads']:,}")
-    cols[1].metric("At or over 85%", f"{kpis['at_or_over_suggestion']:,}")
-    cols[2].metric("Over 100%", f"{kpis['over_threshold']:,}")
+    cols[0].metric("Threads", count(kpis["threads"]))
+    cols[1].metric(md("At or over {}", SUGGESTION_LABEL), count(kpis["at_or_over_suggestion"]))
+    cols[2].metric("Over 100%", count(kpis["over_threshold"]))
     cols[3].metric("Summary active", pct(kpis["summary_active_share"]))
-    cols[4].metric("Compressions, 24 h", f"{kpis['compressions']:,}")
+    cols[4].metric("Compressions, 24 h", count(kpis["compressions"]))
     cols[5].metric(
-        "Auto / manual, 24 h", f"{kpis['compressions_auto']:,} / {kpis['compressions_manual']:,}"
+        "Auto / manual, 24 h",
+        f"{count(kpis['compressions_auto'])} / {count(kpis['compressions_manual'])}",
     )
+    if status is None:  # so this count and a count of every thread can be reconciled
+        deleted = loaders.pressure_overview(
+            agent=agent, user_id=user_id, status="deleted", active_since=active_since
+        )["kpis"]["threads"]
+        if deleted:
+            st.caption(
+                md(
+                    "{} active and archived threads; {} deleted {} not counted (choose the "
+                    "status deleted to see {}).",
+                    count(kpis["threads"]),
+                    count(deleted),
+                    "thread is" if deleted == 1 else "threads are",
+                    "it" if deleted == 1 else "them",
+                )
+            )
     points = data["points"]
     if data["points_total"] > len(points):
         st.caption(
-            f"Drawing the {len(points):,} highest of {data['points_total']:,} threads above 75% "
-            "as points; every thread is counted in the heatmap."
+            md(
+                "Drawing the {:,} highest of {:,} threads above 75% as points; every thread is "
+                "counted in the heatmap.",
+                len(points),
+                data["points_total"],
+            )
         )
     else:
         st.caption(
@@ -91,7 +116,7 @@ def pressure_panel() -> None:
         )
         st.page_link(
             "pages/thread_detail.py",
-            label=f"Open {hottest}",
+            label=md("Open {}", hottest),
             icon=":material/open_in_new:",
             query_params={"thread": hottest},
         )

@@ -11,7 +11,19 @@ import streamlit as st
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.charts import breakdown_frame, context_breakdown_chart, pressure_timeline_chart
-from yuxi_dash.ui.format import ago, busy_label, error_line, pct, tokens
+from yuxi_dash.ui.format import (
+    MISSING,
+    ago,
+    busy_label,
+    code,
+    error_line,
+    literal,
+    md,
+    pct,
+    short_id,
+    stamp,
+    tokens,
+)
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import draw_message
 
@@ -34,16 +46,22 @@ if thread_id != wanted:
 try:
     detail = loaders.thread_detail(thread_id)
 except YuxiDashError as exc:
-    st.error(error_line(exc))
+    st.error(literal(error_line(exc)))  # the id may come from a crafted ?thread= link
     st.stop()
 
 row = detail["summary"]
 agent = detail["agent"]
 st.caption(
-    f"User **{row['user_id']}** · agent **{row['agent_slug']}** · {row['status']} · "
-    f"{busy_label(row['busy_reason'])} · compression "
-    f"{'supported' if row['capable'] else 'unsupported'} · state v{detail['version']} · "
-    f"last compression {ago(row['last_compression_at'])}"
+    md(
+        "User **{}** · agent **{}** · {} · {} · compression {} · checkpoint {} · last compression {}",
+        row["user_id"],
+        row["agent_slug"],
+        row["status"],
+        busy_label(row["busy_reason"]),
+        "supported" if row["capable"] else "unsupported",
+        short_id(detail["checkpoint_id"]),
+        ago(row["last_compression_at"]),
+    )
 )
 cols = st.columns(5)
 cols[0].metric("Summary pressure", pct(row["summary_pressure_ratio"]))
@@ -70,15 +88,30 @@ with timeline_tab:
 with context_tab:
     breakdown = detail["breakdown"]
     st.altair_chart(context_breakdown_chart(breakdown), width="stretch")
-    st.dataframe(breakdown_frame(breakdown)[["part", "tokens"]], hide_index=True, width="content")
-    visible = detail["visible"]
-    hidden = detail["messages_total"] - sum(not m["summary"] for m in visible)
-    note = f"; {hidden:,} earlier messages are replaced by the summary" if hidden > 0 else ""
-    st.subheader("What the next model call gets")
-    st.caption(
-        f"{len(visible):,} messages{note}"
-        + (f"; full history in `{detail['summary_file']}`" if detail["summary_file"] else "")
+    parts = breakdown_frame(breakdown)
+    sent_total = int(parts.loc[parts["sent"], "tokens"].sum())
+    parts["share"] = [
+        pct(t / sent_total) if sent and sent_total else "not sent" if not sent else MISSING
+        for t, sent in zip(parts["tokens"], parts["sent"], strict=True)
+    ]
+    st.dataframe(
+        parts[["part", "tokens", "share"]],
+        hide_index=True,
+        width="content",
+        column_config={
+            "part": st.column_config.TextColumn("Part", width=210),
+            "tokens": st.column_config.NumberColumn("Tokens", format="localized", width=100),
+            "share": st.column_config.TextColumn("Share of the next input", width=170),
+        },
     )
+    visible = detail["visible"]
+    hidden = detail["hidden_messages"]
+    note = md("; {:,} earlier messages are replaced by the summary", hidden) if hidden > 0 else ""
+    history = (
+        md("; full history in {}", code(detail["summary_file"])) if detail["summary_file"] else ""
+    )
+    st.subheader("What the next model call gets")
+    st.caption(md("{:,} messages{}{}", len(visible), note, history))
     show = st.number_input(
         "Show the last N messages",
         min_value=1,
@@ -86,7 +119,7 @@ with context_tab:
         value=min(40, max(1, len(visible))),
     )
     if len(visible) > show:
-        st.caption(f"{len(visible) - int(show):,} earlier model-visible messages not drawn.")
+        st.caption(md("{:,} earlier model-visible messages not drawn.", len(visible) - int(show)))
     for message in visible[-int(show) :]:
         draw_message(message)
 
@@ -96,11 +129,18 @@ with chat_tab:
         st.info("No chat record for this thread.")
     else:
         st.caption(
-            f"{len(chat):,} messages, never compressed: what the user and agent actually said."
+            md("{:,} messages, never compressed: what the user and agent actually said.", len(chat))
         )
         st.dataframe(
-            chat[["sequence", "role", "created_at", "content"]],
+            chat.assign(at=[stamp(moment) for moment in chat["created_at"]])[
+                ["sequence", "role", "at", "content"]
+            ],
             hide_index=True,
             width="stretch",
-            column_config={"content": st.column_config.TextColumn("Content", width="large")},
+            column_config={
+                "sequence": st.column_config.NumberColumn("#", format="%d", width=56),
+                "role": st.column_config.TextColumn("Role", width=90),
+                "at": st.column_config.TextColumn("At", width=150),
+                "content": st.column_config.TextColumn("Content", width="large"),
+            },
         )

@@ -1,44 +1,63 @@
 """Threads at or above 85% summary pressure, highest first, with the compress action.
 
 One thread or a selection: a dialog previews what would be summarized, then the
-locked service core compresses with the version the operator saw. Buttons are
+locked service core compresses with the checkpoint the operator saw. Buttons are
 disabled where the action cannot succeed; the service decides regardless.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
 
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
-from yuxi_dash.ui.format import ago, busy_label, compress_blocker, pct, tokens_to_threshold
+from yuxi_dash.ui.format import (
+    PERCENT_FORMAT,
+    ago,
+    busy_label,
+    compress_blocker,
+    literal,
+    md,
+    pct,
+    percent_value,
+    tokens_to_threshold,
+)
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.usage import SUGGESTION_LABEL
 
 actor = require_actor()
-st.title("Threads at or above 85%")
+st.title(md("Threads ≥ {}", SUGGESTION_LABEL))  # as the sidebar names it
 show_results()
 
 data = loaders.threads()
 rows: pd.DataFrame = data["rows"]
 if rows.empty:
-    st.info("No thread is at or above 85% of its summary threshold. Nothing to compress.")
+    st.info(
+        md(
+            "No thread is at or above {} of its summary threshold. Nothing to compress.",
+            SUGGESTION_LABEL,
+        )
+    )
     st.stop()
 
 records = rows.to_dict("records")
 by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
-st.caption(f"{shown} threads, highest summary pressure first.")
+st.caption(md("{} threads, highest summary pressure first.", shown))
 
 table = pd.DataFrame(
     {
-        "open": [f"thread_detail?thread={t}" for t in rows["thread_id"]],
+        "open": [f"thread_detail?thread={quote(t, safe='')}" for t in rows["thread_id"]],
         "thread": rows["thread_id"],
         "user": rows["user_id"],
         "agent": rows["agent_slug"],
-        "pressure": rows["summary_pressure_ratio"],
-        "context usage": rows["context_usage_ratio"],
+        # percentages rounded here, so the browser shows what pct() writes everywhere else
+        "pressure": [percent_value(r) for r in rows["summary_pressure_ratio"]],
+        "context usage": [percent_value(r) for r in rows["context_usage_ratio"]],
         "tokens to threshold": [
             tokens_to_threshold(n, t)
             for n, t in zip(
@@ -54,22 +73,31 @@ st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    column_config={
-        "open": st.column_config.LinkColumn("", display_text="open", width="small"),
-        "thread": st.column_config.TextColumn("Thread"),
-        "user": st.column_config.TextColumn("User"),
-        "agent": st.column_config.TextColumn("Agent"),
-        "busy": st.column_config.TextColumn("Busy", help="running, queued or interrupted: wait"),
-        "compression": st.column_config.TextColumn("Compression"),
-        "last compression": st.column_config.TextColumn("Last compression"),
+    column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
+        "open": st.column_config.LinkColumn("", display_text="open", width=44),
+        "thread": st.column_config.TextColumn("Thread", width=84),
+        "user": st.column_config.TextColumn("User", width=108),
+        "agent": st.column_config.TextColumn("Agent", width=116),
+        "busy": st.column_config.TextColumn(
+            "Busy", help="running, queued or interrupted: wait", width=82
+        ),
+        "compression": st.column_config.TextColumn("Compression", width=96),
+        "last compression": st.column_config.TextColumn("Last compression", width=118),
         "pressure": st.column_config.ProgressColumn(
-            "Summary pressure", format="percent", min_value=0.0, max_value=1.0
+            "Summary pressure",
+            format=PERCENT_FORMAT,
+            min_value=0.0,
+            max_value=100.0,
+            width=124,
         ),
         "context usage": st.column_config.ProgressColumn(
-            "Context usage", format="percent", min_value=0.0, max_value=1.0
+            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=110
         ),
         "tokens to threshold": st.column_config.NumberColumn(
-            "Tokens to threshold", format="localized", help="negative: already over"
+            "To threshold",
+            format="localized",
+            help="tokens the next call may add before the summary threshold; negative: over",
+            width=92,
         ),
     },
 )
@@ -87,18 +115,18 @@ with one:
         key="compress_thread",
     )
     blocker = blockers.get(thread_id)
-    version = int(by_id.at[thread_id, "version"]) if thread_id else 0
+    checkpoint_id = by_id.at[thread_id, "checkpoint_id"] if thread_id else None
     st.button(
         "Compress…",
         type="primary",
         key="compress_one",
         disabled=thread_id is None or blocker is not None,
-        help=blocker,
+        help=literal(blocker) if blocker else None,
         on_click=request_compression,
-        args=([{"thread_id": thread_id, "version": version}],),
+        args=([{"thread_id": thread_id, "checkpoint_id": checkpoint_id}],),
     )
     if blocker:
-        st.caption(f"Cannot compress: {blocker}.")
+        st.caption(md("Cannot compress: {}.", blocker))
 with many:
     eligible = [r["thread_id"] for r in records if blockers[r["thread_id"]] is None]
     selection = st.multiselect(
@@ -108,11 +136,13 @@ with many:
         placeholder="choose threads" if eligible else "no thread can be compressed now",
     )
     st.button(
-        f"Compress {len(selection)} selected…",
+        md("Compress {} selected…", len(selection)),
         key="compress_bulk",
         disabled=not selection,
         on_click=request_compression,
-        args=([{"thread_id": t, "version": int(by_id.at[t, "version"])} for t in selection],),
+        args=(
+            [{"thread_id": t, "checkpoint_id": by_id.at[t, "checkpoint_id"]} for t in selection],
+        ),
     )
 
 maybe_open_dialog(actor)

@@ -14,7 +14,19 @@ from yuxi_dash.compression import tool_result_preview
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.tool_results import MAX_READ_LIMIT, read_tool_result
 from yuxi_dash.ui import loaders
-from yuxi_dash.ui.format import error_line, structured_records, tokens
+from yuxi_dash.ui.format import (
+    code,
+    error_line,
+    ident,
+    literal,
+    md,
+    page_bounds,
+    page_count,
+    page_window,
+    stamp,
+    structured_records,
+    tokens,
+)
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import draw_preview
 
@@ -42,12 +54,18 @@ if rows.empty:
 statuses = loaders.verify_statuses(rows["id"].tolist())
 rows = rows.assign(sha_status=[statuses.get(int(i), "missing") for i in rows["id"]])
 problems = int((rows["sha_status"] != "ok").sum())
+checked = md("{} mismatch or missing.", problems) if problems else "all ok."
 st.caption(
-    f"{len(rows):,} results (newest first, at most 200); SHA-256 re-checked: "
-    + ("all ok." if not problems else f"{problems} mismatch or missing.")
+    md("{:,} results (newest first, at most 200); SHA-256 re-checked: {}", len(rows), checked)
+)
+folders = {path.rpartition("/")[0] for path in rows["path"]}
+folder = folders.pop() if len(folders) == 1 else None  # one folder: named once, not per row
+table = rows.assign(
+    file=[path.rpartition("/")[2] if folder is not None else path for path in rows["path"]],
+    saved_at=[stamp(moment) for moment in rows["created_at"]],
 )
 st.dataframe(
-    rows[
+    table[
         [
             "id",
             "thread_id",
@@ -56,27 +74,37 @@ st.dataframe(
             "chars",
             "approx_tokens",
             "sha_status",
-            "path",
-            "created_at",
+            "saved_at",
+            "file",
         ]
     ],
     hide_index=True,
     width="stretch",
-    column_config={
-        "id": st.column_config.NumberColumn("Id", format="%d"),
-        "thread_id": st.column_config.TextColumn("Thread"),
-        "user_id": st.column_config.TextColumn("User"),
-        "tool_name": st.column_config.TextColumn("Tool"),
-        "path": st.column_config.TextColumn("Path (under the workdir)"),
-        "created_at": st.column_config.DatetimeColumn("Saved at", format="YYYY-MM-DD HH:mm"),
-        "sha_status": st.column_config.TextColumn("SHA-256", help="ok / mismatch / missing"),
-        "chars": st.column_config.NumberColumn("Chars", format="localized"),
-        "approx_tokens": st.column_config.NumberColumn("≈ tokens", format="localized"),
+    column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
+        "id": st.column_config.NumberColumn("Id", format="%d", width=56),
+        "thread_id": st.column_config.TextColumn("Thread", width=130),
+        "user_id": st.column_config.TextColumn("User", width=110),
+        "tool_name": st.column_config.TextColumn("Tool", width=100),
+        "chars": st.column_config.NumberColumn("Chars", format="localized", width=64),
+        "approx_tokens": st.column_config.NumberColumn("≈ tokens", format="localized", width=68),
+        "sha_status": st.column_config.TextColumn(
+            "SHA-256", help="ok / mismatch / missing", width=70
+        ),
+        "saved_at": st.column_config.TextColumn("Saved at", width=140),
+        "file": st.column_config.TextColumn(
+            "File" if folder is not None else "Path (under the workdir)",
+            help=literal(f"under {folder}/ in the workdir") if folder else None,
+            width=236,
+        ),
     },
 )
+if folder:
+    st.caption(md("Every file listed is under {} in the workdir.", code(folder + "/")))
 
 labels = {
-    int(r["id"]): f"#{r['id']} · {r['tool_name']} · {r['thread_id']} · {tokens(r['chars'])} chars"
+    int(r["id"]): (
+        f"#{ident(r['id'])} · {r['tool_name']} · {r['thread_id']} · {tokens(r['chars'])} chars"
+    )
     for r in rows.to_dict("records")
 }
 result_id = st.selectbox("Open", list(labels), format_func=labels.get, key="tool_result_id")
@@ -90,8 +118,6 @@ def _read(offset: int, limit: int) -> dict:
         }
     except YuxiDashError as exc:
         return {"error": error_line(exc, thread_id=f"tool result #{result_id}")}
-    finally:
-        loaders.clear_audit_loader()  # the read (or its refusal) added an audit row
 
 
 opened = st.session_state.get(OPEN_KEY)
@@ -99,14 +125,20 @@ if not opened or opened["id"] != result_id:
     opened = {"id": result_id, "first": _read(0, MAX_READ_LIMIT)}
     st.session_state[OPEN_KEY] = opened
 if "error" in opened["first"]:
-    st.error(opened["first"]["error"])
+    st.error(literal(opened["first"]["error"]))
     st.stop()
 
 first = opened["first"]["content"]
 complete = not first.truncated
 integrity = {"ok": st.success, "mismatch": st.error, "missing": st.warning}[first.integrity]
 integrity(
-    f"SHA-256 {first.integrity}: `{first.sha256}` · `{first.path}` · {tokens(first.total_chars)} chars"
+    md(
+        "SHA-256 {}: {} · {} · {} chars",
+        first.integrity,
+        code(first.sha256),
+        code(first.path),
+        tokens(first.total_chars),
+    )
 )
 
 model_view, full_view = st.columns(2)
@@ -114,25 +146,42 @@ with model_view:
     st.subheader("What the model sees")
     draw_preview(tool_result_preview(first.tool_name, first.text, 300))
     if not complete:
-        st.caption(f"Preview computed from the first {tokens(len(first.text))} characters.")
+        st.caption(md("Preview computed from the first {} characters.", tokens(len(first.text))))
 with full_view:
     st.subheader("Full content")
-    pages = max(1, -(-first.total_chars // PAGE_CHARS))
-    page = st.number_input(
-        f"Page (of {pages})", min_value=1, max_value=pages, value=1, key="tool_result_page"
-    )
-    start = (int(page) - 1) * PAGE_CHARS
-    if start + PAGE_CHARS <= len(first.text) or complete:
-        window = first.text[start : start + PAGE_CHARS]
+    if complete:  # pages break where a line starts; the last page is the last that has text
+        pages = next(
+            p
+            for p in range(1, page_count(first.total_chars, PAGE_CHARS) + 1)
+            if page_bounds(first.text, 0, first.total_chars, p + 1, PAGE_CHARS)[0]
+            >= first.total_chars
+        )
     else:
-        more = _read(start, PAGE_CHARS)
+        pages = page_count(first.total_chars, PAGE_CHARS)
+    page = st.number_input(
+        md("Page (of {})", pages), min_value=1, max_value=pages, value=1, key="tool_result_page"
+    )
+    offset, limit = page_window(int(page), PAGE_CHARS)
+    source, source_offset = first.text, 0
+    if not complete and offset + limit > len(first.text):
+        more = _read(offset, limit)
         if "error" in more:
-            st.error(more["error"])
+            st.error(literal(more["error"]))
             st.stop()
-        window = more["content"].text
+        source, source_offset = more["content"].text, offset
+    start, end = page_bounds(source, source_offset, first.total_chars, int(page), PAGE_CHARS)
+    window = source[start - source_offset : end - source_offset]
+    st.caption(
+        md(
+            "Characters {}–{} of {}; a page starts at the beginning of a line.",
+            tokens(start + 1 if end > start else start),
+            tokens(end),
+            tokens(first.total_chars),
+        )
+    )
     st.code(window, language=None, wrap_lines=True, height=480)
     st.download_button(
-        "Download" + ("" if complete else f" (first {tokens(len(first.text))} chars)"),
+        "Download" if complete else md("Download (first {} chars)", tokens(len(first.text))),
         data=first.text.encode("utf-8"),
         file_name=first.path.rsplit("/", 1)[-1],
         mime="text/plain",
@@ -142,5 +191,5 @@ with full_view:
 if first.tool_name in STRUCTURED_TOOLS:
     records = structured_records(first.text)
     if records and records["records"]:
-        st.subheader(f"{first.tool_name} records")
+        st.subheader(md("{} records", first.tool_name))
         st.dataframe(records["records"], hide_index=True, width="stretch")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from yuxi_dash.settings import get_settings
+from yuxi_dash.workdir import Workdir
 
 pytest_plugins = [
     "tests.fixtures.database",
@@ -22,6 +23,8 @@ pytest_plugins = [
 _ISOLATED_ENV = (
     "YUXI_DASH_DATABASE_URL",
     "YUXI_DASH_WORKDIR",
+    "YUXI_DASH_ATTACH_CHECKPOINTER",
+    "YUXI_DASH_ATTACH_SCAN_SECONDS",
     "YUXI_DASH_FALKORDB_DIR",
     "YUXI_DASH_LD_FLAGS_FILE",
     "YUXI_DASH_REDIS_URL",
@@ -29,6 +32,8 @@ _ISOLATED_ENV = (
     "YUXI_DASH_SUMMARIZER_API_KEY",
     "YUXI_DASH_SUMMARIZER_MODEL",
     "YUXI_DASH_AUTH_MODE",
+    "YUXI_DASH_CLI_ROLE",
+    "YUXI_DASH_CLI_ACTOR",
     "LAUNCHDARKLY_SDK_KEY",
     "GRAPHITI_FALKORDB_HOST",
     "GRAPHITI_FALKORDB_PORT",
@@ -46,6 +51,24 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("YUXI_DASH_WORKDIR", str(tmp_path / "workdir"))
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "falkordb"))
     monkeypatch.setenv("GRAPHITI_TELEMETRY_ENABLED", "false")
+    Workdir(tmp_path / "workdir").initialize()  # first set-up, as `yuxi-dash db upgrade` does
     get_settings.cache_clear()
     yield tmp_path
     get_settings.cache_clear()
+
+
+# Fixtures that need a real server (PostgreSQL, FalkorDB) or a browser; a test
+# using any of them, directly or through another fixture, is marked `services`,
+# so `pytest -m "not services"` runs the fast subset with none of them.
+_SERVICE_FIXTURES = frozenset(
+    {"postgres_url", "fresh_postgres_url", "falkordb_server", "falkordb_dir"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("db_url") == "postgresql"
+        if fixtures & _SERVICE_FIXTURES or on_postgres or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.services)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ldclient.integrations.test_data import TestData
 
+from yuxi_dash.demo.flags import demo_flags
 from yuxi_dash.flags import FlagEvaluator, get_flag_evaluator, user_context
-from yuxi_dash.memory.demo import demo_flags
 from yuxi_dash.settings import Settings
 
 

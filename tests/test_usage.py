@@ -1,13 +1,23 @@
-"""Usage snapshot formulas, the 85% suggestion line, and the context breakdown."""
+"""Usage snapshot formulas, the 85% suggestion line, and the context breakdown (context_view)."""
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from yuxi_dash.compression import ThreadContextState, count_tokens, force_summarize, model_view
+from yuxi_dash.compression import (
+    ThreadContextState,
+    context_view,
+    count_tokens,
+    force_summarize,
+    model_view,
+)
 from yuxi_dash.usage import (
-    context_breakdown,
+    SUGGESTION_LABEL,
+    UsageSnapshot,
+    context_usage_ratio,
     should_suggest_compression,
+    summary_pressure_ratio,
     summary_trigger_tokens,
     usage_snapshot,
 )
@@ -49,9 +59,8 @@ def test_snapshot_formulas() -> None:
     assert small.summary_pressure_ratio == 0.0
 
 
-def test_service_figures_use_the_same_formulas() -> None:
-    from yuxi_dash.service import UsageFigures
-
+def test_the_ratios_are_computed_from_the_fields_never_given() -> None:
+    """One usage type: built directly or by `usage_snapshot`, its ratios are the formulas'."""
     for llm, nxt, window, trigger in [(150_000, 87_041, 128_000, 102_400), (1000, 1200, 3000, 0)]:
         inputs = {
             "llm_input_tokens": llm,
@@ -60,10 +69,21 @@ def test_service_figures_use_the_same_formulas() -> None:
             "summary_trigger_tokens": trigger,
             "summary_active": False,
         }
-        figures = UsageFigures(**inputs)
+        figures = UsageSnapshot(**inputs)
         snapshot = usage_snapshot(**inputs)
         assert figures.summary_pressure_ratio == snapshot.summary_pressure_ratio
         assert figures.context_usage_ratio == snapshot.context_usage_ratio
+        assert figures == snapshot
+        assert figures.summary_pressure_ratio == summary_pressure_ratio(nxt, trigger)
+        assert figures.context_usage_ratio == context_usage_ratio(llm, window)
+        assert figures.to_dict() == {
+            **inputs,
+            "context_usage_ratio": context_usage_ratio(llm, window),
+            "summary_pressure_ratio": summary_pressure_ratio(nxt, trigger),
+        }
+    with pytest.raises(TypeError):  # a ratio cannot be given, so it cannot disagree
+        UsageSnapshot(**inputs, summary_pressure_ratio=0.5)  # type: ignore[call-arg]
+    assert SUGGESTION_LABEL == "85%"
 
 
 def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
@@ -77,7 +97,7 @@ def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
         messages.append(AIMessage(content=f"answer {n} " * 10))
     state = ThreadContextState(thread_id="t", messages=messages)
     tools = [{"name": "run", "description": "run a command", "parameters": {"type": "object"}}]
-    plain = context_breakdown(state, system="You are helpful.", tools=tools)
+    plain = context_view(state, system="You are helpful.", tools=tools).breakdown
     total = count_tokens(model_view(state), system="You are helpful.", tools=tools)
     assert set(plain) == {
         "system",
@@ -98,10 +118,10 @@ def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
         def summarize(self, messages, *, previous_summary=None):
             return "SESSION INTENT\n- test"
 
-    outcome = force_summarize(
-        state, workdir=Workdir(tmp_path / "wd"), summarizer=Fixed(), keep_messages=4
-    )
-    after = context_breakdown(outcome.state)
+    workdir = Workdir(tmp_path / "wd")
+    workdir.initialize()
+    outcome = force_summarize(state, workdir=workdir, summarizer=Fixed(), keep_messages=4)
+    after = context_view(outcome.state).breakdown
     assert after["summary"] > 0
     assert after["compressed_away"] > 0
     assert sum(v for k, v in after.items() if k != "compressed_away") == count_tokens(

@@ -1,4 +1,4 @@
-"""Workdir: content-addressed tool results, appended history, confinement, verification."""
+"""Workdir: content-addressed tool results, history files, confinement, verification, set-up."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
-from yuxi_dash.workdir import SavedFile, Workdir
+from yuxi_dash.workdir import MARKER_NAME, SavedFile, Workdir, history_relpath
+
+
+def _initialized(root: Path) -> Workdir:
+    workdir = Workdir(root)
+    workdir.initialize()
+    return workdir
 
 
 def test_save_tool_result_is_content_addressed_and_byte_exact(tmp_path: Path) -> None:
-    workdir = Workdir(tmp_path / "wd")
+    workdir = _initialized(tmp_path / "wd")
     content = "línea 1\r\n中文内容 🙂\n" * 50
     saved = workdir.save_tool_result("query kb/../x", content)
     again = workdir.save_tool_result("query kb/../x", content)
@@ -31,7 +37,7 @@ def test_save_tool_result_is_content_addressed_and_byte_exact(tmp_path: Path) ->
 
 
 def test_verify_reports_ok_mismatch_missing(tmp_path: Path) -> None:
-    workdir = Workdir(tmp_path / "wd")
+    workdir = _initialized(tmp_path / "wd")
     saved: SavedFile = workdir.save_tool_result("run", "abc" * 1000)
     assert workdir.verify(saved.path, saved.sha256) == "ok"
     (workdir.root / saved.path).write_text("tampered")
@@ -43,20 +49,29 @@ def test_verify_reports_ok_mismatch_missing(tmp_path: Path) -> None:
     assert workdir.verify(saved.path, saved.sha256) == "missing"
 
 
-def test_append_history_appends_never_overwrites(tmp_path: Path) -> None:
-    workdir = Workdir(tmp_path / "wd")
-    first = workdir.append_history("thread-1", "first\n")
-    second = workdir.append_history("thread-1", "second\n")
-    assert first == second == "outputs/conversation_history/session_thread-1.md"
-    assert workdir.read_text(first) == "first\nsecond\n"
-    assert workdir.read_text(first, offset=6, limit=3) == "sec"
+def test_legacy_history_text_is_kept_as_key_minus_one(tmp_path: Path) -> None:
+    """A history file from before keyed sections (plain appended text) reads as one section."""
+    workdir = _initialized(tmp_path / "wd")
+    relative = history_relpath("thread-1")
+    (workdir.root / relative).parent.mkdir(parents=True)
+    (workdir.root / relative).write_text("first\nsecond\n")
+    assert workdir.read_text(relative, offset=6, limit=3) == "sec"
+    assert [(s.key, s.text) for s in workdir.read_history_sections("thread-1")] == [
+        (-1, "first\nsecond\n")
+    ]
+    workdir.write_history_section("thread-1", 0, "third\n")
+    assert [(s.key, s.text) for s in workdir.read_history_sections("thread-1")] == [
+        (-1, "first\nsecond\n"),
+        (0, "third\n"),
+    ]
 
 
 def test_history_session_id_cannot_escape(tmp_path: Path) -> None:
-    workdir = Workdir(tmp_path / "wd")
-    path = workdir.append_history("../../etc/passwd", "x")
+    workdir = _initialized(tmp_path / "wd")
+    path = workdir.write_history_section("../../etc/passwd", 0, "x")
     assert path.startswith("outputs/conversation_history/session_")
-    assert workdir.resolve(path).is_file()
+    assert "/" not in path.removeprefix("outputs/conversation_history/")
+    assert (workdir.root / path).is_file()
     assert not (tmp_path / "etc").exists()
 
 
@@ -64,21 +79,58 @@ def test_history_session_id_cannot_escape(tmp_path: Path) -> None:
     "bad", ["../outside.txt", "/etc/passwd", "outputs/../../x", "", "a\x00b", "..\\x"]
 )
 def test_resolve_refuses_paths_leaving_root(tmp_path: Path, bad: str) -> None:
-    workdir = Workdir(tmp_path / "wd")
+    workdir = _initialized(tmp_path / "wd")
     with pytest.raises(PathRefused):
         workdir.resolve(bad)
 
 
-def test_resolve_refuses_symlink_escape(tmp_path: Path) -> None:
+def test_reads_refuse_a_symlink_and_resolve_is_lexical(tmp_path: Path) -> None:
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
-    workdir = Workdir(tmp_path / "wd")
-    (workdir.root / "outputs").mkdir(parents=True)
+    workdir = _initialized(tmp_path / "wd")
+    (workdir.root / "outputs").mkdir()
     os.symlink(outside, workdir.root / "outputs" / "link.txt")
     with pytest.raises(PathRefused):
         workdir.read_text("outputs/link.txt")
-    inside = workdir.resolve("outputs/large_tool_results/a.txt")
-    assert inside.is_relative_to(workdir.root.resolve())
+    with pytest.raises(PathRefused):
+        workdir.verify("outputs/link.txt", "0" * 64)
+    # resolve() only names the place (it never opens or follows anything)
+    assert workdir.resolve("outputs/./large_tool_results//a.txt") == (
+        workdir.root / "outputs/large_tool_results/a.txt"
+    )
+
+
+def test_missing_root_is_unavailable_and_never_created(tmp_path: Path) -> None:
+    workdir = Workdir(tmp_path / "wd")
+    for action in (
+        workdir.ensure_writable,
+        lambda: workdir.save_tool_result("run", "x" * 5000),
+        lambda: workdir.write_history_section("t1", 0, "x"),
+        lambda: workdir.read_text("outputs/x.txt"),
+    ):
+        with pytest.raises(WorkdirUnavailable) as caught:
+            action()
+        assert caught.value.status_code == 503
+        assert "run `yuxi-dash db upgrade` to create it" in caught.value.message
+        assert "\n" not in caught.value.message
+    assert not workdir.root.exists()
+
+
+def test_initialize_marks_the_root_and_ensure_writable_requires_the_mark(tmp_path: Path) -> None:
+    workdir = Workdir(tmp_path / "wd")
+    assert workdir.initialize() is True
+    assert workdir.initialize() is False  # idempotent
+    assert (workdir.root / MARKER_NAME).is_file()
+    workdir.ensure_writable()
+    assert (workdir.root / "outputs/large_tool_results").is_dir()
+    assert (workdir.root / "outputs/conversation_history").is_dir()
+    assert sorted(p.name for p in workdir.root.iterdir()) == [MARKER_NAME, "outputs"]  # no probe
+    (workdir.root / MARKER_NAME).unlink()  # an empty mount point looks like this
+    with pytest.raises(WorkdirUnavailable):
+        workdir.ensure_writable()
+    os.symlink(tmp_path / "elsewhere", workdir.root / MARKER_NAME)
+    with pytest.raises(WorkdirUnavailable):
+        workdir.ensure_writable()
 
 
 def test_ensure_writable_raises_typed_error(tmp_path: Path) -> None:
@@ -86,22 +138,25 @@ def test_ensure_writable_raises_typed_error(tmp_path: Path) -> None:
     blocker.write_text("not a dir")
     with pytest.raises(WorkdirUnavailable):
         Workdir(blocker / "wd").ensure_writable()
-    good = Workdir(tmp_path / "good")
-    good.ensure_writable()
-    assert (good.root / "outputs/large_tool_results").is_dir()
-    assert list(good.root.glob(".probe-*")) == []
+    with pytest.raises(WorkdirUnavailable):
+        Workdir(blocker / "wd").initialize()
+    with pytest.raises(WorkdirUnavailable):
+        Workdir(blocker).ensure_writable()
 
 
 def test_save_failure_raises_oserror(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a dir")
+    workdir = _initialized(tmp_path / "wd")
+    (workdir.root / "outputs").mkdir()
+    (workdir.root / "outputs/large_tool_results").write_text("a file where the dir should be")
     with pytest.raises(OSError):
-        Workdir(blocker).save_tool_result("run", "x" * 5000)
+        workdir.save_tool_result("run", "x" * 5000)
 
 
 def test_read_missing_file_raises_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         Workdir(tmp_path).read_text("outputs/nothing.txt")
+    with pytest.raises(FileNotFoundError):
+        Workdir(tmp_path).read_text("nothing/at/all.txt")
 
 
 _FSIZE_LIMITED_SAVE = """
@@ -114,6 +169,7 @@ else:  # the over-size write kills the process mid-write (a crash: no cleanup ru
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
 workdir = Workdir(sys.argv[1])
+workdir.initialize()
 small = workdir.save_tool_result("run", "s" * 2000)
 try:
     workdir.save_tool_result("run", "b" * 5000)
@@ -149,7 +205,7 @@ def test_write_cut_short_leaves_no_partial_file_under_any_name(tmp_path: Path) -
 
 
 def test_existing_whole_copy_is_kept_not_rewritten(tmp_path: Path) -> None:
-    workdir = Workdir(tmp_path / "wd")
+    workdir = _initialized(tmp_path / "wd")
     saved = workdir.save_tool_result("run", "abc" * 1000)
     target = workdir.root / saved.path
     inode = target.stat().st_ino
@@ -187,12 +243,12 @@ def test_both_write_paths_create_skip_and_repair(
 ) -> None:
     """The Linux path (unnamed file, then link) and the portable one (temp name, then
     rename) both write whole files, skip an intact copy and replace a tampered one."""
-    import yuxi_dash.workdir as workdir_module
+    from yuxi_dash import safe_fs
 
     if anonymous:
-        assert workdir_module._ANONYMOUS_FILES  # this test machine is Linux with /proc
-    monkeypatch.setattr(workdir_module, "_ANONYMOUS_FILES", anonymous)
-    workdir = Workdir(tmp_path / "wd")
+        assert safe_fs.ANONYMOUS_FILES  # this test machine is Linux with /proc
+    monkeypatch.setattr(safe_fs, "ANONYMOUS_FILES", anonymous)
+    workdir = _initialized(tmp_path / "wd")
     saved = workdir.save_tool_result("run", "é" * 3000)
     target = workdir.root / saved.path
     assert target.read_bytes() == ("é" * 3000).encode()
@@ -203,4 +259,24 @@ def test_both_write_paths_create_skip_and_repair(
     workdir.save_tool_result("run", "é" * 3000)
     assert workdir.verify(saved.path, saved.sha256) == "ok"
     assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
-    assert workdir_module._ANONYMOUS_FILES is anonymous
+    assert safe_fs.ANONYMOUS_FILES is anonymous
+
+
+def test_a_marker_that_is_a_symlink_is_refused_by_initialize(tmp_path: Path) -> None:
+    root = tmp_path / "wd"
+    root.mkdir()
+    (tmp_path / "elsewhere").write_text("x")
+    os.symlink(tmp_path / "elsewhere", root / MARKER_NAME)
+    with pytest.raises(PathRefused):
+        Workdir(root).initialize()
+    with pytest.raises(WorkdirUnavailable):
+        Workdir(root).ensure_writable()
+
+
+def test_ensure_writable_from_many_threads_at_once(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    workdir = _initialized(tmp_path / "wd")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: workdir.ensure_writable(), range(400)))
+    assert sorted(p.name for p in workdir.root.iterdir()) == [MARKER_NAME, "outputs"]

@@ -9,21 +9,36 @@ could carry user content or query parameters are dropped before writing.
 `record_audit_eventually` is for refusals that happen while another writer
 holds the database (SQLite has one writer at a time): when the write lock
 cannot be had now, the row is handed to a background writer that retries
-until the lock is free, so even a "thread is locked" refusal is recorded.
+until the lock is free, so even a "thread is locked" refusal is recorded. The
+writer is started on first need by the resource owner (`yuxi_dash.resources`),
+which at exit lets its rows land (a bounded wait) and then stops it.
+`audited_refusals` wraps an entry point so every typed refusal it raises is
+one audit row.
+
+A refusal of hostile input must still be writable: every string that goes
+into a row (actor, target, detail keys and values) is made storable first — a
+NUL byte becomes the four characters backslash, x, 0, 0 and a lone surrogate
+its backslash escape (PostgreSQL text cannot hold the one, UTF-8 cannot encode
+the other), then the string is clipped to its column; a non-finite float
+becomes its name (JSON has no NaN).
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
+import math
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from yuxi_dash.resources import AUDIT_WRITER, get_resources
 from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import is_lock_failure
 
 log = logging.getLogger(__name__)
 
@@ -31,22 +46,35 @@ _FORBIDDEN_DETAIL_KEYS = frozenset(
     {"content", "text", "message", "messages", "query", "params", "parameters", "payload", "body"}
 )
 _MAX_DETAIL_STRING = 500
+_MAX_DETAIL_DEPTH = 8
 
 
-def _clean(value: Any) -> Any:
+def storable(value: str, limit: int | None = None) -> str:
+    """`value` with NUL bytes and lone surrogates escaped, then clipped to `limit` characters."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
+    value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value if limit is None else value[:limit]
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    if depth >= _MAX_DETAIL_DEPTH:
+        return "..."
     if isinstance(value, dict):
         return {
-            str(k): _clean(v)
+            storable(str(k), _MAX_DETAIL_STRING): _clean(v, depth + 1)
             for k, v in value.items()
             if str(k).lower() not in _FORBIDDEN_DETAIL_KEYS
         }
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value][:50]
+        return [_clean(v, depth + 1) for v in value[:50]]
     if isinstance(value, str):
-        return value[:_MAX_DETAIL_STRING]
+        return storable(value, _MAX_DETAIL_STRING)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if value is None or isinstance(value, bool | int | float):
         return value
-    return str(value)[:_MAX_DETAIL_STRING]
+    return storable(str(value), _MAX_DETAIL_STRING)
 
 
 def sanitize_detail(detail: dict[str, Any] | None) -> dict[str, Any]:
@@ -69,10 +97,10 @@ def record_audit(
     from yuxi_dash.store.models import AuditEntry
 
     entry = AuditEntry(
-        actor=actor[:256],
-        action=action[:64],
-        target=target[:256],
-        outcome=outcome[:32],
+        actor=storable(str(actor), 256),
+        action=storable(str(action), 64),
+        target=storable(str(target), 256),
+        outcome=storable(str(outcome), 32),
         detail=sanitize_detail(detail),
     )
     if session is not None:
@@ -89,33 +117,46 @@ def record_audit(
 
 _RETRY_SECONDS = 120.0
 _EXIT_WAIT_SECONDS = 15.0
-_pending: queue.Queue[tuple[dict[str, Any], Settings | None, float]] = queue.Queue()
-_writer_lock = threading.Lock()
-_writer: threading.Thread | None = None
-
-
-def _is_locked(exc: BaseException) -> bool:
-    return (
-        "locked" in str(exc).lower()
-        or getattr(getattr(exc, "orig", None), "sqlstate", "") == "55P03"
-    )
+# A deferred row, or None: the writer's signal to stop.
+_pending: queue.Queue[tuple[dict[str, Any], Settings | None, float] | None] = queue.Queue()
 
 
 def _drain() -> None:
     while True:
-        fields, settings, give_up_at = _pending.get()
+        item = _pending.get()
         try:
+            if item is None:
+                return
+            fields, settings, give_up_at = item
             while True:
                 try:
                     record_audit(**fields, settings=settings)
                     break
                 except Exception as exc:  # noqa: BLE001 - retried, then logged without detail
-                    if not _is_locked(exc) or time.monotonic() > give_up_at:
+                    if not is_lock_failure(exc) or time.monotonic() > give_up_at:
                         log.error("audit row for %s could not be written", fields.get("action"))
                         break
                     time.sleep(0.05)
         finally:
             _pending.task_done()
+
+
+def _start_writer() -> threading.Thread:
+    writer = threading.Thread(target=_drain, name="audit-retry", daemon=True)
+    writer.start()
+    return writer
+
+
+def _stop_writer(writer: threading.Thread) -> None:
+    """Let the deferred rows land (a CLI run exits soon after a refusal), then end the thread.
+
+    The wait is bounded; rows still blocked by then are left to the daemon thread.
+    """
+    if not writer.is_alive():
+        return
+    wait_for_pending_audit(_EXIT_WAIT_SECONDS)
+    _pending.put(None)
+    writer.join(timeout=1.0)
 
 
 def record_audit_eventually(
@@ -128,8 +169,7 @@ def record_audit_eventually(
     settings: Settings | None = None,
 ) -> None:
     """Write now if possible; if the database is write-locked, retry in the background."""
-    global _writer
-    fields = {
+    fields: dict[str, Any] = {
         "actor": actor,
         "action": action,
         "target": target,
@@ -140,13 +180,14 @@ def record_audit_eventually(
         record_audit(**fields, settings=settings)
         return
     except Exception as exc:
-        if not _is_locked(exc):
+        if not is_lock_failure(exc):
             raise
-    with _writer_lock:
-        if _writer is None or not _writer.is_alive():
-            _writer = threading.Thread(target=_drain, name="audit-retry", daemon=True)
-            _writer.start()
-            atexit.register(wait_for_pending_audit, _EXIT_WAIT_SECONDS)  # a CLI run exits soon
+    # The writer is the resource owner's: started on first need, drained and stopped at exit.
+    owner = get_resources()
+    writer = owner.acquire(AUDIT_WRITER, None, _start_writer, _stop_writer)
+    if not writer.is_alive():  # stopped by a close since: a new one
+        owner.release(AUDIT_WRITER, None)
+        owner.acquire(AUDIT_WRITER, None, _start_writer, _stop_writer)
     _pending.put((fields, settings, time.monotonic() + _RETRY_SECONDS))
 
 
@@ -158,3 +199,36 @@ def wait_for_pending_audit(timeout: float = 30.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+@contextmanager
+def audited_refusals(
+    *,
+    actor: str,
+    action: str,
+    target: str,
+    detail: dict[str, Any] | None = None,
+    settings: Settings | None = None,
+) -> Iterator[None]:
+    """Every typed refusal raised inside is one audit row (outcome refused, or failed for 5xx).
+
+    The row is written after the block's own transaction ended (eventually, if
+    the database is write-locked); an audit hiccup never hides the refusal.
+    """
+    from yuxi_dash.errors import YuxiDashError
+
+    try:
+        yield
+    except YuxiDashError as exc:
+        try:
+            record_audit_eventually(
+                actor=actor,
+                action=action,
+                target=target,
+                outcome="refused" if exc.status_code < 500 else "failed",
+                detail={**(detail or {}), "code": exc.code},
+                settings=settings,
+            )
+        except Exception:  # noqa: BLE001 - the refusal must reach the caller, not the hiccup
+            log.error("audit row for a refused %s could not be written", action)
+        raise

@@ -2,7 +2,8 @@
 
 Every error a caller may act on is a subclass of :class:`YuxiDashError` with a
 stable ``code`` (machine-readable), an HTTP-like ``status_code`` and the CLI
-``exit_code`` from DESIGN §3. The message is one line an operator can act on;
+``exit_code`` (0 ok, 1 failure, 2 usage or invalid input, 3 not found, 4 busy,
+5 unsupported, 6 gated off). The message is one line an operator can act on;
 it never carries user data beyond the ids the caller passed in.
 """
 
@@ -55,6 +56,12 @@ class ThreadNotFound(NotFound):
     code = "thread_not_found"
 
 
+class ThreadDeleted(ThreadNotFound):
+    """The thread exists but was deleted (soft): still 404 and exit 3, with its own code."""
+
+    code = "thread_deleted"
+
+
 class AgentNotFound(NotFound):
     code = "agent_not_found"
 
@@ -83,6 +90,12 @@ class CompressionUnsupported(YuxiDashError):
     code = "compression_unsupported"
     status_code = 422
     exit_code = 5
+
+
+class ThreadAttached(CompressionUnsupported):
+    """The thread belongs to an attached platform, which owns its lock: never compressed here."""
+
+    code = "thread_attached"
 
 
 class MemoryGatedOff(YuxiDashError):
@@ -126,3 +139,9 @@ class StoreUnavailable(YuxiDashError):
     code = "store_unavailable"
     status_code = 503
     exit_code = 1
+
+
+class AttachUnavailable(StoreUnavailable):
+    """The attached platform's checkpointer is not configured, cannot be reached or refused."""
+
+    code = "attach_unavailable"

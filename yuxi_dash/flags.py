@@ -13,7 +13,6 @@ evaluation reason so an operator can see *why* a gate is off.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from ldclient import Context
 from ldclient.client import LDClient
 from ldclient.config import Config
 
+from yuxi_dash.resources import FLAG_EVALUATORS, get_resources
 from yuxi_dash.settings import Settings, get_settings
 
 log = logging.getLogger("yuxi_dash.flags")
@@ -142,10 +142,6 @@ class FlagEvaluator:
             self.client.close()
 
 
-_EVALUATORS: dict[tuple[Any, ...], FlagEvaluator] = {}
-_LOCK = threading.Lock()
-
-
 def _cache_key(settings: Settings) -> tuple[Any, ...]:
     mtime = None
     if settings.ld_flags_file:
@@ -163,18 +159,16 @@ def _cache_key(settings: Settings) -> tuple[Any, ...]:
 
 
 def get_flag_evaluator(settings: Settings | None = None) -> FlagEvaluator:
-    """The process-wide evaluator for these settings (a changed flag file is re-read)."""
+    """The process's evaluator for these settings (a changed flag file is re-read)."""
     settings = settings or get_settings()
     key = _cache_key(settings)
-    with _LOCK:
-        evaluator = _EVALUATORS.get(key)
-        if evaluator is None:
-            stale = [k for k in _EVALUATORS if k[:2] == key[:2]]
-            for old in stale:
-                _EVALUATORS.pop(old).close()
-            evaluator = FlagEvaluator.from_settings(settings)
-            _EVALUATORS[key] = evaluator
-        return evaluator
+    owner = get_resources()
+    for old in owner.keys(FLAG_EVALUATORS):  # the same source at an older mtime
+        if old != key and isinstance(old, tuple) and old[:2] == key[:2]:
+            owner.release(FLAG_EVALUATORS, old)
+    return owner.acquire(
+        FLAG_EVALUATORS, key, lambda: FlagEvaluator.from_settings(settings), FlagEvaluator.close
+    )
 
 
 def evaluate_gates(
@@ -190,7 +184,5 @@ def evaluate_gates(
 
 
 def close_evaluators() -> None:
-    with _LOCK:
-        for evaluator in _EVALUATORS.values():
-            evaluator.close()
-        _EVALUATORS.clear()
+    """Close every evaluator this process holds (tests; at exit the resource owner does it)."""
+    get_resources().close_kind(FLAG_EVALUATORS)

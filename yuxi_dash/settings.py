@@ -1,7 +1,8 @@
 """Every knob of yuxi-dash, read from the environment and `.env` (pydantic-settings).
 
-Names follow DESIGN §3. Relative paths are relative to the working directory the
-process was started in, so the embedded default keeps everything under `var/`.
+Each field reads the environment variable the README's configuration table
+lists. Relative paths are relative to the working directory the process was
+started in, so the embedded default keeps everything under `var/`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 CsvList = Annotated[list[str], NoDecode]
@@ -36,6 +37,15 @@ class Settings(BaseSettings):
         5.0, gt=0, validation_alias=_env("YUXI_DASH_LOCK_TIMEOUT_SECONDS")
     )
     cache_ttl_seconds: int = Field(30, ge=0, validation_alias=_env("YUXI_DASH_CACHE_TTL_SECONDS"))
+
+    # --- an attached platform's LangGraph checkpointer (read-only) ---------
+    # a secret (it may hold a password): SecretStr keeps it out of reprs and logs
+    attach_checkpointer: SecretStr | None = Field(
+        None, validation_alias=_env("YUXI_DASH_ATTACH_CHECKPOINTER")
+    )
+    attach_scan_seconds: float = Field(
+        30.0, gt=0, validation_alias=_env("YUXI_DASH_ATTACH_SCAN_SECONDS")
+    )
 
     # --- summarizer (OpenAI-compatible; unset -> offline extractive) -------
     summarizer_base_url: str | None = Field(
@@ -110,6 +120,12 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=_env("YUXI_DASH_ADMIN_DOMAINS")
     )
 
+    # --- the command line ---------------------------------------------------
+    cli_role: Literal["viewer", "operator", "admin"] = Field(
+        "operator", validation_alias=_env("YUXI_DASH_CLI_ROLE")
+    )
+    cli_actor: str | None = Field(None, validation_alias=_env("YUXI_DASH_CLI_ACTOR"))
+
     @field_validator(
         "viewer_emails",
         "operator_emails",
@@ -125,9 +141,18 @@ class Settings(BaseSettings):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("cli_role", mode="before")
+    @classmethod
+    def _lower_role(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @property
     def summarizer_configured(self) -> bool:
         return bool(self.summarizer_base_url and self.summarizer_model)
+
+    @property
+    def attach_configured(self) -> bool:
+        return bool(self.attach_checkpointer and self.attach_checkpointer.get_secret_value())
 
     @property
     def falkordb_embedded(self) -> bool:

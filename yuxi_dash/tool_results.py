@@ -2,9 +2,11 @@
 
 The file in the workdir is the truth; the index row records where it is and
 the SHA-256 it had when it was written. `verify_tool_results` re-hashes every
-indexed file (ok / mismatch / missing). `read_tool_result` opens a file only
-through `Workdir.resolve` (nothing outside the workdir) and records an audit
-row for every read, allowed or refused.
+indexed file (ok / mismatch / missing). `read_tool_result` reads a file only
+through the workdir's link-refusing reads (every path component opened with
+O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is
+ever read, even through a symlink swapped in mid-read) and records an audit row
+for every read, allowed or refused.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash import validation
 from yuxi_dash.audit import record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound, YuxiDashError
+from yuxi_dash.errors import PathRefused, ToolResultNotFound, YuxiDashError
 from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -124,15 +127,22 @@ def _filters(
     tool_name: str | None,
     min_chars: int | None,
 ) -> list[sa.ColumnElement[bool]]:
+    """The WHERE clauses of a listing; None means "no filter", anything else is validated.
+
+    An empty or malformed thread id, user id or tool name is InvalidInput, never
+    "every row" (an empty string once listed everything).
+    """
     filters: list[sa.ColumnElement[bool]] = []
-    if thread_id:
-        filters.append(ToolResult.thread_id == thread_id)
-    if user_id:
+    if thread_id is not None:
+        filters.append(ToolResult.thread_id == validation.thread_id(thread_id))
+    if user_id is not None:
+        user_id = validation.text(user_id, "user id", limit=128, required=True)
         filters.append(Conversation.user_id == user_id)
-    if tool_name:
+    if tool_name is not None:
+        tool_name = validation.text(tool_name, "tool name", limit=128, required=True)
         filters.append(ToolResult.tool_name == tool_name)
     if min_chars is not None:
-        filters.append(ToolResult.chars >= int(min_chars))
+        filters.append(ToolResult.chars >= validation.integer(min_chars, "min chars"))
     return filters
 
 
@@ -161,7 +171,9 @@ def list_tool_results(
     limit: int = 100,
     offset: int = 0,
 ) -> list[ToolResultInfo]:
-    """Indexed tool results, newest first."""
+    """Indexed tool results, newest first; InvalidInput for a malformed filter or page."""
+    limit = validation.non_negative(limit, "limit")
+    offset = validation.non_negative(offset, "offset")
     rows = session.execute(
         sa.select(ToolResult, Conversation.user_id)
         .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
@@ -171,8 +183,8 @@ def list_tool_results(
             )
         )
         .order_by(ToolResult.created_at.desc(), ToolResult.id.desc())
-        .limit(max(0, int(limit)))
-        .offset(max(0, int(offset)))
+        .limit(limit)
+        .offset(offset)
     ).all()
     return [_info(row, user) for row, user in rows]
 
@@ -247,7 +259,9 @@ def verify_tool_results(
         .order_by(ToolResult.id)
     )
     if result_ids is not None:
-        query = query.where(ToolResult.id.in_(result_ids))
+        query = query.where(
+            ToolResult.id.in_([validation.db_id(i, "tool result id") for i in result_ids])
+        )
     results = [
         VerifiedToolResult(
             id=row.id,
@@ -276,8 +290,9 @@ def read_tool_result(
     detail: dict[str, Any] = {"offset": offset, "limit": limit, "role": actor.role.label}
     try:
         require_role(actor, Role.VIEWER, action="reading a tool result")
-        if offset < 0 or limit <= 0:
-            raise InvalidInput("offset must be >= 0 and limit > 0")
+        validation.db_id(result_id, "tool result id")  # 2**63 once reached the database raw
+        validation.non_negative(offset, "offset")
+        validation.integer(limit, "limit", minimum=1)
         limit = min(limit, MAX_READ_LIMIT)
         with session_scope(settings) as session:
             row = session.get(ToolResult, result_id)
@@ -286,14 +301,14 @@ def read_tool_result(
             thread_id, tool_name, path, sha256 = row.thread_id, row.tool_name, row.path, row.sha256
         detail.update({"thread_id": thread_id, "path": path})
         workdir = Workdir(settings.workdir)
-        resolved = workdir.resolve(path)  # PathRefused if it would leave the workdir
-        missing = ToolResultNotFound(f"the file of tool result {result_id} is missing: {path}")
-        if not resolved.is_file():
-            raise missing
         try:
-            full, integrity = workdir.read_verified(path, sha256)  # one read: text and re-hash
-        except FileNotFoundError:
-            raise missing from None
+            # one open, one read (text and re-hash); PathRefused for a path that leaves the
+            # workdir or crosses a symlink, WorkdirUnavailable when the root is gone
+            full, integrity = workdir.read_verified(path, sha256)
+        except (FileNotFoundError, IsADirectoryError):
+            raise ToolResultNotFound(
+                f"the file of tool result {result_id} is missing: {path}"
+            ) from None
     except YuxiDashError as exc:
         record_audit(
             actor=actor.id,

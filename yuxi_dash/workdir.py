@@ -1,40 +1,60 @@
 """The agent workdir: offloaded tool results and conversation history files.
 
-Owns the on-disk layout the compression engine writes to (DESIGN §4):
+Owns the on-disk layout the compression engine writes to:
 
+- ``.yuxi-dash-workdir`` — the marker :meth:`Workdir.initialize` writes on first
+  set-up (``yuxi-dash db upgrade``, the demo). A root without it (a shared volume
+  that failed to mount, a removed directory) is ``workdir_unavailable``; nothing
+  but ``initialize`` ever creates the root.
 - ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt`` — one file per
   distinct tool-result content (content-addressed: the same content twice is one
   file); the file is the truth, its SHA-256 is recorded in the saved-result header.
-- ``outputs/conversation_history/session_<id>.md`` — the summarized part of a
-  thread, appended (never overwritten) before the summary message points at it.
+- ``outputs/conversation_history/session_<id>.md`` — the summarized parts of a
+  thread as keyed sections (see :meth:`Workdir.write_history_section`).
 
-Every path handed in from outside goes through :meth:`Workdir.resolve`, which
-refuses anything that would leave the root (``..``, absolute paths, symlinks
-pointing out). Write failures surface as ``OSError`` so the engine can leave the
-message it was offloading untouched.
+Every read and write below the root goes through :mod:`yuxi_dash.safe_fs`: each
+path component is opened relative to its parent's directory descriptor with
+``O_NOFOLLOW``, so a symlink anywhere (even one swapped in mid-operation) is
+refused with ``PathRefused`` and nothing outside the root is read or written.
+:meth:`Workdir.resolve` only validates and displays a relative path; nothing
+opens the path it returns. A missing root raises ``WorkdirUnavailable``; other
+write failures surface as ``OSError`` so the engine can leave the message it was
+offloading untouched.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import itertools
 import math
 import os
 import re
-import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
-from yuxi_dash.errors import PathRefused, WorkdirUnavailable
+from yuxi_dash import safe_fs
+from yuxi_dash.errors import InvalidInput, PathRefused, WorkdirUnavailable
 
 TOOL_RESULTS_DIR = "outputs/large_tool_results"
 HISTORY_DIR = "outputs/conversation_history"
+MARKER_NAME = ".yuxi-dash-workdir"
+_OUTPUT_DIRS = (TOOL_RESULTS_DIR, HISTORY_DIR)
+_MARKER_TEXT = b"yuxi-dash workdir: created by `yuxi-dash db upgrade` or the demo; keep this file\n"
 _ENCODING = "utf-8"
 _ENCODING_ERRORS = "surrogatepass"  # lone surrogates round-trip byte for byte instead of raising
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 _HASH_CHUNK = 1 << 20
+_MAX_KEY = 2**63 - 1
+
+# A history section: begin marker (key, exact payload length), payload, end marker.
+# The length makes a section's own text (chat content may imitate a marker) opaque.
+_SECTION_BEGIN = re.compile(
+    rb"<!-- yuxi-dash:history-section key=(\d{1,19}) bytes=(\d{1,19}) -->\n"
+)
+_LEGACY_KEY = -1
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,17 @@ class SavedFile:
     approx_tokens: int
 
 
+@dataclass(frozen=True)
+class HistorySection:
+    """One part of a history file: ``key`` is the first message index it covers.
+
+    Text no marker delimits (files from before keyed sections) has key -1.
+    """
+
+    key: int
+    text: str
+
+
 def approx_tokens_for_chars(chars: int) -> int:
     """The engine's size rule: characters / 4, rounded up."""
     return math.ceil(chars / 4)
@@ -55,6 +86,10 @@ def approx_tokens_for_chars(chars: int) -> int:
 def encode_text(text: str) -> bytes:
     """The exact bytes a saved file holds for ``text`` (UTF-8, lone surrogates kept)."""
     return text.encode(_ENCODING, _ENCODING_ERRORS)
+
+
+def _decode(data: bytes) -> str:
+    return data.decode(_ENCODING, _ENCODING_ERRORS)
 
 
 def sha256_text(text: str) -> str:
@@ -77,6 +112,49 @@ def history_relpath(session_id: str) -> str:
     return f"{HISTORY_DIR}/session_{safe_name(session_id, fallback='default', max_length=128)}.md"
 
 
+def _section_end(key: int) -> bytes:
+    return b"<!-- /yuxi-dash:history-section key=%d -->\n" % key
+
+
+def render_history_section(key: int, data: bytes) -> bytes:
+    """One keyed section as it is stored: begin marker, ``data`` verbatim, end marker."""
+    return (
+        b"<!-- yuxi-dash:history-section key=%d bytes=%d -->\n" % (key, len(data))
+        + data
+        + _section_end(key)
+    )
+
+
+def parse_history(data: bytes) -> list[tuple[int, bytes]]:
+    """A history file as (key, payload) chunks in file order; unmarked text is key -1.
+
+    A marker-like line is a section only if its payload length and matching end
+    marker check out, so text outside sections (legacy appends) is kept as is.
+    """
+    chunks: list[tuple[int, bytes]] = []
+    gap_start = search_from = 0
+    while (match := _SECTION_BEGIN.search(data, search_from)) is not None:
+        key, length = int(match.group(1)), int(match.group(2))
+        end = match.end() + length
+        closing = _section_end(key)
+        if key > _MAX_KEY or data[end : end + len(closing)] != closing:
+            search_from = match.start() + 1
+            continue
+        if match.start() > gap_start:
+            chunks.append((_LEGACY_KEY, data[gap_start : match.start()]))
+        chunks.append((key, data[match.end() : end]))
+        gap_start = search_from = end + len(closing)
+    if gap_start < len(data):
+        chunks.append((_LEGACY_KEY, data[gap_start:]))
+    return chunks
+
+
+def _unavailable(root: Path) -> WorkdirUnavailable:
+    return WorkdirUnavailable(
+        f"workdir {root} is missing or not initialized; run `yuxi-dash db upgrade` to create it"
+    )
+
+
 class Workdir:
     """A directory the engine may write offloaded results and history files under."""
 
@@ -86,21 +164,80 @@ class Workdir:
     def __repr__(self) -> str:
         return f"Workdir({str(self.root)!r})"
 
-    # -- health --------------------------------------------------------------
-    def ensure_writable(self) -> None:
-        """Create the root and output dirs and prove a file can be written there."""
+    # -- set-up and health -----------------------------------------------------
+    @contextmanager
+    def _root_fd(self) -> Iterator[int]:
+        """The root, opened once for one operation; WorkdirUnavailable when it is not there."""
         try:
-            for sub in (TOOL_RESULTS_DIR, HISTORY_DIR):
-                (self.root / sub).mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe-", delete=True) as probe:
-                probe.write(b"ok")
-                probe.flush()
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise _unavailable(self.root) from exc
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _dir_fd(self, dir_parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+        with self._root_fd() as root_fd, safe_fs.walk(root_fd, dir_parts, create=create) as fd:
+            yield fd
+
+    def initialize(self) -> bool:
+        """First set-up: create the root and its marker; True if newly marked.
+
+        Only set-up commands call this (``yuxi-dash db upgrade``, the demo, the
+        first start on an empty database); everything else refuses a missing root.
+        The output dirs are made by the first write (or ``ensure_writable``) under
+        the marked root, so an absent history dir still means "nothing written".
+        """
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with self._root_fd() as root_fd:
+                created = safe_fs.link_new_file(root_fd, MARKER_NAME, _MARKER_TEXT)
+                os.close(safe_fs.open_regular(root_fd, MARKER_NAME))  # PathRefused if a link
+                return created
         except OSError as exc:
             raise WorkdirUnavailable(
-                f"workdir is not writable ({type(exc).__name__}); check YUXI_DASH_WORKDIR"
+                f"workdir {self.root} could not be created ({type(exc).__name__}); "
+                "check YUXI_DASH_WORKDIR"
             ) from exc
 
-    # -- writes --------------------------------------------------------------
+    def is_initialized(self) -> bool:
+        """Whether the root exists and carries the marker (a regular file, not a link)."""
+        try:
+            with self._root_fd() as root_fd:
+                os.close(safe_fs.open_regular(root_fd, MARKER_NAME))
+        except (WorkdirUnavailable, PathRefused, OSError):
+            return False
+        return True
+
+    def ensure_writable(self) -> None:
+        """Check the root is there and marked, and prove a file can be written in it.
+
+        Never creates the root: a missing root or marker is ``workdir_unavailable``.
+        """
+        if not self.is_initialized():
+            raise _unavailable(self.root)
+        try:
+            with self._root_fd() as root_fd:
+                for sub in _OUTPUT_DIRS:
+                    with safe_fs.walk(root_fd, tuple(sub.split("/")), create=True):
+                        pass
+                probe = f".probe-{uuid.uuid4().hex}"  # unique: compresses run side by side
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                fd = os.open(probe, flags, 0o600, dir_fd=root_fd)
+                try:
+                    safe_fs.write_all(fd, b"ok")
+                finally:
+                    os.close(fd)
+                    os.unlink(probe, dir_fd=root_fd)
+        except (OSError, PathRefused) as exc:
+            raise WorkdirUnavailable(
+                f"workdir {self.root} is not writable ({type(exc).__name__}); "
+                "check YUXI_DASH_WORKDIR"
+            ) from exc
+
+    # -- tool results ----------------------------------------------------------
     def save_tool_result(self, tool_name: str, content: str) -> SavedFile:
         """Write ``content`` to its content-addressed file (once); raise OSError on failure."""
         saved, data = self.prepare_tool_result(tool_name, content)
@@ -120,46 +257,79 @@ class Workdir:
         return saved, data
 
     def write_prepared(self, saved: SavedFile, data: bytes) -> None:
-        """Write a prepared result unless an identical copy exists (the I/O half); OSError on failure."""
-        target = os.path.join(self.root, saved.path)
-        if not _write_new_file(target, data) and _file_sha256(target) != saved.sha256:
-            _write_then_rename(target, data)  # a tampered (or old partial) copy: replace it whole
+        """Write a prepared result unless an identical copy exists (the I/O half).
 
-    def append_history(self, session_id: str, text: str) -> str:
-        """Append ``text`` to the session's history file; return its relative path."""
+        OSError on a failed write; PathRefused if a link sits on the path;
+        WorkdirUnavailable if the root is gone.
+        """
+        *dirs, name = safe_fs.split_relative(saved.path)
+        with self._dir_fd(tuple(dirs), create=True) as dir_fd:
+            if safe_fs.link_new_file(dir_fd, name, data):
+                return
+            if _sha256_at(dir_fd, name) != saved.sha256:
+                # a tampered (or old partial) copy: replace it whole
+                safe_fs.replace_file(dir_fd, name, data)
+
+    # -- history ---------------------------------------------------------------
+    def write_history_section(self, session_id: str, key: int, text: str) -> str:
+        """Store ``text`` as the section ``key`` of the session's history; its relative path.
+
+        ``key`` is the first message index the section covers. Every section with
+        a key >= ``key`` is removed first (left by attempts that never committed, or
+        an earlier try of this one), so a retry replaces instead of duplicating;
+        unmarked legacy text is kept as it is. The file is rewritten whole (temp
+        file, fsync, rename in the directory already open): never partly written,
+        never through a link (PathRefused).
+        """
+        if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key <= _MAX_KEY:
+            raise InvalidInput("a history section key must be a non-negative integer")
         relative = history_relpath(session_id)
-        target = self.root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "ab") as handle:
-            handle.write(encode_text(text))
-            handle.flush()
-            os.fsync(handle.fileno())
+        *dirs, name = safe_fs.split_relative(relative)
+        with self._dir_fd(tuple(dirs), create=True) as dir_fd:
+            try:
+                current = safe_fs.read_bytes_at(dir_fd, name)
+            except FileNotFoundError:
+                current = b""
+            kept = b"".join(
+                payload if chunk_key == _LEGACY_KEY else render_history_section(chunk_key, payload)
+                for chunk_key, payload in parse_history(current)
+                if chunk_key < key
+            )
+            new = kept + render_history_section(key, encode_text(text))
+            safe_fs.replace_file(dir_fd, name, new, durable=True)
         return relative
 
-    # -- reads ---------------------------------------------------------------
+    def read_history_sections(self, session_id: str) -> list[HistorySection]:
+        """The sections of the session's history file in file order ([] if there is none)."""
+        try:
+            data = self._read_bytes(history_relpath(session_id))
+        except FileNotFoundError:
+            return []
+        return [HistorySection(key, _decode(payload)) for key, payload in parse_history(data)]
+
+    # -- reads -----------------------------------------------------------------
     def resolve(self, relative_path: str) -> Path:
-        """The absolute path of ``relative_path`` inside the root; PathRefused if it leaves it."""
-        if (
-            not isinstance(relative_path, str)
-            or not relative_path.strip()
-            or "\x00" in relative_path
-        ):
-            raise PathRefused("path refused: empty or malformed workdir path")
-        posix = PurePosixPath(relative_path.replace("\\", "/"))
-        if posix.is_absolute() or Path(relative_path).is_absolute() or ".." in posix.parts:
-            raise PathRefused("path refused: it must stay inside the workdir")
-        root = self.root.resolve()
-        candidate = (root / Path(*posix.parts)).resolve()
-        if candidate != root and not candidate.is_relative_to(root):
-            raise PathRefused("path refused: it resolves outside the workdir")
-        return candidate
+        """Where ``relative_path`` lies under the root, for display; PathRefused if it leaves it.
+
+        Purely lexical (``..``, absolute, NUL are refused): never open the result,
+        use the read and write methods, which refuse links at open time.
+        """
+        return self.root.joinpath(*safe_fs.split_relative(relative_path))
+
+    def _read_bytes(self, relative_path: str) -> bytes:
+        """A whole file's bytes; FileNotFoundError when it (or a directory on its path) is absent."""
+        *dirs, name = safe_fs.split_relative(relative_path)
+        try:
+            with self._dir_fd(tuple(dirs)) as dir_fd:
+                return safe_fs.read_bytes_at(dir_fd, name)
+        except NotADirectoryError as exc:  # a plain file where a directory should be
+            raise FileNotFoundError(f"no such file in the workdir: {relative_path}") from exc
 
     def read_text(self, relative_path: str, *, offset: int = 0, limit: int | None = None) -> str:
         """Characters ``[offset, offset+limit)`` of a file (FileNotFoundError when missing)."""
         if offset < 0 or (limit is not None and limit < 0):
             raise ValueError("offset and limit must be non-negative")
-        target = self.resolve(relative_path)
-        text = target.read_bytes().decode(_ENCODING, _ENCODING_ERRORS)
+        text = _decode(self._read_bytes(relative_path))
         end = None if limit is None else offset + limit
         return text[offset:end]
 
@@ -172,122 +342,46 @@ class Workdir:
         damaged: we only ever write valid text) is decoded with replacement
         characters so it can still be looked at; its status is then "mismatch".
         """
-        data = self.resolve(relative_path).read_bytes()
+        data = self._read_bytes(relative_path)
         status: Literal["ok", "mismatch"] = (
             "ok" if hashlib.sha256(data).hexdigest() == sha256.lower() else "mismatch"
         )
         try:
-            text = data.decode(_ENCODING, _ENCODING_ERRORS)
+            text = _decode(data)
         except UnicodeDecodeError:
             text = data.decode(_ENCODING, "replace")
         return text, status
 
     def verify(self, relative_path: str, sha256: str) -> Literal["ok", "mismatch", "missing"]:
-        """Re-hash a saved file against the digest recorded when it was written."""
-        target = self.resolve(relative_path)
-        if not target.is_file():
-            return "missing"
+        """Re-hash a saved file against the digest recorded when it was written.
+
+        PathRefused for a path that leaves the root or crosses a link.
+        """
+        *dirs, name = safe_fs.split_relative(relative_path)
         try:
-            actual = _file_sha256(target)
-        except FileNotFoundError:
+            with self._dir_fd(tuple(dirs)) as dir_fd:
+                actual = _sha256_at(dir_fd, name)
+        except (FileNotFoundError, NotADirectoryError):
             return "missing"
         return "ok" if actual == sha256.lower() else "mismatch"
 
-
-def _file_sha256(path: Path | str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-_temp_names = itertools.count()
-# Linux: an unnamed file (O_TMPFILE) given its name only once whole (linkat via /proc).
-_ANONYMOUS_FILES = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
-_ANONYMOUS_UNSUPPORTED = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV}
-
-
-def _write_new_file(target: str, data: bytes) -> bool:
-    """Create ``target`` with ``data``; False if it already exists (left untouched).
-
-    The final name only ever holds a whole file: a write that fails half-way, or
-    a crash, leaves nothing under it. Linux: the bytes go to an unnamed file in
-    the target's directory, which is then linked under the final name (an
-    exclusive create: no existence check needed). Elsewhere: a dot-named temp
-    file next to it, then one rename.
-    """
-    global _ANONYMOUS_FILES
-    if _ANONYMOUS_FILES:
+    def remove_file(self, relative_path: str) -> bool:
+        """Unlink one file (never through a link on its path); False if it was not there."""
+        *dirs, name = safe_fs.split_relative(relative_path)
         try:
-            return _link_new_file(target, data)
-        except OSError as exc:
-            if exc.errno not in _ANONYMOUS_UNSUPPORTED:
-                raise
-            _ANONYMOUS_FILES = False  # this system or filesystem cannot: the portable way
-    try:
-        os.stat(target)
-        return False
-    except FileNotFoundError:
-        pass
-    _write_then_rename(target, data)
-    return True
-
-
-def _link_new_file(target: str, data: bytes) -> bool:
-    """Write ``data`` to an unnamed file beside ``target`` and link it there; False if taken."""
-    directory = os.path.dirname(target)
-    flags = os.O_TMPFILE | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(directory, flags, 0o644)
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
-        fd = os.open(directory, flags, 0o644)
-    try:
-        _write_all(fd, data)
-        try:
-            # linkat(AT_SYMLINK_FOLLOW) of the open file; the absolute path makes the
-            # dir fd unused, but passing one is what makes os.link follow the link.
-            os.link(f"/proc/self/fd/{fd}", target, src_dir_fd=fd)
-        except FileExistsError:
+            with self._dir_fd(tuple(dirs)) as dir_fd:
+                os.unlink(name, dir_fd=dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
             return False
-    finally:
-        os.close(fd)  # an unlinked unnamed file is freed here
-    return True
+        return True
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _write_then_rename(target: str, data: bytes) -> None:
-    """Write ``data`` to a fresh temp name beside ``target``, then rename it over ``target``."""
-    directory, name = os.path.split(target)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    made_dirs = False
-    while True:
-        temp = os.path.join(directory, f".{name}.{os.getpid()}-{next(_temp_names)}.tmp")
-        try:
-            fd = os.open(temp, flags, 0o644)
-            break
-        except FileExistsError:
-            continue  # a stale temp of an earlier process with the same pid: next name
-        except FileNotFoundError:
-            if made_dirs:
-                raise
-            os.makedirs(directory, exist_ok=True)
-            made_dirs = True
+def _sha256_at(dir_fd: int, name: str) -> str:
+    digest = hashlib.sha256()
+    fd = safe_fs.open_regular(dir_fd, name)
     try:
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
+        while chunk := os.read(fd, _HASH_CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()

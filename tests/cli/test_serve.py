@@ -10,6 +10,7 @@ import pytest
 
 from yuxi_dash.cli import main
 from yuxi_dash.cli.serve import app_path, streamlit_command
+from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import current_revision, session_scope
 from yuxi_dash.store.queries import count_threads
@@ -41,6 +42,24 @@ def test_local_mode_refuses_a_network_bind(capsys: pytest.CaptureFixture[str]) -
     assert "127.0.0.1" in error["message"]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--server.address", "127.0.0.1", "--server.address", "0.0.0.0"],
+        ["--server.address=127.0.0.1", "--server.address=0.0.0.0"],
+        ["--server.address", "localhost", "--server.port", "1", "--server.address=::"],
+    ],
+)
+def test_local_mode_checks_the_last_address_streamlit_will_bind(args: list[str]) -> None:
+    with pytest.raises(InvalidInput):
+        streamlit_command(Settings(auth_mode="local"), args)
+
+
+def test_local_mode_accepts_a_last_address_on_loopback() -> None:
+    args = ["--server.address", "0.0.0.0", "--server.address=127.0.0.1"]
+    assert streamlit_command(Settings(auth_mode="local"), args)[-3:] == args
+
+
 def test_other_modes_pass_the_address_through() -> None:
     command = streamlit_command(Settings(auth_mode="proxy"), ["--server.address=0.0.0.0"])
     assert command[-1] == "--server.address=0.0.0.0"
@@ -50,10 +69,10 @@ def test_other_modes_pass_the_address_through() -> None:
 def test_demo_seeds_an_empty_database_once(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import yuxi_dash.demo
+    import yuxi_dash.demo.seed
 
     calls: list[bool] = []
-    real_seed = yuxi_dash.demo.seed_demo
+    real_seed = yuxi_dash.demo.seed.seed_demo
 
     def seed_threads_only(
         settings: Settings, *, reset: bool = False, memory: bool = True, progress=None
@@ -62,7 +81,7 @@ def test_demo_seeds_an_empty_database_once(
         assert progress is not None  # serve shows the seeding stages
         return real_seed(settings, reset=reset, memory=False)  # memory graphs: tests/memory
 
-    monkeypatch.setattr(yuxi_dash.demo, "seed_demo", seed_threads_only)
+    monkeypatch.setattr(yuxi_dash.demo.seed, "seed_demo", seed_threads_only)
     code, data = _dry_run(capsys, "--demo")
     assert code == 0 and data["demo_seeded"]["threads"] > 0
     with session_scope() as session:
@@ -76,10 +95,10 @@ def test_demo_seeds_an_empty_database_once(
 def test_demo_gates_memory_by_the_shipped_flag_file_unless_configured(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    import yuxi_dash.demo
-    from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
+    import yuxi_dash.demo.seed
+    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
 
-    monkeypatch.setattr(yuxi_dash.demo, "seed_demo", lambda *a, **k: None)
+    monkeypatch.setattr(yuxi_dash.demo.seed, "seed_demo", lambda *a, **k: None)
     monkeypatch.setattr("yuxi_dash.cli.serve._database_is_empty", lambda settings: False)
     code, data = _dry_run(capsys)
     assert code == 0 and data["environment"] == {}  # not a demo: nothing configured

@@ -14,10 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 from yuxi_dash.cli import main
-from yuxi_dash.cli.threads import render_table
+from yuxi_dash.cli.output import render_table
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation, ThreadState
+from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation
+from yuxi_dash.store.state_repository import load_state, state_store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "thread.json"
 SAMPLE_ID = "sample-refund-001"
@@ -36,13 +37,19 @@ def run_text(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
     return code, out, err
 
 
-def _state_rows() -> list[tuple[str, int]]:
-    with session_scope() as session:
-        return sorted(session.execute(sa.select(ThreadState.thread_id, ThreadState.version)).all())
+def _state_rows() -> list[tuple[str, str]]:
+    """(thread id, newest checkpoint id) of every thread the checkpointer holds."""
+    threads = {item.config["configurable"]["thread_id"] for item in state_store().saver.list(None)}
+    rows: list[tuple[str, str]] = []
+    for thread_id in sorted(threads):
+        stored = load_state(thread_id)
+        assert stored is not None and stored.checkpoint_id is not None
+        rows.append((thread_id, stored.checkpoint_id))
+    return rows
 
 
 def _simulated_thread(turns: int = 4) -> str:
-    from yuxi_dash.simulate import simulate
+    from yuxi_dash.sim.run import simulate
 
     report = simulate(get_settings(), threads=1, turns=turns, seed=3)
     return report.threads[0].thread_id
@@ -62,14 +69,17 @@ def test_render_table_aligns_columns_and_right_aligns_numbers() -> None:
 # --- import-thread ------------------------------------------------------------------
 
 
-def test_import_thread_twice_is_one_thread_with_a_new_version(
+def test_import_thread_twice_is_one_thread_with_a_new_checkpoint(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, first, err = run(capsys, "import-thread", str(SAMPLE))
     assert code == 0 and err == ""
-    assert first["thread_id"] == SAMPLE_ID and first["version"] == 1 and first["created"]
+    assert first["thread_id"] == SAMPLE_ID and first["created"]
+    assert _state_rows() == [(SAMPLE_ID, first["checkpoint_id"])]
     code, second, _ = run(capsys, "import-thread", str(SAMPLE))
-    assert code == 0 and second["version"] == 2 and not second["created"]
+    assert code == 0 and not second["created"]
+    assert second["checkpoint_id"] != first["checkpoint_id"]
+    assert _state_rows() == [(SAMPLE_ID, second["checkpoint_id"])]
     with session_scope() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Conversation)) == 1
         chat = session.scalar(
@@ -196,8 +206,8 @@ def test_compress_completed_then_no_op_and_audited(capsys: pytest.CaptureFixture
     thread_id = _simulated_thread(turns=5)
     before = dict(_state_rows())[thread_id]
     code, result, _ = run(
-        capsys, "compress", thread_id, "--actor", "ops@example.com", "--expected-version",
-        str(before),
+        capsys, "compress", thread_id, "--actor", "ops@example.com", "--expected-checkpoint",
+        before,
     )  # fmt: skip
     assert code == 0
     assert {"status", "before_tokens", "after_tokens", "compressed_messages", "file_path"} <= set(
@@ -206,7 +216,10 @@ def test_compress_completed_then_no_op_and_audited(capsys: pytest.CaptureFixture
     assert "reason" in result
     assert result["status"] == "completed" and result["after_tokens"] < result["before_tokens"]
     assert result["compressed_messages"] > 0 and result["file_path"].endswith(".md")
-    assert dict(_state_rows())[thread_id] == before + 1
+    after = dict(_state_rows())[thread_id]
+    assert after != before and result["checkpoint_id"] == after  # one new checkpoint
+    (parent,) = [c.parent_checkpoint_id for c in state_store().history(thread_id, limit=1)]
+    assert parent == before
     code, again, _ = run(capsys, "compress", thread_id, "--actor", "ops@example.com")
     assert code == 0 and again["status"] == "no_op" and again["reason"]
     with session_scope() as session:
@@ -218,21 +231,22 @@ def test_compress_completed_then_no_op_and_audited(capsys: pytest.CaptureFixture
     assert outcomes[-2:] == ["completed", "no_op"]
 
 
-def test_compress_with_a_stale_version_is_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
+def test_compress_with_a_stale_checkpoint_is_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
     thread_id = _simulated_thread(turns=5)
     before = _state_rows()
-    version = dict(before)[thread_id]
+    newest, older = list(state_store().history(thread_id, limit=2))
+    assert newest.checkpoint_id == dict(before)[thread_id]
+    stale = older.checkpoint_id
     code, out, _ = run(
-        capsys, "compress", thread_id, "--actor", "ops", "--expected-version", str(version - 1)
+        capsys, "compress", thread_id, "--actor", "ops", "--expected-checkpoint", stale
     )
     assert code == 4 and out["error"]["code"] == "stale_state" and out["error"]["status"] == 409
     assert _state_rows() == before
-    with pytest.raises(SystemExit) as exc:
-        main(["compress", thread_id, "--actor", "ops", "--expected-version", "soon"])
-    assert exc.value.code == 2
-    with pytest.raises(SystemExit) as exc:
-        main(["compress", thread_id])  # --actor is required
-    assert exc.value.code == 2
+    code, out, _ = run(capsys, "compress", thread_id, "--actor", "ops", "--expected-checkpoint", "")
+    assert code == 2 and out["error"]["code"] == "invalid_input"  # not a checkpoint id at all
+    code, out, _ = run(capsys, "compress", thread_id)  # no --actor and no YUXI_DASH_CLI_ACTOR
+    assert code == 2 and out["error"]["code"] == "invalid_input"
+    assert _state_rows() == before
 
 
 def test_compress_a_busy_thread_is_exit_4(capsys: pytest.CaptureFixture[str]) -> None:

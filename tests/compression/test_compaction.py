@@ -14,7 +14,7 @@ from yuxi_dash.compression import (
     ARG_TRUNCATION_MARKER,
     compact_messages,
     is_saved_result,
-    parse_saved_header,
+    parse_saved_result,
     tool_result_preview,
 )
 from yuxi_dash.compression.compaction import offload_tool_results
@@ -49,7 +49,7 @@ def test_large_result_is_offloaded_with_exact_header(workdir: Workdir) -> None:
     # The file is the truth: its SHA-256 is the header's, its bytes the original's.
     raw = (workdir.root / path).read_bytes()
     assert raw == content.encode("utf-8")
-    assert hashlib.sha256(raw).hexdigest() == parse_saved_header(replaced.content)["SHA-256"]
+    assert hashlib.sha256(raw).hexdigest() == parse_saved_result(replaced.content).sha256
     # Input messages are untouched.
     assert messages[2].content == content
 
@@ -87,6 +87,7 @@ def test_write_failure_leaves_message_exactly_as_it_was(tmp_path: Path) -> None:
 
 def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) -> None:
     workdir = Workdir(tmp_path / "wd")
+    workdir.initialize()
     real_write = Workdir.write_prepared
 
     def flaky(self: Workdir, saved, data: bytes) -> None:
@@ -119,9 +120,9 @@ def test_tool_name_falls_back_to_the_tool_call(workdir: Workdir) -> None:
         ToolMessage(content=kb_payload(12), tool_call_id="k1"),
     ]
     compacted = compact_messages(messages, workdir)
-    header = parse_saved_header(compacted[1].content)
-    assert header["Tool"] == "query_kb"
-    assert header["Full output path"].startswith("outputs/large_tool_results/query_kb-")
+    header = parse_saved_result(compacted[1].content)
+    assert header.tool == "query_kb"
+    assert header.path.startswith("outputs/large_tool_results/query_kb-")
     assert '"kind":"knowledge_base"' in compacted[1].content
 
 
@@ -149,11 +150,11 @@ def test_write_file_args_truncated_in_view_only(workdir: Workdir) -> None:
 def test_multibyte_result_round_trips_byte_for_byte(workdir: Workdir) -> None:
     content = "第一行：结果 🙂\r\n" * 300 + "e\u0301 👨\u200d👩\u200d👧 🇨🇳\n" * 100
     compacted = compact_messages([*tool_exchange(1, "run", content)], workdir)
-    header = parse_saved_header(compacted[1].content)
-    raw = (workdir.root / header["Full output path"]).read_bytes()
+    header = parse_saved_result(compacted[1].content)
+    raw = (workdir.root / header.path).read_bytes()
     assert raw == content.encode("utf-8")
-    assert hashlib.sha256(raw).hexdigest() == header["SHA-256"]
-    assert workdir.read_text(header["Full output path"]) == content
+    assert hashlib.sha256(raw).hexdigest() == header.sha256
+    assert workdir.read_text(header.path) == content
     compacted[1].content.encode("utf-8")  # the preview cut no character in half
 
 
@@ -168,11 +169,11 @@ def test_text_block_content_is_offloaded_as_its_joined_text(workdir: Workdir) ->
     message = ToolMessage(content=blocks, tool_call_id="c", name="mcp_search")
     [replaced] = compact_messages([message], workdir)
     assert is_saved_result(replaced)
-    header = parse_saved_header(replaced.content)
-    raw = (workdir.root / header["Full output path"]).read_bytes()
+    header = parse_saved_result(replaced.content)
+    raw = (workdir.root / header.path).read_bytes()
     assert raw == text.encode("utf-8")
-    assert header["SHA-256"] == hashlib.sha256(raw).hexdigest()
-    assert header["Approx tokens"] == str(-(-len(text) // 4))
+    assert header.sha256 == hashlib.sha256(raw).hexdigest()
+    assert header.approx_tokens_text == str(-(-len(text) // 4))
     assert message.content == blocks  # the input is untouched
 
 
@@ -222,11 +223,11 @@ def test_every_offload_is_recoverable_and_nothing_else_changes(
         if not over:
             assert after == before
             continue
-        header = parse_saved_header(after.content)
-        raw = (workdir.root / header["Full output path"]).read_bytes()
+        header = parse_saved_result(after.content)
+        raw = (workdir.root / header.path).read_bytes()
         assert raw == before.content.encode("utf-8", "surrogatepass")
-        assert hashlib.sha256(raw).hexdigest() == header["SHA-256"]
-        assert header["Approx tokens"] == str(-(-len(before.content) // 4))
+        assert hashlib.sha256(raw).hexdigest() == header.sha256
+        assert header.approx_tokens_text == str(-(-len(before.content) // 4))
 
 
 _FSIZE_LIMITED_COMPACTION = """
@@ -253,6 +254,7 @@ def test_write_cut_short_keeps_that_message_and_leaves_no_partial_file(tmp_path:
     import sys
 
     root = tmp_path / "wd"
+    Workdir(root).initialize()
     run = subprocess.run(
         [sys.executable, "-c", _FSIZE_LIMITED_COMPACTION, str(root)],
         capture_output=True,

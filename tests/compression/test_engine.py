@@ -19,11 +19,14 @@ from yuxi_dash.compression import (
     is_summary_message,
 )
 from yuxi_dash.errors import SummarizerFailed, WorkdirUnavailable
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.workdir import MARKER_NAME, Workdir
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+    """Files the engine wrote (the set-up marker of an initialized workdir is not one)."""
+    if not root.exists():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != MARKER_NAME)
 
 
 def test_compaction_alone_suffices_summarizer_not_called(workdir: Workdir) -> None:

@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 from tests.compression.builders import kb_payload
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
-from yuxi_dash.compression.preview import _splits_character, clip_head_tail, cut_end, cut_start
+from yuxi_dash.compression.preview import (
+    MAX_IDENTITY_CHARS,
+    QUERY_KB_METADATA_FIELDS,
+    _splits_character,
+    clip_head_tail,
+    cut_end,
+    cut_start,
+)
 
 
 def test_generic_preview_head_middle_tail_proportions() -> None:
@@ -51,16 +58,26 @@ def test_query_kb_keeps_identity_and_listed_metadata_only() -> None:
     assert len(preview) <= 1200
 
 
+def _overlay(document: dict, record: dict) -> dict:
+    """A compact-rule record as the reader takes it: the header's ``common`` values overlaid."""
+    common = document.get("common", {})
+    merged = {**common, **record}
+    if "metadata" in common or "metadata" in record:
+        merged["metadata"] = {**common.get("metadata", {}), **record.get("metadata", {})}
+    return merged
+
+
 def test_compact_rule_drops_redundant_values_but_keeps_information() -> None:
     plain = json.loads(tool_result_preview("query_kb", kb_payload(3), 300, rule="plain"))
     ours_text = tool_result_preview("query_kb", kb_payload(3), 300)
     ours = json.loads(ours_text)
-    record = ours["results"][0]
-    assert "kb_id" not in record  # equal to the header's
+    assert "kb_id" not in ours["results"][0]  # equal to the header's
+    record = _overlay(ours, ours["results"][0])  # rerank_score 0.5 is common to all three
     assert record["metadata"] == {"filename": "doc-0.pdf", "chunk_index": 0, "rerank_score": 0.5}
     assert record["title"] == "Document 0" and record["source"] == "docs/doc-0.pdf"
     # Same information: re-expanding ours gives plain's fields (bodies aside).
-    for plain_record, our_record in zip(plain["results"], ours["results"], strict=False):
+    overlaid = [_overlay(ours, r) for r in ours["results"]]
+    for plain_record, our_record in zip(plain["results"], overlaid, strict=False):
         expanded_meta = {
             k: our_record["metadata"].get(k, our_record.get(k))
             for k in plain_record["metadata"]
@@ -79,7 +96,8 @@ def test_record_cap_is_eight_and_omitted_results_reported() -> None:
 
 
 def test_records_that_do_not_fit_are_omitted_in_order() -> None:
-    document = json.loads(tool_result_preview("query_kb", kb_payload(30), 300))
+    # 60 tokens: 240 chars, too few for the identities of all 8 leading records
+    document = json.loads(tool_result_preview("query_kb", kb_payload(30), 60))
     shown = len(document["results"])
     assert 1 <= shown < 8
     assert [r["id"] for r in document["results"]] == [f"chunk-{n}" for n in range(shown)]
@@ -103,7 +121,7 @@ def test_web_search_fields_and_bare_list() -> None:
     for payload in (json.dumps(records), json.dumps({"query": "q", "results": records})):
         document = json.loads(tool_result_preview("web_search", payload, 400))
         assert document["kind"] == "web_search" and document["result_count"] == 12
-        first = document["results"][0]
+        first = _overlay(document, document["results"][0])  # site, time, score are common
         assert {"title", "url", "site_name", "publish_time", "score"} <= set(first)
         assert set(first) <= {"title", "url", "site_name", "publish_time", "score", "snippet"}
         assert document["omitted_results"] == 12 - len(document["results"]) > 0
@@ -245,3 +263,273 @@ def test_compact_rule_fits_identity_fields_before_bodies() -> None:
     # With room to spare, the bodies get it (evenly, clipped head…tail).
     roomy = json.loads(structured_preview("web_search", payload, 1000))
     assert all("…" in r["content"] and len(r["content"]) > 100 for r in roomy["results"])
+
+
+# -- the compact rule: evidence first ------------------------------------------------
+def _yuxi_records(count: int, *, title_chars: int = 60) -> list[dict]:
+    """query_kb records with Yuxi's full metadata and long CJK titles (distinct per record)."""
+    records = []
+    for n in range(count):
+        title = f"第{n}章" + "客户数据保留与删除策略实施细则" * (title_chars // 15)
+        source = f"minio://kb/kb_support/file-{n}/客户数据保留策略_{n}.pdf"
+        records.append(
+            {
+                "id": f"9f3c2a1e-0b7d-4c55-8e21-{n:012d}",
+                "kb_id": "kb_support",
+                "file_id": f"file-{n}",
+                "title": title,
+                "source": source,
+                "score": 0.7234567403793335 - n / 1000,
+                "distance": 0.2765432596206665 + n / 1000,
+                "content": "正文内容 " * 200,
+                "metadata": {
+                    "source": source,
+                    "filename": f"客户数据保留策略_{n}.pdf",
+                    "title": title,
+                    "chunk_index": n,
+                    "score": 0.7234567403793335 - n / 1000,
+                    "rerank_score": 0.91 - n / 100,
+                    "hybrid_score": 0.55 + n / 100,
+                    "graph_score": 0.33 + n / 100,
+                    "distance": 0.2765432596206665 + n / 1000,
+                },
+            }
+        )
+    return records
+
+
+def test_identity_of_every_kept_record_comes_before_any_metadata() -> None:
+    """12 records whose metadata alone would fill the budget: the 8 leading ids and scores
+    are all shown, whole and in order, before any title or body."""
+    records = _yuxi_records(12)
+    payload = json.dumps({"query": "退款政策", "kb_id": "kb_support", "results": records})
+    text = structured_preview("query_kb", payload, 300)
+    assert text is not None and len(text) <= 1200
+    document = json.loads(text)
+    assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:8]]
+    assert [r["score"] for r in document["results"]] == [r["score"] for r in records[:8]]
+    assert document["omitted_results"] == 4
+    for record in records[:8]:
+        assert f'"id":"{record["id"]}"' in text  # whole, never clipped
+    # Whatever the budget, a record is left out only when its identity would not fit
+    # (next to the identities before it): metadata never takes its place.
+    for limit in range(60, 301, 15):
+        document = json.loads(structured_preview("query_kb", payload, limit) or "{}")
+        shown = len(document["results"])
+        assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:shown]]
+        if shown == 8:
+            continue
+        bare = {k: v for k, v in document.items() if k != "common"}
+        bare["results"] = [{"id": r["id"], "score": r["score"]} for r in records[: shown + 1]]
+        bare["omitted_results"] = 12 - shown - 1
+        assert len(json.dumps(bare, ensure_ascii=False, separators=(",", ":"))) > limit * 4
+    # With room to spare, titles come before the lower-ranked scores and before bodies.
+    roomy = json.loads(structured_preview("query_kb", payload, 700) or "{}")
+    first = roomy["results"][0]
+    assert first["title"].startswith("第0章") and len(first["title"]) <= 80
+    assert all("title" in r for r in roomy["results"] if "metadata" in r)
+
+
+def test_metadata_repeated_across_records_is_written_once_in_common() -> None:
+    records = [
+        {
+            "id": f"chunk-{n}",
+            "kb_id": "kb_policies",
+            "file_id": "file-refunds",
+            "source": "policies/refunds.md",
+            "score": 0.9 - n / 10,
+            "content": "Annual plans can be refunded pro rata within 30 days. " * 5,
+            "metadata": {"filename": "refunds.md", "chunk_index": n, "rerank_score": 0.8},
+        }
+        for n in range(5)
+    ]
+    text = structured_preview("query_kb", json.dumps(records), 300)  # a bare list: no header kb_id
+    assert text is not None and len(text) <= 1200
+    document = json.loads(text)
+    assert document["common"] == {
+        "kb_id": "kb_policies",
+        "source": "policies/refunds.md",
+        "file_id": "file-refunds",
+        "metadata": {"filename": "refunds.md", "rerank_score": 0.8},
+    }
+    for shown, record in zip(document["results"], records, strict=True):
+        assert not {"kb_id", "source", "file_id"} & set(shown)
+        assert shown["metadata"] == {"chunk_index": record["metadata"]["chunk_index"]}
+        merged = _overlay(document, shown)
+        for key in ("id", "kb_id", "file_id", "source", "score"):
+            assert merged[key] == record[key]
+        assert merged["metadata"] == record["metadata"]
+    assert text.count("policies/refunds.md") == 1
+    # A value only some records share stays with each record.
+    records[2]["file_id"] = "file-other"
+    document = json.loads(structured_preview("query_kb", json.dumps(records), 300) or "{}")
+    assert "file_id" not in document["common"]
+    assert [r["file_id"] for r in document["results"]] == [r["file_id"] for r in records]
+
+
+def test_results_inside_an_envelope_are_found() -> None:
+    records = _yuxi_records(10, title_chars=15)
+    envelope = {"code": 0, "message": "ok", "data": {"query": "q", "results": records}}
+    document = json.loads(tool_result_preview("query_kb", json.dumps(envelope), 300))
+    assert document["kind"] == "knowledge_base" and document["query"] == "q"
+    assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:8]]
+    plain = tool_result_preview("query_kb", json.dumps(envelope), 300, rule="plain")
+    assert plain.startswith("[HEAD]\n")  # the modelled system's rule reads top-level results only
+
+
+_TRICKY = (
+    "e\u0301",  # combining acute
+    "👨\u200d👩\u200d👧",  # ZWJ family
+    "👍🏽",  # skin tone
+    "🇨🇳🇯🇵",  # flag pairs
+    "中文",
+    "\u0915\u094d\u0937",  # Devanagari with virama (a spacing/non-spacing mark)
+    '"\\\n\t',  # JSON escapes
+    "a",
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.sampled_from(_TRICKY), min_size=1, max_size=120).map("".join),
+    st.integers(min_value=40, max_value=400),
+    st.sampled_from(("query_kb", "web_search")),
+)
+def test_structured_preview_never_cuts_inside_a_character(text: str, limit: int, tool: str) -> None:
+    """Every clipped string in the preview is a head and a tail of the original, cut where no
+    character is split (combining marks, joiners, skin tones, flag pairs)."""
+    records = [
+        {"id": f"r{n}", "url": f"https://example.com/{n}", "score": 0.5, "title": text * 2,
+         "source": text, "content": text * 5, "snippet": text * 5,
+         "metadata": {"filename": text, "title": text[::-1]}}
+        for n in range(10)
+    ]  # fmt: skip
+    preview = structured_preview(tool, json.dumps({"results": records}), limit)
+    if preview is None:
+        return
+    preview.encode("utf-8")  # no lone surrogates
+    originals = {text * 2, text, text * 5, text[::-1]}
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for item in value.values() for s in strings(item)]
+        if isinstance(value, list):
+            return [s for item in value for s in strings(item)]
+        return []
+
+    for shown in strings(json.loads(preview)["results"]):
+        if shown in originals or shown.startswith(("r", "https://")):
+            continue
+        assert "…" in shown, shown
+        head, _, tail = shown.rpartition("…") if shown.count("…") > 1 else shown.partition("…")
+        matches = [o for o in originals if o.startswith(head) and o.endswith(tail)]
+        assert matches, shown
+        original = matches[0]
+        assert not _splits_character(original, len(head))
+        assert not _splits_character(original, len(original) - len(tail))
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and infinities too: json.loads accepts them
+    | st.text(max_size=60),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+_KEYS = st.sampled_from(
+    ("id", "url", "score", "title", "source", "file_id", "kb_id", "distance", "site_name",
+     "publish_time", "content", "snippet", "text", "summary", "metadata")
+)  # fmt: skip
+_RECORD = st.dictionaries(_KEYS, _JSON_VALUES | st.dictionaries(
+    st.sampled_from(QUERY_KB_METADATA_FIELDS), _JSON_VALUES, max_size=6
+), max_size=10)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_RECORD, max_size=14),
+    st.dictionaries(st.sampled_from(("query", "kb_id", "response_time")), _JSON_VALUES),
+    st.integers(min_value=1, max_value=500),
+    st.sampled_from(("query_kb", "web_search", "mcp__kb__query_kb")),
+    st.booleans(),
+)
+def test_structured_preview_never_raises_and_respects_the_budget(
+    records: list, header: dict, limit: int, tool: str, bare: bool
+) -> None:
+    """Odd records (wrong types, nesting, NaN, empty values, quotes and escapes) never raise;
+    a structured preview is valid JSON within limit × 4 characters, whole ids unclipped."""
+    payload = json.dumps(records if bare else {**header, "results": records}, ensure_ascii=False)
+    preview = tool_result_preview(tool, payload, limit)
+    assert isinstance(preview, str)
+    structured = structured_preview(tool, payload, limit)
+    if structured is None:
+        return
+    assert structured == preview
+    assert len(structured) <= limit * 4
+    document = json.loads(structured)
+    assert document["result_count"] == len(records)
+    assert document["omitted_results"] == len(records) - len(document["results"])
+    assert len(document["results"]) <= 8
+    for shown, record in zip(document["results"], records, strict=False):
+        for key in ("id", "url"):
+            value = record.get(key)
+            if key in shown and isinstance(value, str) and len(value) <= MAX_IDENTITY_CHARS:
+                assert shown[key] == value  # an identity is shown whole or not at all
+
+
+def _sweep_payloads() -> list[tuple[str, str]]:
+    escaped = [
+        {"url": f'https://example.com/q?a="{n}"&b=\\{n}', "score": 0.5, "title": f'"T{n}"\t\\',
+         "site_name": "Ex\u2028ample", "publish_time": "2026-01-02", "snippet": 'x"\\\n' * 40}
+        for n in range(12)
+    ]  # fmt: skip
+    shared = [
+        {"id": f"c{n}", "kb_id": "kb", "file_id": "f", "source": "s.md", "score": 0.9,
+         "content": "body " * 50, "metadata": {"filename": "s.md", "chunk_index": n,
+         "rerank_score": 0.8, "hybrid_score": 0.1 * n, "graph_score": None}}
+        for n in range(9)
+    ]  # fmt: skip
+    odd_numbers = [
+        {"id": f"n{n}", "score": [float("nan"), float("inf"), -float("inf"), 10**30][n % 4],
+         "distance": float("nan"), "metadata": {"rerank_score": float("inf"), "chunk_index": n,
+         "hybrid_score": -float("inf"), "graph_score": float("nan")}, "content": "b" * 300}
+        for n in range(10)
+    ]  # fmt: skip
+    return [
+        ("query_kb", json.dumps({"query": "退款", "kb_id": "kb_support", "results": _yuxi_records(12)})),
+        ("query_kb", kb_payload(30)),
+        ("web_search", json.dumps({"query": "q", "results": escaped})),
+        ("query_kb", json.dumps(shared)),
+        ("query_kb", json.dumps({"results": odd_numbers})),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("tool,payload", _sweep_payloads())
+def test_structured_preview_never_exceeds_the_budget_over_a_sweep(tool: str, payload: str) -> None:
+    """Over a sweep of limits the preview is valid JSON of at most limit × 4 characters: sizes
+    are counted exactly, escapes, commas, NaN and Infinity included."""
+    for limit in range(15, 420, 3):
+        preview = structured_preview(tool, payload, limit)
+        if preview is None:
+            continue
+        assert len(preview) <= limit * 4, limit
+        document = json.loads(preview)
+        assert document["omitted_results"] == document["result_count"] - len(document["results"])
+
+
+def test_dashboard_rows_carry_the_common_values() -> None:
+    """The tool-results table reads a compact preview with ``common`` values into every row."""
+    from yuxi_dash.ui.format import structured_records
+
+    preview = tool_result_preview("query_kb", kb_payload(3), 300)
+    assert '"common":' in preview
+    rows = structured_records(preview)
+    assert rows is not None
+    assert [row["metadata.rerank_score"] for row in rows["records"]] == [0.5, 0.5, 0.5]
+    assert [row["id"] for row in rows["records"]] == ["chunk-0", "chunk-1", "chunk-2"]

@@ -166,6 +166,7 @@ def test_get_summarizer_defaults_to_extractive() -> None:
 
 def test_extractive_summary_fills_five_sections(tmp_path) -> None:
     workdir = Workdir(tmp_path / "wd")
+    workdir.initialize()
     messages = compact_messages(_conversation(), workdir)
     text = ExtractiveSummarizer().summarize(messages)
     assert "Extractive summary" in text

@@ -123,9 +123,7 @@ def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.goto(f"{served_demo}/threads")
-            expect(page.get_by_role("heading", name="Threads at or above 85%")).to_be_visible(
-                timeout=90_000
-            )
+            expect(page.get_by_role("heading", name="Threads ≥ 85%")).to_be_visible(timeout=90_000)
             table_caption = page.get_by_text("highest summary pressure first")
             expect(table_caption).to_be_visible()
             before = table_caption.inner_text()

@@ -43,7 +43,7 @@ def test_gated_off_exits_6(cli_env, capsys) -> None:
     code, data = run(capsys, "memory", "stats", "dmitri_ivanov")
     assert code == 6
     assert data["error"]["code"] == "memory_gated_off"
-    assert "TARGET_MATCH" in data["error"]["message"]
+    assert "the user is targeted individually" in data["error"]["message"]
 
 
 def test_communities_gate_exits_6_and_on_works(cli_env, capsys) -> None:
@@ -56,7 +56,7 @@ def test_communities_gate_exits_6_and_on_works(cli_env, capsys) -> None:
 
 def test_flags_json(cli_env, capsys) -> None:
     code, data = run(capsys, "flags", "dmitri_ivanov")
-    assert code == 0
+    assert code == 6  # memory gated off, as every memory command for this user would exit
     assert data == {
         "graphiti-memory": {"value": False, "reason": "TARGET_MATCH"},
         "graphiti-communities-enabled": {"value": False, "reason": "FALLTHROUGH"},
@@ -109,7 +109,11 @@ def test_index_health_one_user_and_all(cli_env, capsys) -> None:
     ]
 
 
-def test_repair_indexes_cli(cli_env, capsys) -> None:
+def test_repair_indexes_cli(cli_env, capsys, monkeypatch) -> None:
+    code, data = run(capsys, "memory", "repair-indexes", "alice_chen", "--actor", "ops")
+    assert code == 1 and data["error"]["code"] == "forbidden"  # the CLI is an operator by default
+    monkeypatch.setenv("YUXI_DASH_CLI_ROLE", "admin")
+    get_settings.cache_clear()
     code, data = run(capsys, "memory", "repair-indexes", "alice_chen", "--actor", "ops")
     assert code == 0 and data["after"]["drift"] == 0 and data["statements"]
     code, data = run(capsys, "memory", "repair-indexes", "dmitri_ivanov")

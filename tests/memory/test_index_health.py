@@ -1,4 +1,4 @@
-"""HAZARDS 1 on a real server: drift after a restart from the RDB is detected and repaired."""
+"""Index drift on a real server: drift after a restart from the RDB is detected and repaired."""
 
 from __future__ import annotations
 

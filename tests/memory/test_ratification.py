@@ -1,4 +1,4 @@
-"""Ratification rules (DESIGN §5) and hit counters read from Redis."""
+"""Ratification rules and hit counters read from Redis."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_external_server_is_not_started_and_unreachable_is_one_line(tmp_path: Pa
 
 
 def test_server_has_a_default_query_timeout(falkordb_server) -> None:
-    """HAZARDS 8: even queries we do not time ourselves are bounded by the server."""
+    """A slow query cannot hold the server: even queries we do not time ourselves are bounded by the server."""
     conn = redis.Redis(unix_socket_path=str(falkordb_server.unix_socket))
     name, value = conn.execute_command("GRAPH.CONFIG", "GET", "TIMEOUT_DEFAULT")
     assert value == Settings().falkordb_query_timeout_ms > 0

@@ -51,7 +51,7 @@ def test_gated_off_runs_no_graph_query_and_is_audited(
             "bruno_silva", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
         service.stats(access, client=graph_client)
-    assert "graphiti-memory = false (TARGET_MATCH)" in caught.value.message
+    assert "graphiti-memory is off (the user is targeted individually)" in caught.value.message
     assert caught.value.exit_code == 6
     assert graph_client.queries_run == 0
     rows = audit_rows(memory_settings, "memory:bruno_silva")

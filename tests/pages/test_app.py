@@ -15,7 +15,7 @@ def test_local_mode_opens_the_overview_with_the_local_banner(
 ) -> None:
     at = app_test()
     assert not at.exception
-    assert [t.value for t in at.title] == ["Context pressure"]
+    assert [t.value for t in at.title] == ["Pressure overview"]
     banner = " ".join(i.value for i in at.sidebar.info)
     assert "Local mode" in banner and "operator@localhost" in banner
 

@@ -10,12 +10,12 @@ from yuxi_dash.settings import get_settings
 PAGES = {
     "memory_overview.py": "overview",
     "memory_entities.py": "entities",
-    "memory_relations.py": "relations",
+    "memory_facts.py": "facts",
     "memory_ratification.py": "ratification",
     "memory_communities.py": "communities",
     "memory_episodes.py": "episodes",
     "memory_chat.py": "chat",
-    "memory_context.py": "warm_context",
+    "memory_warm_context.py": "warm_context",
 }
 
 

@@ -24,7 +24,8 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
     from streamlit.testing.v1 import AppTest
 
     from tests.fixtures.graph import REPO
-    from yuxi_dash.demo_story import planted_facts, user_statements
+    from yuxi_dash.demo.plan import planted_facts
+    from yuxi_dash.demo.story import user_statements
     from yuxi_dash.settings import get_settings
     from yuxi_dash.ui.format import markdown_literal
     from yuxi_dash.ui.memory import clear_memory_caches

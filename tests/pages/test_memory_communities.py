@@ -17,6 +17,9 @@ def test_communities_on(memory_pages) -> None:
 def test_communities_off_shows_the_gate(memory_pages) -> None:
     at = memory_pages("memory_communities.py", "bruno_silva")
     assert not at.exception
-    assert "graphiti-communities-enabled = false (FALLTHROUGH)" in at.warning[0].value
+    assert (
+        "graphiti-communities-enabled is off (no target or rule matched: the flag's default)"
+        in at.warning[0].value
+    )
     assert not at.dataframe
     assert [r.outcome for r in memory_audit(get_settings(), "bruno_silva")] == ["gated_off"]

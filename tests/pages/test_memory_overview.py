@@ -26,7 +26,7 @@ def test_gated_off_user_shows_the_gate_and_reason(memory_pages) -> None:
     at = memory_pages("memory_overview.py", "dmitri_ivanov")
     assert not at.exception
     assert not at.metric
-    assert "graphiti-memory = false (TARGET_MATCH)" in at.warning[0].value
+    assert "graphiti-memory is off (the user is targeted individually)" in at.warning[0].value
     rows = memory_audit(get_settings(), "dmitri_ivanov")
     assert [r.outcome for r in rows] == ["gated_off"]
 
@@ -77,7 +77,7 @@ def _drifted_graph(data_dir, monkeypatch):
     import json
 
     from tests.fixtures.graph import graph_settings, make_client
-    from yuxi_dash.memory.demo import demo_flags
+    from yuxi_dash.demo.flags import demo_flags
     from yuxi_dash.memory.schema import create_indexes
     from yuxi_dash.memory.server import ensure_server, stop_server
 

@@ -13,6 +13,7 @@ from yuxi_dash.service import compress_thread_context
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
+from yuxi_dash.store.state_repository import load_state, state_store
 
 PAGE = "pages/threads.py"
 
@@ -24,6 +25,16 @@ def _store_hot_threads(settings: Settings) -> list[str]:
 
 def _listed(at: AppTest) -> list[str]:
     return at.dataframe[0].value["thread"].tolist()
+
+
+def _one_checkpoint_after(settings: Settings, thread_id: str, seen: str | None) -> str:
+    """The thread's newest checkpoint id, asserting it is exactly one write after `seen`."""
+    newest = load_state(thread_id, settings)
+    assert newest is not None and newest.checkpoint_id not in (None, seen)
+    (latest,) = state_store(settings).history(thread_id, limit=1)
+    assert latest.checkpoint_id == newest.checkpoint_id
+    assert latest.parent_checkpoint_id == seen  # nothing else was written in between
+    return newest.checkpoint_id
 
 
 def _first_idle_capable(settings: Settings) -> str:
@@ -43,7 +54,7 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
     assert expected, "the demo should have threads at or above 85%"
     assert _listed(at) == expected  # same threads, same order (highest pressure first)
     pressures = at.dataframe[0].value["pressure"].tolist()
-    assert all(p >= 0.85 for p in pressures)
+    assert all(p >= 85.0 for p in pressures)  # percent, rounded as pct() writes it
     assert pressures == sorted(pressures, reverse=True)
 
 
@@ -70,7 +81,8 @@ def test_compress_one_thread_through_the_dialog(
     assert "→" in lines[0] and "outputs/conversation_history/" in lines[0]
     with session_scope(demo_env) as session:
         after = get_thread(session, target)
-    assert after.version == before.version + 1
+    assert after.checkpoint_id == _one_checkpoint_after(demo_env, target, before.checkpoint_id)
+    assert after.summary.checkpoint_id == after.checkpoint_id  # the projection is current
     assert after.summary.summary_pressure_ratio < before.summary.summary_pressure_ratio
     assert after.summary.summary_active
     # the list changed: it is the store's list again, which no longer matches the old one
@@ -111,7 +123,9 @@ def test_a_viewer_cannot_compress_and_the_service_refuses_even_if_asked(
     assert at.multiselect(key="compress_selection").options == []
 
     # Forge the pending request the disabled button would have made: the service still refuses.
-    at.session_state["compress_pending"] = [{"thread_id": target, "version": before.version}]
+    at.session_state["compress_pending"] = [
+        {"thread_id": target, "checkpoint_id": before.checkpoint_id}
+    ]
     at.run()
     at.button(key="confirm_compress").click().run()
     errors = [e.value for e in at.error]
@@ -119,7 +133,7 @@ def test_a_viewer_cannot_compress_and_the_service_refuses_even_if_asked(
     with pytest.raises(Forbidden):
         compress_thread_context(target, actor=Actor(id="v@example.com", role=Role.VIEWER))
     with session_scope(demo_env) as session:
-        assert get_thread(session, target).version == before.version
+        assert get_thread(session, target).checkpoint_id == before.checkpoint_id
 
 
 def test_confirming_after_the_thread_moved_is_refused_as_stale(
@@ -128,17 +142,18 @@ def test_confirming_after_the_thread_moved_is_refused_as_stale(
     target = _first_idle_capable(demo_env)
     at = app_test(PAGE)
     at.selectbox(key="compress_thread").set_value(target).run()
-    at.button(key="compress_one").click().run()  # the dialog shows the preview (version v)
+    at.button(key="compress_one").click().run()  # the dialog shows the preview (checkpoint c)
     with session_scope(demo_env) as session:
-        seen = get_thread(session, target).version
-    # someone else compresses it first: the version the operator saw is now old
+        seen = get_thread(session, target).checkpoint_id
+    # someone else compresses it first: the checkpoint the operator saw is now old
     compress_thread_context(target, actor=Actor(id="other@example.com", role=Role.OPERATOR))
     at.button(key="confirm_compress").click().run()
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith(f"{target}: Stale")
     assert "[stale_state]" in errors[0]
+    landed = _one_checkpoint_after(demo_env, target, seen)  # only the other compress landed
     with session_scope(demo_env) as session:
-        assert get_thread(session, target).version == seen + 1  # only the other compress landed
+        assert get_thread(session, target).checkpoint_id == landed
 
 
 def test_the_same_flow_on_postgresql(demo_env_postgres: Settings) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ TABLES = {
     "conversations",
     "agent_runs",
     "run_requests",
-    "thread_states",
+    "scan_watermarks",
     "usage_snapshots",
     "chat_messages",
     "tool_results",
@@ -24,12 +25,30 @@ TABLES = {
 }
 
 
-def _tables(url: str) -> set[str]:
+# The checkpointer's own tables (PostgreSQL keeps them in our database; SQLite in a file beside it).
+CHECKPOINT_TABLES = {
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_migrations",
+}
+
+
+def _all_tables(url: str) -> set[str]:
     engine = db.create_engine_for_url(url)
     try:
         return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
     finally:
         engine.dispose()
+
+
+def _not_a_checkpoint_table(name: str | None, type_: str, parent_names: dict[str, str]) -> bool:
+    table = name if type_ == "table" else parent_names.get("table_name")
+    return table not in CHECKPOINT_TABLES
+
+
+def _tables(url: str) -> set[str]:
+    return _all_tables(url) - CHECKPOINT_TABLES
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -43,8 +62,10 @@ def test_migrations_up_down_up(
     )
     assert db.current_revision(url) is None
     db.upgrade(url)
-    assert db.current_revision(url) == "0001"
+    assert db.current_revision(url) == "0002"
     assert _tables(url) == TABLES
+    if backend == "postgresql":  # the migration step set up the checkpointer's own tables
+        assert _all_tables(url) >= CHECKPOINT_TABLES
     db.downgrade(url, "base")
     assert db.current_revision(url) is None
     assert _tables(url) == set()
@@ -69,7 +90,10 @@ def test_migrated_schema_matches_models(
     engine = db.create_engine_for_url(url)
     try:
         with engine.connect() as conn:
-            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+            context = MigrationContext.configure(
+                conn, opts={"include_name": _not_a_checkpoint_table}
+            )
+            diff = compare_metadata(context, Base.metadata)
     finally:
         engine.dispose()
     assert diff == []
@@ -82,7 +106,7 @@ def test_get_engine_migrates_once_and_creates_parent_dir(tmp_path: Path) -> None
     engine = db.get_engine(settings)
     assert target.exists()
     assert db.get_engine(settings) is engine
-    assert db.current_revision(settings.database_url) == "0001"
+    assert db.current_revision(settings.database_url) == "0002"
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -175,5 +199,83 @@ def test_two_processes_migrating_at_once_on_postgresql(fresh_postgres_url: str) 
     ]
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     assert [rc for _out, _err, rc in results] == [0, 0, 0], [err for _o, err, _rc in results]
-    assert db.current_revision(fresh_postgres_url) == "0001"
+    assert db.current_revision(fresh_postgres_url) == "0002"
     assert _tables(fresh_postgres_url) == TABLES
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_upgrade_moves_legacy_thread_states_into_checkpoints(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A database at 0001 with a thread_states row: after the upgrade the thread's first
+    checkpoint holds its messages and summary event in deepagents' format, and the table is gone."""
+    from langchain_core.messages import AIMessage, HumanMessage, messages_to_dict
+
+    from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+    from yuxi_dash.store.checkpoints import open_checkpoint_store
+
+    url = (
+        f"sqlite:///{tmp_path / 'legacy.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    db.upgrade(url, "0001")
+    summary = HumanMessage(
+        "[Conversation summary] earlier", additional_kwargs={"lc_source": "summarization"}
+    )
+    engine = db.create_engine_for_url(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO conversations (thread_id, user_id, agent_slug, title, status, "
+                    "created_at, updated_at, last_activity_at, llm_input_tokens, "
+                    "next_llm_input_tokens, context_window, context_usage_ratio, "
+                    "summary_trigger_tokens, summary_pressure_ratio, summary_active) VALUES "
+                    "('old', 'u1', 'a', '', 'active', :at, :at, :at, 0, 0, 0, 0, 0, 0, false)"
+                ),
+                {"at": "2026-11-01 00:00:00"},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO thread_states (thread_id, version, messages, summary, "
+                    "history_session_id, token_usage, updated_at) VALUES "
+                    "('old', 3, :messages, :summary, 'sess', :usage, :at)"
+                ),
+                {
+                    "messages": json.dumps(
+                        messages_to_dict([HumanMessage("q1"), AIMessage("a1"), HumanMessage("q2")])
+                    ),
+                    "summary": json.dumps(
+                        {
+                            "cutoff_index": 2,
+                            "summary_message": messages_to_dict([summary])[0],
+                            "file_path": "outputs/conversation_history/session_sess.md",
+                        }
+                    ),
+                    "usage": json.dumps({"summary_pressure_ratio": 0.5}),
+                    "at": "2026-11-01 00:00:00",
+                },
+            )
+        db.upgrade(url)
+        assert "thread_states" not in _all_tables(url)
+        with engine.connect() as conn:
+            checkpoint_id = conn.execute(
+                sa.text("SELECT checkpoint_id FROM conversations WHERE thread_id = 'old'")
+            ).scalar()
+    finally:
+        engine.dispose()
+    store = open_checkpoint_store(db.normalize_url(url))
+    try:
+        latest = store.latest("old")
+    finally:
+        store.close()
+    assert latest is not None and latest.checkpoint_id == checkpoint_id
+    assert [m.content for m in latest.values["messages"]] == ["q1", "a1", "q2"]
+    event = latest.values[SUMMARIZATION_EVENT_KEY]
+    assert event["cutoff_index"] == 2 and event["summary_message"].content == summary.content
+    assert latest.values[TOKEN_USAGE_KEY] == {"summary_pressure_ratio": 0.5}
+    assert [m.content for m in latest.context().model_visible_messages()] == [
+        summary.content,
+        "q2",
+    ]

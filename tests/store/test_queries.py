@@ -10,30 +10,59 @@ from langchain_core.messages import HumanMessage
 
 from yuxi_dash import service
 from yuxi_dash.compression import ThreadContextState
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
 from yuxi_dash.errors import ThreadNotFound
+from yuxi_dash.service.usage_writes import append_chat, apply_usage
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import queries
 from yuxi_dash.store.db import get_engine, is_sqlite, session_scope
 from yuxi_dash.store.models import AgentRun, RunRequest
-from yuxi_dash.store.state_repository import write_state
+from yuxi_dash.store.state_repository import load_state, replace_messages, write_state
+from yuxi_dash.usage import UsageSnapshot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _usage(
-    next_tokens: int, *, trigger: int = 10_000, window: int = 20_000
-) -> dict[str, int | bool]:
-    return {
-        "llm_input_tokens": next_tokens,
-        "next_llm_input_tokens": next_tokens,
-        "context_window": window,
-        "summary_trigger_tokens": trigger,
-        "summary_active": False,
-    }
+def _usage(next_tokens: int, *, trigger: int = 10_000, window: int = 20_000) -> UsageSnapshot:
+    return UsageSnapshot(
+        llm_input_tokens=next_tokens,
+        next_llm_input_tokens=next_tokens,
+        context_window=window,
+        summary_trigger_tokens=trigger,
+        summary_active=False,
+    )
 
 
-def _seed() -> None:
-    """Five threads: pressures 0.5, 0.85, 0.849, 1.2 (deleted) and 0.9 on an incapable agent."""
+def _model_call(
+    thread_id: str,
+    *,
+    state: ThreadContextState,
+    expected_checkpoint_id: str,
+    usage: UsageSnapshot,
+    measured_at: datetime,
+    chat_messages: list[tuple[str, str]],
+) -> str:
+    """One model call's writes under the row lock: the checkpoint (all messages replaced),
+    its usage snapshot and current usage, the chat lines; returns the checkpoint id."""
+    with service.thread_lock(thread_id) as (session, conv):
+        assert conv is not None
+        written = write_state(
+            thread_id,
+            {"messages": replace_messages(state.messages), TOKEN_USAGE_KEY: usage.to_dict()},
+            expected_checkpoint_id=expected_checkpoint_id,
+        )
+        apply_usage(session, conv, usage, source="model_call", measured_at=measured_at)
+        append_chat(session, thread_id, chat_messages, at=measured_at)
+        conv.checkpoint_id = written.checkpoint_id
+        return written.checkpoint_id
+
+
+def _seed() -> dict[str, str]:
+    """Five threads: pressures 0.5, 0.85, 0.849, 1.2 (deleted) and 0.9 on an incapable agent.
+
+    Returns each thread's newest checkpoint id (the third: an empty one, then two model calls).
+    """
+    checkpoints: dict[str, str] = {}
     with session_scope() as session:
         service.upsert_agent(session, "capable", capabilities=["context_compression"])
         service.upsert_agent(session, "plain", capabilities=[])
@@ -48,23 +77,25 @@ def _seed() -> None:
             service.create_thread(
                 session, thread_id, user_id=user, agent_slug=agent, status=status, created_at=T0
             )
-            write_state(session, ThreadContextState(thread_id, []), expected_version=0)
+            written = write_state(thread_id, {"messages": []}, expected_checkpoint_id=None)
+            checkpoints[thread_id] = written.checkpoint_id
     pressures = {"t-low": 5000, "t-85": 8500, "t-849": 8490, "t-del": 12000, "t-plain": 9000}
     for thread_id, tokens in pressures.items():
         for step, fraction in enumerate((0.3, 1.0)):
-            service.record_model_call(
+            checkpoints[thread_id] = _model_call(
                 thread_id,
                 state=ThreadContextState(thread_id, [HumanMessage(f"m{step}")]),
-                expected_version=step + 1,
+                expected_checkpoint_id=checkpoints[thread_id],
                 usage=_usage(int(tokens * fraction)),
                 measured_at=T0 + timedelta(minutes=step),
                 chat_messages=[("user", f"{thread_id} question {step}"), ("assistant", "answer")],
             )
     service.set_thread_status("t-del", "deleted")
+    return checkpoints
 
 
 def test_list_threads_highest_pressure_first_from_current_usage(db_url: str) -> None:
-    _seed()
+    checkpoints = _seed()
     with session_scope() as session:
         rows = queries.list_threads(session)
         assert [r.thread_id for r in rows] == ["t-plain", "t-85", "t-849", "t-low"]
@@ -85,7 +116,13 @@ def test_list_threads_highest_pressure_first_from_current_usage(db_url: str) -> 
         page = queries.list_threads(session, limit=2, offset=1)
         assert [r.thread_id for r in page] == ["t-85", "t-849"]
         top = rows[1]
-        assert (top.capable, top.version, top.context_usage_ratio) == (True, 3, 0.425)
+        newest = load_state("t-85")
+        assert newest is not None and newest.checkpoint_id == checkpoints["t-85"]
+        assert (top.capable, top.checkpoint_id, top.context_usage_ratio) == (
+            True,
+            newest.checkpoint_id,
+            0.425,
+        )
         assert (top.next_llm_input_tokens, top.summary_trigger_tokens) == (8500, 10_000)
         assert rows[0].capable is False
         future = T0 + timedelta(days=1)
@@ -112,10 +149,14 @@ def test_busy_reasons_in_the_list(db_url: str) -> None:
 
 
 def test_get_thread_timeline_and_chat(db_url: str) -> None:
-    _seed()
+    checkpoints = _seed()
+    newest = load_state("t-85")
+    assert newest is not None and newest.checkpoint_id == checkpoints["t-85"]
     with session_scope() as session:
         detail = queries.get_thread(session, "t-85")
-        assert detail.version == 3 and detail.agent is not None and detail.agent.capable
+        assert detail.checkpoint_id == newest.checkpoint_id
+        assert detail.summary.checkpoint_id == newest.checkpoint_id  # projection is current
+        assert detail.agent is not None and detail.agent.capable
         assert detail.agent.summary_trigger_tokens == 100 * 1024
         assert [m.content for m in detail.state.messages] == ["m1"]
         assert detail.token_usage["next_llm_input_tokens"] == 8500

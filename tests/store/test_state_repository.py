@@ -1,4 +1,7 @@
-"""Compare-and-swap writes of thread_states (yuxi_dash.store.state_repository)."""
+"""Compare-and-swap writes of thread state in the checkpointer (yuxi_dash.store.state_repository).
+
+Each test runs on the embedded SQLite checkpointer and on PostgreSQL's.
+"""
 
 from __future__ import annotations
 
@@ -9,89 +12,108 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
-from yuxi_dash.compression.state import ThreadContextState
+from yuxi_dash.compression.agent_state import SUMMARIZATION_SESSION_ID_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import StaleState
-from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation
-from yuxi_dash.store.state_repository import current_version, load_state, write_state
+from yuxi_dash.store.state_repository import load_state, replace_messages, write_state
 
 
-def _thread(thread_id: str = "t1") -> None:
-    with session_scope() as session:
-        session.add(Conversation(thread_id=thread_id, user_id="u1", agent_slug="a"))
-
-
-def test_first_write_inserts_version_one_and_round_trips(db_url: str) -> None:
-    _thread()
-    state = ThreadContextState("t1", [HumanMessage("hi"), AIMessage("hello")], None, "s1")
-    with session_scope() as session:
-        assert load_state(session, "t1") is None
-        assert write_state(session, state, expected_version=0, token_usage={"a": 1}) == 1
-    with session_scope() as session:
-        stored = load_state(session, "t1")
-    assert stored is not None
-    assert stored.version == 1
+def test_first_write_makes_the_first_checkpoint_and_round_trips(db_url: str) -> None:
+    assert load_state("t1") is None
+    written = write_state(
+        "t1",
+        {
+            "messages": [HumanMessage("hi"), AIMessage("hello")],
+            SUMMARIZATION_SESSION_ID_KEY: "s1",
+            TOKEN_USAGE_KEY: {"a": 1},
+        },
+        expected_checkpoint_id=None,
+    )
+    stored = load_state("t1")
+    assert stored is not None and stored.checkpoint_id == written.checkpoint_id
     assert [m.content for m in stored.state.messages] == ["hi", "hello"]
+    assert all(m.id for m in stored.state.messages)  # the reducer gave every message an id
     assert stored.state.history_session_id == "s1"
     assert stored.token_usage == {"a": 1}
 
 
-def test_cas_bumps_version_and_refuses_a_moved_version(db_url: str) -> None:
-    _thread()
-    state = ThreadContextState("t1", [HumanMessage("one")])
-    with session_scope() as session:
-        write_state(session, state, expected_version=0)
-    newer = ThreadContextState("t1", [HumanMessage("one"), AIMessage("two")])
-    with session_scope() as session:
-        assert write_state(session, newer, expected_version=1) == 2
-    with pytest.raises(StaleState):
-        with session_scope() as session:
-            write_state(session, ThreadContextState("t1", []), expected_version=1)
-    with pytest.raises(StaleState):
-        with session_scope() as session:
-            write_state(session, ThreadContextState("t1", []), expected_version=0)
-    with session_scope() as session:
-        stored = load_state(session, "t1")
-        assert current_version(session, "t1") == 2
-    assert stored is not None and [m.content for m in stored.state.messages] == ["one", "two"]
+def test_cas_refuses_a_moved_checkpoint_and_keeps_what_it_does_not_write(db_url: str) -> None:
+    first = write_state(
+        "t1",
+        {"messages": [HumanMessage("one")], TOKEN_USAGE_KEY: {"k": 2}},
+        expected_checkpoint_id=None,
+    )
+    second = write_state(
+        "t1", {"messages": [AIMessage("two")]}, expected_checkpoint_id=first.checkpoint_id
+    )
+    assert second.checkpoint_id != first.checkpoint_id
+    for stale in (first.checkpoint_id, None, "not-a-checkpoint"):
+        with pytest.raises(StaleState):
+            write_state("t1", {"messages": [AIMessage("lost")]}, expected_checkpoint_id=stale)
+    stored = load_state("t1")
+    assert stored is not None and stored.checkpoint_id == second.checkpoint_id
+    assert [m.content for m in stored.state.messages] == ["one", "two"]
+    assert stored.token_usage == {"k": 2}  # a write that does not name a channel keeps it
 
 
-def test_token_usage_kept_when_not_given(db_url: str) -> None:
-    _thread()
-    with session_scope() as session:
-        write_state(session, ThreadContextState("t1", []), expected_version=0, token_usage={"k": 2})
-        write_state(session, ThreadContextState("t1", [HumanMessage("x")]), expected_version=1)
-    with session_scope() as session:
-        stored = load_state(session, "t1")
-    assert stored is not None and stored.token_usage == {"k": 2} and stored.version == 2
+def test_a_message_with_a_known_id_is_replaced_in_place(db_url: str) -> None:
+    first = write_state(
+        "t1",
+        {"messages": [HumanMessage("q"), AIMessage("long answer")]},
+        expected_checkpoint_id=None,
+    )
+    stored = load_state("t1")
+    assert stored is not None
+    answer = stored.state.messages[1]
+    write_state(
+        "t1",
+        {"messages": [answer.model_copy(update={"content": "short"})]},
+        expected_checkpoint_id=first.checkpoint_id,
+    )
+    stored = load_state("t1")
+    assert stored is not None
+    assert [m.content for m in stored.state.messages] == ["q", "short"]
+
+
+def test_replace_messages_replaces_the_whole_history(db_url: str) -> None:
+    first = write_state("t1", {"messages": [HumanMessage("old")]}, expected_checkpoint_id=None)
+    write_state(
+        "t1",
+        {"messages": replace_messages([HumanMessage("new"), AIMessage("answer")])},
+        expected_checkpoint_id=first.checkpoint_id,
+    )
+    stored = load_state("t1")
+    assert stored is not None
+    assert [m.content for m in stored.state.messages] == ["new", "answer"]
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(expected=st.lists(st.integers(min_value=0, max_value=6), min_size=1, max_size=12))
-def test_a_write_lands_exactly_when_it_names_the_current_version(expected: list[int]) -> None:
-    """Any sequence of writes: each succeeds iff it names the stored version; none overwrite."""
+@given(picks=st.lists(st.integers(min_value=-1, max_value=5), min_size=1, max_size=8))
+def test_a_write_lands_exactly_when_it_names_the_newest_checkpoint(picks: list[int]) -> None:
+    """Any sequence of writes naming some checkpoint seen so far (-1: none): each lands iff it
+    names the newest, and the state is the last write that landed, never a refused one."""
     thread_id = f"prop-{uuid.uuid4().hex[:8]}"
-    _thread(thread_id)
-    current = 0
+    seen: list[str] = []
     landed: list[int] = []
-    for n, version in enumerate(expected):
-        state = ThreadContextState(thread_id, [HumanMessage(f"write {n}")])
+    for n, pick in enumerate(picks):
+        expected = None if pick < 0 or not seen else seen[min(pick, len(seen) - 1)]
+        newest = seen[-1] if seen else None
         try:
-            with session_scope() as session:
-                new_version = write_state(session, state, expected_version=version)
+            written = write_state(
+                thread_id,
+                {"messages": replace_messages([HumanMessage(f"write {n}")])},
+                expected_checkpoint_id=expected,
+            )
         except StaleState:
-            assert version != current
+            assert expected != newest
             continue
-        assert version == current and new_version == current + 1
-        current = new_version
+        assert expected == newest
+        seen.append(written.checkpoint_id)
         landed.append(n)
-    with session_scope() as session:
-        assert current_version(session, thread_id) == current
-        stored = load_state(session, thread_id)
-    if landed:  # the stored state is the last write that landed, never a refused one
-        assert stored is not None
-        assert stored.state.messages[0].content == f"write {landed[-1]}"
+    stored = load_state(thread_id)
+    if landed:
+        assert stored is not None and stored.checkpoint_id == seen[-1]
+        assert [m.content for m in stored.state.messages] == [f"write {landed[-1]}"]
     else:
         assert stored is None

@@ -12,8 +12,11 @@ def test_preview_notes_name_the_real_reason(db_url: str) -> None:
         service.upsert_agent(session, "plain", capabilities=[])
         service.create_thread(session, "t-plain", user_id="u1", agent_slug="plain")
         service.create_thread(session, "t-orphan", user_id="u1", agent_slug="gone")
-    rows = _preview_rows(
-        [{"thread_id": "t-plain", "version": 0}, {"thread_id": "t-orphan", "version": 0}]
+    rows = _preview_rows(  # neither thread has a checkpoint yet: the rows showed none
+        [
+            {"thread_id": "t-plain", "checkpoint_id": None},
+            {"thread_id": "t-orphan", "checkpoint_id": None},
+        ]
     )
     notes = {row["thread_id"]: row["note"] for row in rows}
     assert notes == {

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from markdown_it import MarkdownIt
 
 from yuxi_dash.auth import Actor, Role
+from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
 from yuxi_dash.ui.format import (
     ago,
@@ -17,7 +18,6 @@ from yuxi_dash.ui.format import (
     markdown_literal,
     outcome_line,
     pct,
-    saved_result_parts,
     stamp,
     structured_records,
     tokens,
@@ -82,7 +82,7 @@ def test_error_and_outcome_lines_are_single_lines() -> None:
     assert "insufficient_history" in noop and "\n" not in noop
 
 
-def test_saved_result_parts_and_structured_records() -> None:
+def test_saved_result_and_structured_records() -> None:
     preview = json.dumps(
         {
             "kind": "knowledge_base",
@@ -98,16 +98,16 @@ def test_saved_result_parts_and_structured_records() -> None:
         + preview
         + "\n[Truncated 3000 chars. Read the full output from the saved file.]"
     )
-    parts = saved_result_parts(text)
+    parts = parse_saved_result(text)
     assert parts is not None
-    assert parts["fields"]["Tool"] == "query_kb"
-    assert parts["preview"] == preview
-    assert parts["note"].startswith("[Truncated 3000 chars")
-    records = structured_records(parts["preview"])
+    assert parts.tool == "query_kb"
+    assert parts.preview == preview
+    assert parts.note.startswith("[Truncated 3000 chars")
+    records = structured_records(parts.preview)
     assert records is not None
     assert records["records"] == [{"id": "c1", "title": "Refunds", "metadata.chunk_index": 3}]
     assert (records["result_count"], records["omitted_results"]) == (12, 11)
-    assert saved_result_parts("plain tool output") is None
+    assert parse_saved_result("plain tool output") is None
     assert structured_records("[HEAD]\nnot json") is None
 
 

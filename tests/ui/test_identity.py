@@ -1,20 +1,22 @@
-"""Identity resolution for local, OIDC and trusted-proxy modes (yuxi_dash.ui.identity)."""
+"""Identity resolution for local, OIDC and trusted-proxy modes (yuxi_dash.auth)."""
 
 from __future__ import annotations
 
 import pytest
 
-from yuxi_dash.auth import Role
+from yuxi_dash.auth import Role, is_loopback, resolve_identity
 from yuxi_dash.settings import Settings
-from yuxi_dash.ui.identity import is_loopback, resolve_identity
 
 
 def _settings(**overrides: object) -> Settings:
     return Settings(**overrides)
 
 
+LOCAL = {"server_address": "127.0.0.1", "peer_address": "127.0.0.1"}  # a visit on this machine
+
+
 def test_local_mode_is_the_named_operator_as_admin_with_a_banner() -> None:
-    identity = resolve_identity(_settings(local_operator="Ops@Example.com"))
+    identity = resolve_identity(_settings(local_operator="Ops@Example.com"), **LOCAL)
     assert identity.actor is not None
     assert identity.actor.id == "ops@example.com"
     assert identity.actor.role is Role.ADMIN
@@ -24,7 +26,7 @@ def test_local_mode_is_the_named_operator_as_admin_with_a_banner() -> None:
 
 def test_local_mode_takes_the_role_from_the_allowlists_when_listed() -> None:
     settings = _settings(local_operator="ops@example.com", viewer_emails="ops@example.com")
-    identity = resolve_identity(settings)
+    identity = resolve_identity(settings, **LOCAL)
     assert identity.actor is not None and identity.actor.role is Role.VIEWER
 
 
@@ -82,11 +84,12 @@ def test_proxy_header_needs_the_shared_secret_when_not_on_loopback() -> None:
     assert good.actor is not None and good.actor.role is Role.ADMIN and good.actor.via == "proxy"
 
 
-def test_proxy_without_a_secret_is_trusted_only_on_loopback() -> None:
+def test_proxy_without_a_secret_is_trusted_only_on_loopback_with_a_warning() -> None:
     headers = {"X-Forwarded-Email": "boss@example.com"}
     assert resolve_identity(_proxy(), headers=headers, server_address=None).actor is None
     on_loopback = resolve_identity(_proxy(), headers=headers, server_address="127.0.0.1")
     assert on_loopback.actor is not None and on_loopback.actor.id == "boss@example.com"
+    assert on_loopback.banner and "YUXI_DASH_PROXY_SECRET" in on_loopback.banner
 
 
 def test_proxy_missing_or_unlisted_user_is_refused() -> None:

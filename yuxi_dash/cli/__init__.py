@@ -1,9 +1,13 @@
-"""The `yuxi-dash` command: argument parsing, output and exit codes (DESIGN §3).
+"""The `yuxi-dash` command: argument parsing, output, exit codes, and who is acting.
 
 Each command group lives in its own module with a `register(subparsers)`
 function; a command's handler takes the parsed args and returns a
 :class:`CommandResult`. This module turns typed errors into the exit codes and
-the `{"error": {...}}` JSON shape, so no handler prints a traceback.
+the `{"error": {...}}` JSON shape, so no handler prints a traceback. What the
+command modules share (`CommandResult`, `add_json_flag`, `command_actor`, which
+gives a handler its actor from `--actor` or `YUXI_DASH_CLI_ACTOR` with role
+`YUXI_DASH_CLI_ROLE` and audits an unusable one) is in `cli.common`, so they never
+import this module; it re-exports those names.
 """
 
 from __future__ import annotations
@@ -13,30 +17,39 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.cli.common import (
+    ACTOR_HELP,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UNNAMED_ACTOR,
+    CommandResult,
+    Handler,
+    add_json_flag,
+    command_actor,
+    say_progress,
+)
+from yuxi_dash.errors import InvalidInput, YuxiDashError
+
+__all__ = [
+    "ACTOR_HELP",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UNNAMED_ACTOR",
+    "CommandResult",
+    "Handler",
+    "add_json_flag",
+    "build_parser",
+    "command_actor",
+    "main",
+    "say_progress",
+]
 
 log = logging.getLogger("yuxi_dash.cli")
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-
-@dataclass
-class CommandResult:
-    """What a handler produced: `data` for --json, `text` for people, and an exit code."""
-
-    data: Any
-    text: str | None = None
-    exit_code: int = EXIT_OK
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-Handler = Callable[[argparse.Namespace], CommandResult]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,13 +65,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def add_json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON to stdout and nothing else")
+def _settings_problem(exc: Exception) -> InvalidInput | None:
+    """A bad YUXI_DASH_* variable as one line naming it (never its value), else None."""
+    from pydantic import ValidationError
 
-
-def say_progress(stage: str) -> None:
-    """One line per stage of long work, on stderr (stdout stays the command's result)."""
-    print(f"yuxi-dash: {stage}…", file=sys.stderr, flush=True)
+    if not isinstance(exc, ValidationError) or exc.title != "Settings":
+        return None
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
+        for error in exc.errors(include_input=False, include_url=False)
+    ]
+    return InvalidInput("invalid configuration: " + "; ".join(problems))
 
 
 def _print_json(payload: Any) -> None:
@@ -66,7 +83,7 @@ def _print_json(payload: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from yuxi_dash.cli import memory, serve, threads
+    from yuxi_dash.cli import attach, db, memory, serve, simulate, threads, tool_results
 
     parser = _Parser(
         prog="yuxi-dash",
@@ -74,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in (threads, memory, serve):
+    for module in (db, threads, tool_results, simulate, memory, attach, serve):
         module.register(sub)
     return parser
 
@@ -88,7 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     want_json = bool(getattr(args, "json", False))
     handler: Handler = args.handler
     try:
-        result = handler(args)
+        try:
+            result = handler(args)
+        except Exception as exc:
+            problem = _settings_problem(exc)  # a bad YUXI_DASH_* variable: exit 2, named
+            if problem is None:
+                raise
+            raise problem from None
     except YuxiDashError as exc:
         if want_json:
             _print_json({"error": exc.to_dict()})

@@ -2,7 +2,7 @@
 
 Every memory command goes through `yuxi_dash.memory.service.open_view`, so it
 is gated (exit 6 when LaunchDarkly says off, and no graph query runs) and
-audited under `--actor`. JSON shapes follow DESIGN §3: `memory stats` prints
+audited under `--actor`. JSON shapes: `memory stats` prints
 {user_id, group_id, entities, episodes, communities, relates_to_edges,
 mentions_edges, ...}; `flags` prints {flag key: {value, reason}}.
 """
@@ -12,30 +12,44 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from yuxi_dash.cli import CommandResult, add_json_flag
+from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.output import render_table
+from yuxi_dash.display import count, plain, reason_text, stamp
+from yuxi_dash.errors import MemoryGatedOff
 
 
 def _access(args: argparse.Namespace, view: str) -> Any:
-    from yuxi_dash.auth import cli_actor
     from yuxi_dash.memory import service
 
-    return service.open_view(args.user, view, actor=cli_actor(args.actor))
+    actor = command_actor(
+        args, action=service.VIEW_ACTION, target=f"memory:{args.user}", default="cli"
+    )
+    return service.open_view(args.user, view, actor=actor)
+
+
+def _value(key: str, value: Any) -> Any:
+    """A record's value for a table cell: moments as `display.stamp` writes them."""
+    if key.endswith("_at") and value not in (None, ""):
+        return stamp(value)
+    return value
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    from yuxi_dash.cli.threads import render_table
-
     if not rows:
         return "(none)"
-    return render_table([[row.get(c) for c in columns] for row in rows], columns)
+    return render_table([[_value(c, row.get(c)) for c in columns] for row in rows], columns)
+
+
+def _lines(data: dict[str, Any]) -> str:
+    """``key: value`` lines read as words and numbers, never Python reprs."""
+    return "\n".join(f"{key}: {plain(_value(key, v), missing='-')}" for key, v in data.items())
 
 
 def _stats(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory import service
 
     data = service.stats(_access(args, "stats"))
-    text = "\n".join(f"{k}: {v}" for k, v in data.items())
-    return CommandResult(data, text)
+    return CommandResult(data, _lines(data))
 
 
 def _entities(args: argparse.Namespace) -> CommandResult:
@@ -44,7 +58,18 @@ def _entities(args: argparse.Namespace) -> CommandResult:
     data = service.entities(
         _access(args, "entities"), search=args.search, limit=args.limit, offset=args.offset
     )
-    text = f"{data['total']} entities\n" + _table(data["entities"], ["uuid", "name", "labels"])
+    shown, total = len(data["entities"]), data["total"]
+    if shown:
+        span = f"{args.offset + 1:,}–{args.offset + shown:,} of {total:,} entities"
+        more = f"; --offset {args.offset + shown} for more" if args.offset + shown < total else ""
+        text = f"{span}{more}\n" + _table(data["entities"], ["uuid", "name", "labels"])
+    elif total:
+        last = (total - 1) // args.limit * args.limit
+        text = (
+            f"{total:,} entities; none at offset {args.offset} (the last page is --offset {last})"
+        )
+    else:
+        text = "no entities match"
     return CommandResult(data, text)
 
 
@@ -78,22 +103,21 @@ def _ratification(args: argparse.Namespace) -> CommandResult:
 
     data = service.ratification(_access(args, "ratification"), limit=args.limit)
     text = (
-        "by status: "
-        + ", ".join(f"{k}={v}" for k, v in data["by_status"].items())
-        + "\nnext pass: "
-        + ", ".join(f"{k}={v}" for k, v in data["next_pass"].items())
-        + "\n"
+        f"by status: {plain(data['by_status'])}\n"
+        f"next pass: {plain(data['next_pass'])}\n"
         + _table(data["tentative"], ["fact", "age_days", "hits", "action"])
     )
     return CommandResult(data, text)
 
 
 def _index_health(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.auth import cli_actor
     from yuxi_dash.memory import service
 
     if args.user is None or args.all:
-        rows = service.index_health_scan(actor=cli_actor(args.actor), limit=args.limit)
+        actor = command_actor(
+            args, action="memory.index_health_scan", target="memory:*", default="cli"
+        )
+        rows = service.index_health_scan(actor=actor, limit=args.limit)
         text = _table(
             [r for r in rows if not r["gated_off"]],
             ["user_id", "index_path_facts", "label_free_facts", "drift"],
@@ -101,17 +125,18 @@ def _index_health(args: argparse.Namespace) -> CommandResult:
         return CommandResult(rows, text, exit_code=0)
     data = service.index_health(_access(args, "index_health"))
     text = (
-        f"index path {data['index_path_facts']}, label-free {data['label_free_facts']}, "
-        f"drift {data['drift']}"
+        f"facts via the relationship index {count(data['index_path_facts'])}, "
+        f"label-free {count(data['label_free_facts'])}, drift {count(data['drift'])}"
     )
     return CommandResult(data, text)
 
 
 def _repair(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.auth import cli_actor
     from yuxi_dash.memory import service
 
-    data = service.repair_indexes(args.user, actor=cli_actor(args.actor))
+    target = f"memory:{args.user}"
+    actor = command_actor(args, action=service.REPAIR_ACTION, target=target, default="cli")
+    data = service.repair_indexes(args.user, actor=actor)
     text = (
         f"rebuilt {len(data['statements'])} index statements; drift "
         f"{data['before']['drift']} -> {data['after']['drift']}"
@@ -150,16 +175,26 @@ def _server(args: argparse.Namespace) -> CommandResult:
 
 
 def _flags(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.cli.threads import cli_refusals
     from yuxi_dash.memory import service
 
+    with cli_refusals(args, "memory.flags", f"memory:{args.user}"):
+        service.group_for(args.user)  # a malformed user id: invalid_input, on record
     gates = service.gates_for(args.user)
     data = gates.to_dict()
-    text = "\n".join(f"{key}: {v['value']} ({v['reason']})" for key, v in data.items())
+    text = "\n".join(
+        f"{flag.key}: {'on' if flag.value else 'off'} ({reason_text(flag.reason)})"
+        for flag in (gates.memory, gates.communities)
+    )
+    if not gates.memory_on:  # as every memory command would exit: gated off
+        return CommandResult(data, text, exit_code=MemoryGatedOff.exit_code)
     return CommandResult(data, text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add this group's commands to the top-level parser."""
+    """Add this group's commands to the top-level parser (pages and limits fit 64 bits)."""
+    from yuxi_dash.cli.threads import non_negative_int, positive_int
+
     memory = sub.add_parser("memory", help="read one user's Graphiti memory (gated, audited)")
     memory_sub = memory.add_subparsers(dest="memory_command", metavar="VIEW")
     memory_sub.required = True
@@ -167,7 +202,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     def view(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
         parser = memory_sub.add_parser(name, help=help_text)
         parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
-        parser.add_argument("--actor", default="cli", help="who the audit log records")
+        parser.add_argument(
+            "--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)"
+        )
         add_json_flag(parser)
         parser.set_defaults(handler=handler)
         return parser
@@ -175,24 +212,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     view("stats", _stats, "counts: entities, episodes, communities, directed edges, statuses")
     entities = view("entities", _entities, "entities, searchable by name")
     entities.add_argument("--search", default="", help="substring of the entity name")
-    entities.add_argument("--limit", type=int, default=50)
-    entities.add_argument("--offset", type=int, default=0)
+    entities.add_argument("--limit", type=positive_int, default=50)
+    entities.add_argument("--offset", type=non_negative_int, default=0)
     facts = view("facts", _facts, "facts, newest first, or one entity's facts")
     facts.add_argument("--entity", default=None, help="an entity uuid: its facts as source/target")
-    facts.add_argument("--limit", type=int, default=100)
-    facts.add_argument("--offset", type=int, default=0)
+    facts.add_argument("--limit", type=positive_int, default=100)
+    facts.add_argument("--offset", type=non_negative_int, default=0)
     communities = view("communities", _communities, "communities and the rebuild decision")
-    communities.add_argument("--limit", type=int, default=50)
+    communities.add_argument("--limit", type=positive_int, default=50)
     ratification = view("ratification", _ratification, "tentative facts and the next pass")
-    ratification.add_argument("--limit", type=int, default=200)
+    ratification.add_argument("--limit", type=positive_int, default=200)
 
     health = memory_sub.add_parser(
-        "index-health", help="relationship-index path vs label-free fact count (HAZARDS 1)"
+        "index-health", help="relationship-index path vs label-free fact count (index drift)"
     )
     health.add_argument("user", metavar="USER", nargs="?", default=None, help="omit for --all")
     health.add_argument("--all", action="store_true", help="every user graph (gated-off skipped)")
-    health.add_argument("--limit", type=int, default=500)
-    health.add_argument("--actor", default="cli", help="who the audit log records")
+    health.add_argument("--limit", type=positive_int, default=500)
+    health.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
     add_json_flag(health)
     health.set_defaults(handler=_index_health)
     repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
@@ -203,7 +240,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     add_json_flag(server)
     server.set_defaults(handler=_server)
 
-    flags = sub.add_parser("flags", help="the memory gates for a user and LaunchDarkly's reasons")
+    flags = sub.add_parser(
+        "flags",
+        help="the memory gates for a user and LaunchDarkly's reasons (exit 6 when gated off)",
+    )
     flags.add_argument("user", metavar="USER")
     add_json_flag(flags)
     flags.set_defaults(handler=_flags)

@@ -2,23 +2,48 @@
 
 Applies pending migrations, seeds the demo data when asked and the database is
 empty, pins the bind address to 127.0.0.1 in local auth mode (one operator,
-no sign-in: it must not be reachable from the network), then replaces this
-process with `streamlit run <repo>/app.py` plus the extra arguments.
+no sign-in: it must not be reachable from the network), then runs
+`streamlit run <repo>/app.py` plus the extra arguments as its child.
+
+The embedded FalkorDB server runs in a session of its own, so it would outlive
+the dashboard. `serve` therefore holds a `ServerLease` from the start: it starts
+the embedded server before the dashboard, and when the dashboard exits, or
+`serve` gets SIGTERM, SIGINT (Ctrl-C) or SIGHUP, it stops Streamlit and then the
+server, unless that server was already running when `serve` began (or is an
+external one). A signal that arrives while migrating or seeding stops `serve` the
+same way.
+
+With `YUXI_DASH_ATTACH_CHECKPOINTER` set, `serve` also scans the attached
+platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
+thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
-from yuxi_dash.cli import CommandResult, add_json_flag, say_progress
-from yuxi_dash.errors import InvalidInput
+from yuxi_dash.cli.common import CommandResult, add_json_flag, say_progress
+from yuxi_dash.errors import InvalidInput, YuxiDashError
 from yuxi_dash.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from yuxi_dash.attach.loop import ScanLoop
+    from yuxi_dash.memory.server import ServerLease
+
 LOOPBACK = "127.0.0.1"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+CHILD_STOP_SECONDS = 20.0  # how long Streamlit may take to stop before it is killed
 
 
 def app_path() -> Path:
@@ -30,19 +55,30 @@ def app_path() -> Path:
 
 
 def _option_value(streamlit_args: list[str], name: str) -> str | None:
-    """The value given for `--name` (as `--name V` or `--name=V`), else None."""
+    """The value Streamlit will use for `--name`: the LAST one given, else None.
+
+    Streamlit keeps the last of repeated options (`--server.address 127.0.0.1
+    --server.address 0.0.0.0` binds 0.0.0.0), so the last one is what is checked.
+    """
     flag = f"--{name}"
+    value = None
     for index, arg in enumerate(streamlit_args):
         if arg == flag and index + 1 < len(streamlit_args):
-            return streamlit_args[index + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
+            value = streamlit_args[index + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def streamlit_command(settings: Settings, streamlit_args: list[str]) -> list[str]:
-    """The argv that runs the dashboard with these settings and extra arguments."""
-    from yuxi_dash.ui.identity import is_loopback
+    """The argv that runs the dashboard with these settings and extra arguments.
+
+    In local mode the bind is 127.0.0.1 unless the arguments end up naming
+    another loopback address; a non-loopback one is refused here. The dashboard
+    checks the address Streamlit really bound again on every visit, which also
+    covers a plain `streamlit run app.py`.
+    """
+    from yuxi_dash.auth import is_loopback
 
     args = list(streamlit_args)
     address = _option_value(args, "server.address")
@@ -66,13 +102,23 @@ def _database_is_empty(settings: Settings) -> bool:
 
 
 def prepare(settings: Settings, *, demo: bool) -> dict:
-    """Apply migrations and (with demo) seed an empty database; returns what was done."""
+    """Apply migrations and (with demo) seed an empty database; returns what was done.
+
+    The workdir is created here only on first set-up: a demo, or a database with
+    no threads yet (nothing whose files could be elsewhere). Otherwise a missing
+    workdir (say a shared volume that did not mount) stays missing and every
+    compress answers 503 workdir_unavailable.
+    """
     from yuxi_dash.store.db import get_engine
+    from yuxi_dash.workdir import Workdir
 
     get_engine(settings)  # applies pending Alembic migrations once per process
+    empty = _database_is_empty(settings)
+    if demo or empty:
+        Workdir(settings.workdir).initialize()
     seeded = None
-    if demo and _database_is_empty(settings):
-        from yuxi_dash.demo import seed_demo
+    if demo and empty:
+        from yuxi_dash.demo.seed import seed_demo
 
         seeded = seed_demo(settings, reset=False, memory=True, progress=say_progress).to_dict()
     return {"migrated": True, "demo_seeded": seeded}
@@ -82,30 +128,117 @@ def demo_environment(settings: Settings) -> dict[str, str]:
     """Extra environment for a demo: with no LaunchDarkly configured, the shipped demo flags."""
     if settings.launchdarkly_sdk_key or settings.ld_flags_file:
         return {}
-    from yuxi_dash.memory.demo import DEMO_FLAGS_FILE
+    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
 
     return {"YUXI_DASH_LD_FLAGS_FILE": str(DEMO_FLAGS_FILE)}
 
 
+class _Supervisor:
+    """Stops the dashboard on SIGTERM, SIGINT or SIGHUP; before it runs, unwinds `serve`."""
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+        self.signals: list[int] = []
+        self.stop_requested_at: float | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signum)
+        if self.child is None:  # migrating or seeding: unwind, so the lease is released
+            raise KeyboardInterrupt
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+            self.stop_child(signal.SIGTERM)
+
+    def stop_child(self, signum: int) -> None:
+        if self.child is not None and self.child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.child.send_signal(signum)
+
+    def wait(self) -> int:
+        """The child's exit code, once it has exited (killed if it ignores a stop too long)."""
+        assert self.child is not None
+        while True:
+            try:
+                return self.child.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                asked = self.stop_requested_at
+                if asked is not None and time.monotonic() - asked > CHILD_STOP_SECONDS:
+                    self.stop_child(signal.SIGKILL)
+
+    def end(self) -> None:
+        """Make sure the child is gone: SIGTERM, then SIGKILL after `CHILD_STOP_SECONDS`."""
+        if self.child is None or self.child.poll() is not None:
+            return
+        self.stop_child(signal.SIGTERM)
+        try:
+            self.child.wait(timeout=CHILD_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.stop_child(signal.SIGKILL)
+            self.child.wait()
+
+
 def run_serve(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.memory.server import ServerLease
+
     settings = get_settings()
     streamlit_args = [arg for arg in args.streamlit_args if arg != "--"]
     command = streamlit_command(settings, streamlit_args)  # refuse bad binds before any work
-    prepared = prepare(settings, demo=args.demo)
-    extra_env = demo_environment(settings) if args.demo else {}
-    if args.dry_run:
-        data = {**prepared, "command": command, "environment": extra_env}
-        return CommandResult(data=data, text=shlex.join(command))
-    if prepared["demo_seeded"]:
-        report = prepared["demo_seeded"]
-        print(
-            f"yuxi-dash: seeded demo data ({report['threads']} threads, {report['graphs']} graphs)",
-            file=sys.stderr,
-        )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(command[0], command, {**os.environ, **extra_env})
-    raise AssertionError("unreachable")  # pragma: no cover
+    supervisor = _Supervisor()
+    on_main_thread = threading.current_thread() is threading.main_thread()  # signals: main only
+    previous = {sig: signal.signal(sig, supervisor) for sig in STOP_SIGNALS if on_main_thread}
+    lease = ServerLease(settings)  # before seeding, which may start the embedded server
+    scanner: ScanLoop | None = None
+    try:
+        prepared = prepare(settings, demo=args.demo)
+        extra_env = demo_environment(settings) if args.demo else {}
+        if args.dry_run:
+            data = {**prepared, "command": command, "environment": extra_env}
+            return CommandResult(data=data, text=shlex.join(command))
+        if prepared["demo_seeded"]:
+            report = prepared["demo_seeded"]
+            say(f"seeded demo data ({report['threads']} threads, {report['graphs']} graphs)")
+        _start_graph_server(lease)
+        if settings.attach_configured:  # the attached platform's threads, every N seconds
+            from yuxi_dash.attach.loop import ScanLoop
+
+            scanner = ScanLoop(settings, report=say).start()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        supervisor.child = subprocess.Popen(command, env={**os.environ, **extra_env})
+        if supervisor.signals:  # a stop arrived while the child was being started
+            supervisor.stop_child(signal.SIGTERM)
+        code = supervisor.wait()
+        if supervisor.signals:
+            say("stopped")
+            code = 0  # stopped as asked
+        return CommandResult(data={"exit_code": code}, text=None, exit_code=code)
+    finally:
+        supervisor.end()
+        if scanner is not None:
+            scanner.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if lease.release():
+            say(f"stopped the embedded FalkorDB server it started ({settings.falkordb_data_dir})")
+
+
+def _start_graph_server(lease: ServerLease) -> None:
+    """Start the embedded FalkorDB server before the dashboard, so `serve` owns it.
+
+    A server that cannot start is one line; the dashboard still runs (its memory
+    pages say the memory server is unavailable).
+    """
+    try:
+        handle = lease.ensure()
+    except YuxiDashError as exc:
+        say(f"the memory server is unavailable: {exc.message}")
+        return
+    if handle.started:
+        say(f"started {handle.describe()}, pid {handle.pid}; it stops when serve stops")
+
+
+def say(line: str) -> None:
+    print(f"yuxi-dash: {line}", file=sys.stderr, flush=True)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001

@@ -1,201 +1,28 @@
-"""CLI commands for the store and threads: `db`, `demo`, `import-thread`, `threads`,
-`context`, `compress`, `tool-results` and `simulate` (DESIGN §3).
+"""CLI commands for threads: `import-thread`, `threads`, `context` and `compress`.
 
-Handlers parse and validate arguments, call the store, service, engine or
-simulator, and return a `CommandResult` with JSON-ready `data` and an aligned
-plain-text table for people. They raise typed errors; `yuxi_dash.cli.main`
-turns those into the exit codes and the `{"error": {...}}` shape. Heavy modules
-are imported inside handlers so `yuxi-dash --help` stays fast.
+Handlers parse and validate arguments, call the store, service or engine, and
+return a `CommandResult` with JSON-ready `data` and an aligned plain-text table
+for people. They raise typed errors; `yuxi_dash.cli.main` turns those into the
+exit codes and the `{"error": {...}}` shape. Heavy modules are imported inside
+handlers so `yuxi-dash --help` stays fast. The argument types are in
+`cli.arguments`, the handler wrappers in `cli.guards`; `_percent`, `_store_errors`,
+`cli_refusals`, `positive_int` and `non_negative_int` are still importable from here.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from yuxi_dash.cli import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag, say_progress
-from yuxi_dash.errors import InvalidInput, StoreUnavailable, ThreadNotFound
-
-# ---------------------------------------------------------------------------
-# Plain-text rendering
-# ---------------------------------------------------------------------------
-
-
-def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """An aligned plain table; numeric columns are right-aligned."""
-    cells = [[_cell(value) for value in row] for row in rows]
-    widths = [len(header) for header in headers]
-    for row in cells:
-        for index, value in enumerate(row):
-            widths[index] = max(widths[index], len(value))
-    numeric = [bool(rows) and all(_is_numeric(row[i]) for row in rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [
-            value.rjust(widths[i]) if numeric[i] else value.ljust(widths[i])
-            for i, value in enumerate(values)
-        ]
-        return "  ".join(parts).rstrip()
-
-    out = [line(headers), line(["-" * width for width in widths])]
-    out.extend(line(row) for row in cells)
-    return "\n".join(out)
-
-
-def _is_numeric(value: Any) -> bool:
-    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
-        return True
-    return isinstance(value, str) and value.endswith("%") and value[:-1].replace(".", "").isdigit()
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _percent(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio * 100:.1f}%"
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-# ---------------------------------------------------------------------------
-# Argument types (bad input is a usage error, exit 2, one line)
-# ---------------------------------------------------------------------------
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"ratio out of range (0..100): {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-# ---------------------------------------------------------------------------
-# db
-# ---------------------------------------------------------------------------
-
-
-def _migrate(action: str, revision: str) -> CommandResult:
-    from alembic.util.exc import CommandError
-
-    from yuxi_dash.settings import get_settings
-    from yuxi_dash.store import db
-
-    url = get_settings().database_url
-    before = db.current_revision(url)
-    try:
-        (db.upgrade if action == "upgrade" else db.downgrade)(url, revision)
-    except CommandError as exc:
-        raise InvalidInput(f"cannot {action} to {revision!r}: {exc}") from None
-    db.forget_engines()  # the next engine must not assume the old schema
-    after = db.current_revision(url)
-    data = {"action": action, "from_revision": before, "revision": after}
-    return CommandResult(data, text=f"database {action}: {before or 'base'} -> {after or 'base'}")
-
-
-def _cmd_db_upgrade(args: argparse.Namespace) -> CommandResult:
-    return _migrate("upgrade", args.revision)
-
-
-def _cmd_db_downgrade(args: argparse.Namespace) -> CommandResult:
-    return _migrate("downgrade", args.revision)
-
-
-# ---------------------------------------------------------------------------
-# demo and simulate
-# ---------------------------------------------------------------------------
-
-
-def _cmd_demo(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.demo import seed_demo
-    from yuxi_dash.settings import get_settings
-
-    report = seed_demo(
-        get_settings(), reset=args.reset, memory=not args.no_memory, progress=say_progress
-    )
-    data = report.to_dict()
-    lines = [
-        f"threads: {report.threads}",
-        f"users: {report.users}",
-        f"tool results: {report.tool_results}",
-        f"graphs: {report.graphs}",
-    ]
-    lines.extend(f"note: {note}" for note in report.notes)
-    return CommandResult(data, text="\n".join(lines))
-
-
-def _cmd_simulate(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.settings import get_settings
-    from yuxi_dash.simulate import simulate
-
-    report = simulate(
-        get_settings(),
-        threads=args.threads,
-        turns=args.turns,
-        seed=args.seed,
-        user_id=args.user,
-        agent_slug=args.agent,
-        pace_seconds=args.pace,
-    )
-    data = report.to_dict()
-    rows = [
-        (
-            item["thread_id"],
-            item["turns"],
-            item["model_calls"],
-            item["auto_compactions"],
-            item["summaries"],
-            _percent(item["summary_pressure_ratio"]),
-        )
-        for item in data["threads"]
-    ]
-    table = render_table(
-        rows, ("THREAD", "TURNS", "MODEL CALLS", "AUTO COMPACTIONS", "SUMMARIES", "PRESSURE")
-    )
-    return CommandResult(data, text=table)
-
-
-# ---------------------------------------------------------------------------
-# import-thread
-# ---------------------------------------------------------------------------
+from yuxi_dash.cli.arguments import non_negative_int, positive_int, ratio
+from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.guards import cli_refusals
+from yuxi_dash.cli.guards import store_errors as _store_errors
+from yuxi_dash.cli.output import iso, render_table
+from yuxi_dash.cli.output import percent as _percent
+from yuxi_dash.errors import InvalidInput, ThreadDeleted
 
 
 def load_thread_file(path: str) -> dict[str, Any]:
@@ -213,6 +40,8 @@ def load_thread_file(path: str) -> dict[str, Any]:
         raise InvalidInput(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:  # nesting deep enough to exhaust the parser's stack
+        raise InvalidInput(f"{path} is nested too deeply to be a thread") from None
     if not isinstance(payload, dict):
         raise InvalidInput(
             f"{path} must hold a JSON object with thread_id, user_id, agent, messages"
@@ -224,15 +53,21 @@ def load_thread_file(path: str) -> dict[str, Any]:
 
 
 def _cmd_import_thread(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.auth import cli_actor
-    from yuxi_dash.service import import_thread
+    from yuxi_dash.service import IMPORT_ACTION, import_thread, record_import_refusal
 
-    payload = load_thread_file(args.file)
-    result = import_thread(payload, actor=cli_actor(args.actor))
+    try:
+        payload = load_thread_file(args.file)
+    except InvalidInput as exc:  # an unreadable file is a refused import: on record too
+        actor = command_actor(args, action=IMPORT_ACTION, target="thread:?", default="cli")
+        record_import_refusal(exc, actor=actor)
+        raise
+    target = f"thread:{payload.get('thread_id')}"
+    actor = command_actor(args, action=IMPORT_ACTION, target=target, default="cli")
+    result = import_thread(payload, actor=actor)
     data = result.to_dict()
     text = render_table(
-        [(data["thread_id"], data["version"], data["messages"], data["created"])],
-        ("THREAD", "VERSION", "MESSAGES", "CREATED"),
+        [(data["thread_id"], data["checkpoint_id"], data["messages"], data["created"])],
+        ("THREAD", "CHECKPOINT", "MESSAGES", "CREATED"),
     )
     return CommandResult(data, text=text)
 
@@ -243,7 +78,7 @@ def _cmd_import_thread(args: argparse.Namespace) -> CommandResult:
 
 
 def thread_summary_to_dict(item: Any) -> dict[str, Any]:
-    """The DESIGN §3 JSON object for one thread of `threads`."""
+    """The JSON object for one thread of `threads`."""
     from yuxi_dash.usage import should_suggest_compression
 
     return {
@@ -262,16 +97,23 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
         "busy_reason": item.busy_reason,
         "capable": item.capable,
         "suggest_compression": should_suggest_compression(item.summary_pressure_ratio),
-        "last_compression_at": _iso(item.last_compression_at),
-        "last_activity_at": _iso(item.last_activity_at),
-        "version": item.version,
+        "last_compression_at": iso(item.last_compression_at),
+        "last_activity_at": iso(item.last_activity_at),
+        "checkpoint_id": item.checkpoint_id,
+        "attached": item.attached,
     }
 
 
 def _cmd_threads(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
-    from yuxi_dash.store.queries import list_threads
+    from yuxi_dash.store.queries import count_threads, list_threads
 
+    with cli_refusals(args, "cli.threads", "threads:*"):
+        if args.user is not None:
+            validation.text(args.user, "user id", limit=128, required=True)
+        if args.agent is not None:
+            validation.text(args.agent, "agent", limit=128, required=True)
     with session_scope() as session:
         items = list_threads(
             session,
@@ -283,6 +125,13 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             offset=args.offset,
         )
         data = [thread_summary_to_dict(item) for item in items]
+        total = count_threads(
+            session,
+            min_pressure=args.min_pressure,
+            agent=args.agent,
+            user_id=args.user,
+            status=args.status,
+        )
     rows = [
         (
             item["thread_id"],
@@ -311,9 +160,21 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             "BUSY",
         ),
     )
-    if not data:
-        table += "\n(no threads match)"
-    return CommandResult(data, text=table)
+    shown = _threads_shown(len(data), total, args)
+    return CommandResult(data, text=f"{table}\n{shown}" if data else shown)
+
+
+def _threads_shown(shown: int, total: int, args: argparse.Namespace) -> str:
+    """The line under the `threads` table: how many of how many, and how to see more."""
+    deleted = "" if args.status else "; deleted threads: --status deleted"
+    if not shown:
+        if total:
+            return f"none at offset {args.offset}: {total:,} threads match{deleted}"
+        return f"no threads match{deleted}"
+    first, last = args.offset + 1, args.offset + shown
+    span = f"{shown:,}" if args.offset == 0 else f"{first:,}–{last:,}"
+    more = f"; --offset {last} for more" if last < total else ""
+    return f"{span} of {total:,} threads, highest summary pressure first{more}{deleted}"
 
 
 # ---------------------------------------------------------------------------
@@ -338,81 +199,70 @@ def _message_preview(message: Any, width: int = 160) -> str:
 def build_context_view(thread_id: str) -> dict[str, Any]:
     """What the next model call of `thread_id` would see, with token counts.
 
-    The view is the engine's `model_view` (summary first, long write_file
-    arguments shortened), so the total equals the engine's count and the
-    per-message counts add up to it.
+    The view is `yuxi_dash.compression.context_view` (summary first, long
+    write_file arguments shortened), so the total equals the engine's count
+    and the per-message counts add up to it.
     """
-    from yuxi_dash.compression import (
-        count_tokens,
-        is_saved_result,
-        model_view,
-        parse_saved_header,
-    )
+    from yuxi_dash.attach import thread_store
+    from yuxi_dash.compression import context_view
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import get_thread
     from yuxi_dash.usage import summary_pressure_ratio
 
     with session_scope() as session:
-        detail = get_thread(session, thread_id)
+        detail = get_thread(session, thread_id, store_for=thread_store)  # attached: the platform's
     if detail.summary.status == "deleted":
-        raise ThreadNotFound(f"thread {thread_id} not found")
+        raise ThreadDeleted(f"thread {thread_id} is deleted")
     state = detail.state
-    view = model_view(state)
-    first_index = state.visible_start
-    has_summary = state.summary is not None
+    view = context_view(state)
     messages: list[dict[str, Any]] = []
     saved: list[dict[str, Any]] = []
-    for position, message in enumerate(view):
-        if has_summary and position == 0:
-            index: int | None = None
-        else:
-            index = first_index + position - (1 if has_summary else 0)
+    for item in view.messages:
+        message = item.message
         entry: dict[str, Any] = {
-            "index": index,
+            "index": item.index,
             "role": _message_role(message),
-            "tokens": count_tokens([message]),
+            "tokens": item.tokens,
             "preview": _message_preview(message),
         }
         if message.type == "tool":
             entry["tool_name"] = message.name
             entry["tool_call_id"] = message.tool_call_id
-            entry["offloaded"] = is_saved_result(message)
-            if entry["offloaded"]:
-                header = parse_saved_header(message.content)
-                original = header.get("Approx tokens", "")
+            entry["offloaded"] = item.saved is not None
+            if item.saved is not None:
                 saved.append(
                     {
-                        "index": index,
-                        "tool_name": header.get("Tool") or message.name,
+                        "index": item.index,
+                        "tool_name": item.saved.tool or message.name,
                         "tool_call_id": message.tool_call_id,
-                        "path": header.get("Full output path"),
-                        "sha256": header.get("SHA-256"),
-                        "original_tokens": int(original) if original.isdigit() else None,
-                        "tokens": entry["tokens"],
+                        "path": item.saved.path or None,
+                        "sha256": item.saved.sha256 or None,
+                        "original_tokens": item.saved.approx_tokens,
+                        "tokens": item.tokens,
                         "preview": message.content,
                     }
                 )
         if getattr(message, "tool_calls", None):
             entry["tool_calls"] = [call["name"] for call in message.tool_calls]
         messages.append(entry)
-    total = count_tokens(view)
+    total = view.total_tokens
     summary = None
     if state.summary is not None:
         summary = {
             "cutoff_index": state.summary.cutoff_index,
             "file_path": state.summary.file_path,
-            "tokens": count_tokens([state.summary.summary_message]),
+            "tokens": view.messages[0].tokens,
             "content": state.summary.summary_message.content,
         }
     trigger = detail.agent.summary_trigger_tokens if detail.agent else None
     return {
         "thread_id": thread_id,
         "agent": detail.summary.agent_slug,
-        "version": detail.version,
+        "checkpoint_id": detail.checkpoint_id,
         "summary_active": state.summary_active(),
         "total_tokens": total,
-        "messages_total": len(state.messages),
-        "messages_visible": len(view),
+        "messages_total": view.messages_total,
+        "messages_visible": len(view.messages),
         "summary_trigger_tokens": trigger,
         "summary_pressure_ratio": summary_pressure_ratio(total, trigger) if trigger else None,
         "summary": summary,
@@ -436,10 +286,15 @@ def _indented(text: str, *, max_lines: int, width: int = 110) -> list[str]:
 
 
 def _cmd_context(args: argparse.Namespace) -> CommandResult:
-    view = build_context_view(args.thread)
+    from yuxi_dash import validation
+    from yuxi_dash.compression import parse_saved_result
+
+    with cli_refusals(args, "cli.context", f"thread:{args.thread}"):
+        validation.thread_id(args.thread)
+        view = build_context_view(args.thread)  # unknown or deleted: refused, on record
     rows = [
         (
-            "summary" if entry["index"] is None else entry["index"],
+            "summary" if entry["index"] is None else str(entry["index"]),  # an id: no commas
             entry["role"],
             entry["tokens"],
             entry["preview"],
@@ -447,7 +302,7 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
         for entry in view["messages"]
     ]
     lines = [
-        f"thread {view['thread_id']} (agent {view['agent']}, version {view['version']})",
+        f"thread {view['thread_id']} (agent {view['agent']}, checkpoint {view['checkpoint_id']})",
         f"next model call: {view['total_tokens']:,} tokens in {view['messages_visible']} "
         f"of {view['messages_total']} messages"
         + (
@@ -480,8 +335,9 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
                 if original is not None
                 else f"#{item['index']} {item['tool_name']}: {item['path']}"
             )
-            preview = item["preview"].partition("Output preview:\n")[2] or item["preview"]
-            lines.extend(_indented(preview, max_lines=SAVED_PREVIEW_LINES))
+            header = parse_saved_result(item["preview"])
+            shown = "\n".join(filter(None, (header.preview, header.note))) if header else ""
+            lines.extend(_indented(shown or item["preview"], max_lines=SAVED_PREVIEW_LINES))
     return CommandResult(view, text="\n".join(lines))
 
 
@@ -491,18 +347,18 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_compress(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.auth import cli_actor
-    from yuxi_dash.service import compress_thread_context
+    from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context
 
+    actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{args.thread}")
     result = compress_thread_context(
-        args.thread, actor=cli_actor(args.actor), expected_version=args.expected_version
+        args.thread, actor=actor, expected_checkpoint_id=args.expected_checkpoint
     )
     data = result.to_dict()
     if data.get("status") == "completed":
         text = (
             f"completed: {data['before_tokens']:,} -> {data['after_tokens']:,} tokens, "
             f"{data['compressed_messages']} messages summarized into {data['file_path']} "
-            f"(version {data.get('version')})"
+            f"(checkpoint {data.get('checkpoint_id')})"
         )
     else:
         text = f"no_op: {data.get('reason')} ({data['before_tokens']:,} tokens, nothing written)"
@@ -510,123 +366,48 @@ def _cmd_compress(args: argparse.Namespace) -> CommandResult:
 
 
 # ---------------------------------------------------------------------------
-# tool-results
-# ---------------------------------------------------------------------------
-
-
-def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.store.db import session_scope
-    from yuxi_dash.tool_results import list_tool_results, verify_tool_results
-
-    if args.verify:
-        with session_scope() as session:
-            report = verify_tool_results(session, thread_id=args.thread)
-        counts = report.counts
-        data = {
-            "checked": len(report.results),
-            "ok": counts["ok"],
-            "missing": counts["missing"],
-            "mismatch": counts["mismatch"],
-            "problems": [item.to_dict() for item in report.problems],
-        }
-        text = (
-            f"checked {data['checked']} files: {data['ok']} ok, "
-            f"{data['missing']} missing, {data['mismatch']} mismatched"
-        )
-        if report.problems:
-            rows = [
-                (item.status, item.thread_id, item.tool_name, item.path) for item in report.problems
-            ]
-            text += "\n" + render_table(rows, ("CHECK", "THREAD", "TOOL", "PATH"))
-        return CommandResult(data, text=text, exit_code=EXIT_OK if report.all_ok else EXIT_FAILURE)
-
-    with session_scope() as session:
-        items = [
-            _row_to_dict(item)
-            for item in list_tool_results(
-                session, thread_id=args.thread, limit=args.limit, offset=args.offset
-            )
-        ]
-    rows = [
-        (
-            item["id"],
-            item["thread_id"],
-            item["tool_name"],
-            item["chars"],
-            item["approx_tokens"],
-            str(item["sha256"])[:16],
-            item["path"],
-        )
-        for item in items
-    ]
-    text = render_table(rows, ("ID", "THREAD", "TOOL", "CHARS", "TOKENS", "SHA-256", "PATH"))
-    if not items:
-        text += "\n(no offloaded tool results)"
-    return CommandResult(items, text=text)
-
-
-def _row_to_dict(item: Any) -> dict[str, Any]:
-    return {key: _iso(value) for key, value in item.to_dict().items()}
-
-
-# ---------------------------------------------------------------------------
 # registration
 # ---------------------------------------------------------------------------
 
 
-def _store_errors(handler: Callable[[argparse.Namespace], CommandResult]) -> Any:
-    """Turn a database that cannot be reached into one line (StoreUnavailable), not 'unexpected'."""
-
-    @functools.wraps(handler)
-    def wrapped(args: argparse.Namespace) -> CommandResult:
-        import sqlalchemy as sa
-
-        try:
-            return handler(args)
-        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            reason = str(exc.orig).strip().splitlines()[0][:200] if exc.orig else type(exc).__name__
-            raise StoreUnavailable(
-                f"database unavailable ({reason}); check YUXI_DASH_DATABASE_URL"
-            ) from exc
-
-    return wrapped
-
-
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add this group's commands to the top-level parser."""
-    db_parser = sub.add_parser("db", help="database migrations")
-    db_sub = db_parser.add_subparsers(dest="db_command", metavar="ACTION")
-    db_sub.required = True
-    upgrade = db_sub.add_parser("upgrade", help="apply pending migrations")
-    upgrade.add_argument("revision", nargs="?", default="head", help="target (default head)")
-    add_json_flag(upgrade)
-    upgrade.set_defaults(handler=_store_errors(_cmd_db_upgrade))
-    downgrade = db_sub.add_parser("downgrade", help="revert migrations down to REV")
-    downgrade.add_argument("revision", metavar="REV", help="target revision, e.g. -1 or base")
-    add_json_flag(downgrade)
-    downgrade.set_defaults(handler=_store_errors(_cmd_db_downgrade))
-
-    demo = sub.add_parser("demo", help="seed demo data into the configured stores")
-    demo.add_argument("--reset", action="store_true", help="delete demo data first, start clean")
-    demo.add_argument("--no-memory", action="store_true", help="threads only, no user graphs")
-    add_json_flag(demo)
-    demo.set_defaults(handler=_store_errors(_cmd_demo))
-
     imp = sub.add_parser("import-thread", help="import (or replace) a thread from a JSON file")
     imp.add_argument(
         "file", metavar="FILE", help="thread JSON: {thread_id, user_id, agent, messages}"
     )
-    imp.add_argument("--actor", default="cli", help="who the audit log records (default cli)")
+    imp.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
     add_json_flag(imp)
     imp.set_defaults(handler=_store_errors(_cmd_import_thread))
 
-    threads = sub.add_parser("threads", help="threads with usage metrics, highest pressure first")
-    threads.add_argument("--min-pressure", type=_ratio, metavar="R", help="e.g. 0.85")
-    threads.add_argument("--agent", metavar="SLUG")
-    threads.add_argument("--user", metavar="USER_ID")
-    threads.add_argument("--status", choices=("active", "archived", "deleted"))
-    threads.add_argument("--limit", type=_positive_int, default=50, metavar="N")
-    threads.add_argument("--offset", type=_non_negative_int, default=0, metavar="N")
+    threads = sub.add_parser(
+        "threads",
+        help="threads with usage metrics, highest pressure first",
+        description="Threads with usage metrics, highest summary pressure first.",
+    )
+    threads.add_argument(
+        "--min-pressure",
+        type=ratio,
+        metavar="R",
+        help="only threads at or above this summary pressure, e.g. 0.85 (default: every one)",
+    )
+    threads.add_argument("--agent", metavar="SLUG", help="only this agent's (default: every agent)")
+    threads.add_argument("--user", metavar="USER_ID", help="only this user's (default: every user)")
+    threads.add_argument(
+        "--status",
+        choices=("active", "archived", "deleted"),
+        help="only this status (default: active and archived; deleted only when asked)",
+    )
+    threads.add_argument(
+        "--limit", type=positive_int, default=50, metavar="N", help="at most N (default: 50)"
+    )
+    threads.add_argument(
+        "--offset",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="skip the first N (default: 0)",
+    )
     add_json_flag(threads)
     threads.set_defaults(handler=_store_errors(_cmd_threads))
 
@@ -637,34 +418,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 
     compress = sub.add_parser("compress", help="manual compression through the locked core")
     compress.add_argument("thread", metavar="THREAD")
-    compress.add_argument("--actor", required=True, help="who the audit log records")
+    compress.add_argument("--actor", help=ACTOR_HELP + " (or YUXI_DASH_CLI_ACTOR; one is needed)")
     compress.add_argument(
-        "--expected-version",
-        type=_non_negative_int,
-        metavar="V",
-        help="refuse (stale_state) if the thread's state version moved",
+        "--expected-checkpoint",
+        metavar="ID",
+        help="refuse (stale_state) unless the thread's newest checkpoint is ID",
     )
     add_json_flag(compress)
     compress.set_defaults(handler=_store_errors(_cmd_compress))
-
-    tool_results = sub.add_parser("tool-results", help="offloaded tool results on disk")
-    tool_results.add_argument("--thread", metavar="THREAD")
-    tool_results.add_argument(
-        "--verify", action="store_true", help="re-hash every file; exit 1 if any is bad"
-    )
-    tool_results.add_argument("--limit", type=_positive_int, default=200, metavar="N")
-    tool_results.add_argument("--offset", type=_non_negative_int, default=0, metavar="N")
-    add_json_flag(tool_results)
-    tool_results.set_defaults(handler=_store_errors(_cmd_tool_results))
-
-    simulate = sub.add_parser("simulate", help="drive agent turns with a deterministic fake model")
-    simulate.add_argument("--threads", type=_positive_int, default=3, metavar="N")
-    simulate.add_argument("--turns", type=_positive_int, default=6, metavar="N")
-    simulate.add_argument("--seed", type=int, default=7, metavar="S")
-    simulate.add_argument("--user", metavar="USER_ID", help="default: demo users in turn")
-    simulate.add_argument("--agent", metavar="SLUG", help="default: ops-copilot")
-    simulate.add_argument(
-        "--pace", type=float, default=0.0, metavar="SECONDS", help="pause after each model call"
-    )
-    add_json_flag(simulate)
-    simulate.set_defaults(handler=_store_errors(_cmd_simulate))

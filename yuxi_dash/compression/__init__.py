@@ -1,4 +1,4 @@
-"""The compression engine (DESIGN §3–4): tokens, previews, compaction, summaries.
+"""The compression engine: tokens, previews, compaction, summaries, the next model input.
 
 Public names are re-exported here; import them from ``yuxi_dash.compression``.
 No Streamlit and no database in this package.
@@ -6,19 +6,25 @@ No Streamlit and no database in this package.
 
 from yuxi_dash.compression.compaction import (
     ARG_TRUNCATION_MARKER,
+    SavedResult,
     compact_messages,
     is_saved_result,
     offload_tool_results,
-    parse_saved_header,
+    parse_saved_result,
     saved_result_header,
     truncate_tool_args,
 )
 from yuxi_dash.compression.cutoff import find_cutoff, safe_cutoff
 from yuxi_dash.compression.engine import (
+    PreparedSummary,
     auto_compact,
+    committed_history,
     count_state_tokens,
+    estimate_summary,
     force_summarize,
     model_view,
+    prepare_summary,
+    write_summary,
 )
 from yuxi_dash.compression.preview import (
     generic_preview,
@@ -42,22 +48,31 @@ from yuxi_dash.compression.summarizers import (
     get_summarizer,
 )
 from yuxi_dash.compression.tokens import count_tokens
+from yuxi_dash.compression.view import BREAKDOWN_PARTS, ContextView, VisibleMessage, context_view
 
 __all__ = [
     "ARG_TRUNCATION_MARKER",
+    "BREAKDOWN_PARTS",
     "SAVED_RESULT_MARKER",
     "SECTIONS",
     "SUMMARY_SOURCE",
     "CompressionOutcome",
+    "ContextView",
     "ExtractiveSummarizer",
     "OpenAICompatibleSummarizer",
+    "PreparedSummary",
+    "SavedResult",
     "Summarizer",
     "SummaryEvent",
+    "VisibleMessage",
     "ThreadContextState",
     "auto_compact",
+    "committed_history",
     "compact_messages",
+    "context_view",
     "count_state_tokens",
     "count_tokens",
+    "estimate_summary",
     "find_cutoff",
     "force_summarize",
     "generic_preview",
@@ -67,10 +82,12 @@ __all__ = [
     "message_text",
     "model_view",
     "offload_tool_results",
-    "parse_saved_header",
+    "parse_saved_result",
+    "prepare_summary",
     "safe_cutoff",
     "saved_result_header",
     "structured_preview",
     "tool_result_preview",
     "truncate_tool_args",
+    "write_summary",
 ]

@@ -13,7 +13,8 @@
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
   than the limit are shown as their first 20 chars plus a marker. This is the
   model's view only; the stored messages keep the full arguments.
-- ``compact_messages``: both, the public one-call form (DESIGN §3).
+- ``compact_messages``: both, the public one-call form.
+- ``parse_saved_result``: the one reader of the saved-result header written here.
 
 No model is called here and input messages are never mutated.
 """
@@ -27,11 +28,15 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from yuxi_dash.agents import DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.compression.preview import PreviewRule, tool_result_preview
 from yuxi_dash.compression.state import SAVED_RESULT_MARKER
+from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.workdir import SavedFile, Workdir, encode_text
 
 logger = logging.getLogger(__name__)
+# A write that fails for any of these keeps its message exactly as it was.
+_WRITE_FAILURES = (OSError, PathRefused, WorkdirUnavailable)
 
 TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
 ARG_TRUNCATION_KEEP_CHARS = 20
@@ -71,32 +76,87 @@ def tool_result_text(message: BaseMessage) -> str | None:
     return "".join(parts)
 
 
+# The saved-result header: written by `saved_result_header`, read by `parse_saved_result`.
+_TOOL = "Tool"
+_APPROX_TOKENS = "Approx tokens"
+_SHA256 = "SHA-256"
+_PATH = "Full output path"
+_HEADER_FIELDS = (_TOOL, _APPROX_TOKENS, _SHA256, _PATH)
+_PREVIEW_LINE = "Output preview:"
+_NOTE_START = "[Truncated "
+
+
 def saved_result_header(tool_name: str, saved: SavedFile, preview: str, original_chars: int) -> str:
-    """The text that replaces an offloaded tool result in the model's view (DESIGN §4)."""
+    """The text that replaces an offloaded tool result in the model's view."""
     truncated = max(0, original_chars - len(preview))
     return (
         f"{SAVED_RESULT_MARKER}\n"
-        f"Tool: {tool_name}\n"
-        f"Approx tokens: {saved.approx_tokens}\n"
-        f"SHA-256: {saved.sha256}\n"
-        f"Full output path: {saved.path}\n"
+        f"{_TOOL}: {tool_name}\n"
+        f"{_APPROX_TOKENS}: {saved.approx_tokens}\n"
+        f"{_SHA256}: {saved.sha256}\n"
+        f"{_PATH}: {saved.path}\n"
         "\n"
-        "Output preview:\n"
+        f"{_PREVIEW_LINE}\n"
         f"{preview}\n"
-        f"[Truncated {truncated} chars. Read the full output from the saved file.]"
+        f"{_NOTE_START}{truncated} chars. Read the full output from the saved file.]"
     )
 
 
-def parse_saved_header(content: str) -> dict[str, str]:
-    """The header fields (Tool, Approx tokens, SHA-256, Full output path) of a saved result."""
-    fields: dict[str, str] = {}
-    if not content.startswith(SAVED_RESULT_MARKER):
-        return fields
+@dataclass(frozen=True)
+class SavedResult:
+    """A saved-result header as the message states it.
+
+    Every field is the message's own text, so a tool can forge one: show it
+    literally and verify the file against its SHA-256 before trusting it. A
+    field the header does not carry is "".
+    """
+
+    tool: str
+    approx_tokens_text: str  # as written; `approx_tokens` is its value when it is a number
+    sha256: str
+    path: str
+    preview: str
+    note: str  # "[Truncated N chars. ...]", or "" when there is none
+
+    @property
+    def approx_tokens(self) -> int | None:
+        """The original result's approximate tokens, None unless the header gives a number."""
+        text = self.approx_tokens_text
+        return int(text) if text.isascii() and text.isdigit() else None
+
+
+def parse_saved_result(content: Any) -> SavedResult | None:
+    """The header, preview and truncation note of a saved result; None when it is not one.
+
+    A saved result is a string starting with the saved-result marker (what
+    `is_saved_result` tests). The header fields are read from the four lines
+    after the marker; the preview is everything after the "Output preview:"
+    line (everything after the marker when there is no such line) up to the
+    last truncation note.
+    """
+    if not isinstance(content, str) or not content.startswith(SAVED_RESULT_MARKER):
+        return None
+    fields = dict.fromkeys(_HEADER_FIELDS, "")
     for line in content.split("\n", 6)[1:6]:
         key, sep, value = line.partition(": ")
-        if sep and key in ("Tool", "Approx tokens", "SHA-256", "Full output path"):
+        if sep and key in fields:
             fields[key] = value
-    return fields
+    _, found, rest = content.partition(f"\n{_PREVIEW_LINE}\n")
+    if not found:  # no preview line: everything after the marker, so nothing is hidden
+        rest = content[len(SAVED_RESULT_MARKER) :].removeprefix("\n")
+    preview, sep, note = rest.rpartition(f"\n{_NOTE_START}")
+    if sep:
+        note = _NOTE_START + note
+    else:
+        preview, note = rest, ""
+    return SavedResult(
+        tool=fields[_TOOL],
+        approx_tokens_text=fields[_APPROX_TOKENS],
+        sha256=fields[_SHA256],
+        path=fields[_PATH],
+        preview=preview,
+        note=note,
+    )
 
 
 def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
@@ -105,8 +165,9 @@ def tool_names_by_call_id(messages: Sequence[BaseMessage]) -> dict[str, str]:
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                if call.get("id"):
-                    names[call["id"]] = call.get("name") or ""
+                call_id = call.get("id")
+                if call_id:
+                    names[call_id] = call.get("name") or ""
     return names
 
 
@@ -131,7 +192,7 @@ def plan_offload(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
     *,
-    tool_result_token_limit: int = 300,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     start: int = 0,
     preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[PendingOffload]]:
@@ -206,7 +267,7 @@ def write_offloads(
     for item in pending:
         try:
             workdir.write_prepared(item.saved, encode_text(item.text))
-        except OSError as exc:
+        except _WRITE_FAILURES as exc:
             # The message stays exactly as it was; the next compaction tries again.
             logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
             result[item.index] = item.original
@@ -219,7 +280,7 @@ def offload_tool_results(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
     *,
-    tool_result_token_limit: int = 300,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     start: int = 0,
     preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[SavedRecord]]:
@@ -239,7 +300,7 @@ def offload_tool_results(
         saved, data = workdir.prepare_tool_result(tool_name, text)
         try:
             workdir.write_prepared(saved, data)
-        except OSError as exc:
+        except _WRITE_FAILURES as exc:
             # The message stays exactly as it was; the next compaction tries again.
             logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
             continue
@@ -291,7 +352,7 @@ def compact_messages(
     messages: Sequence[BaseMessage],
     workdir: Workdir | None,
     *,
-    tool_result_token_limit: int = 300,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     tool_arg_max_length: int = 2000,
     preview_rule: PreviewRule = "compact",
 ) -> list[BaseMessage]:

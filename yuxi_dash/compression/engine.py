@@ -1,27 +1,34 @@
-"""The two entry points of the compression engine: ``force_summarize`` and ``auto_compact``.
+"""The entry points of the compression engine: ``force_summarize`` and ``auto_compact``.
 
 - ``force_summarize`` is the operator's manual action: compaction, then a summary
   regardless of the threshold, or ``no_op``/``insufficient_history`` writing nothing.
+  It is ``prepare_summary`` (plan the offloads, call the summarizer: no I/O of
+  ours) followed by ``write_summary`` (every write), so a service can hold its
+  lock only around the writes and never across the summarizer call.
 - ``auto_compact`` is the automatic path at a model call: under the threshold pass
   through; at/over it compact and recount; summarize only if still at/over the
   same threshold or the provider reported a context overflow.
 
 Order inside a summary: plan the offloads (no I/O) → cutoff → summarizer
 (failure: SummarizerFailed, nothing written: no history, no offloaded file) →
-write the offloaded files → append the history file → return the new state.
-Neither function touches the database; the caller persists ``outcome.state``.
+write the offloaded files → write the history section → return the new state.
+History sections are keyed by the first message index they cover, so a retry
+after an attempt that never committed replaces its section rather than adding
+a second copy. Neither function touches the database; the caller persists
+``outcome.state``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.compression.compaction import (
     PendingOffload,
     SavedRecord,
@@ -41,7 +48,7 @@ from yuxi_dash.compression.state import (
 from yuxi_dash.compression.summarizers import Summarizer
 from yuxi_dash.compression.tokens import SystemPrompt, count_tokens
 from yuxi_dash.errors import SummarizerFailed, WorkdirUnavailable
-from yuxi_dash.workdir import Workdir, safe_name
+from yuxi_dash.workdir import HistorySection, Workdir, safe_name
 
 DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 
@@ -151,21 +158,31 @@ def plan_cutoff(state: ThreadContextState, keep_messages: int) -> int | None:
     return cutoff
 
 
-def _summarize(
-    state: ThreadContextState,
-    cutoff: int,
-    *,
-    workdir: Workdir | None,
-    summarizer: Summarizer,
-    pending: Sequence[PendingOffload] = (),
-) -> tuple[ThreadContextState, str, int, list[SavedRecord]]:
-    """Summarize ``messages[start:cutoff]``; return (new state, history path, count, saved files).
+@dataclass(frozen=True)
+class PreparedSummary:
+    """A summary made from a state but not written anywhere yet: the slow, lock-free half.
 
-    ``state`` carries the planned offloads; their files (``pending``) are written
-    only once the summary exists, so a failed summary writes nothing.
+    ``planned`` is the state with every planned offload's header in place and
+    ``pending`` the files those headers point at; ``cutoff`` is None when there is
+    too little history to summarize (``write_summary`` then writes nothing and
+    answers no_op). ``write_summary`` does every write of the summary.
     """
-    if workdir is None:
-        raise WorkdirUnavailable("no workdir configured: the history file cannot be written")
+
+    planned: ThreadContextState
+    pending: tuple[PendingOffload, ...]
+    cutoff: int | None
+    summary: str
+    summarized_count: int
+    before_tokens: int
+
+
+def _make_summary(
+    state: ThreadContextState, cutoff: int, summarizer: Summarizer
+) -> tuple[str, int]:
+    """Call the summarizer on ``messages[start:cutoff]``: (summary text, messages summarized).
+
+    No I/O of ours happens here; any failure or an empty answer is SummarizerFailed.
+    """
     start = state.visible_start
     summarized_range = state.messages[start:cutoff]
     to_summarize = [m for m in summarized_range if not is_summary_message(m)]
@@ -176,7 +193,6 @@ def _summarize(
         _summary_body(message_text(m)) for m in summarized_range if is_summary_message(m)
     )
     previous = "\n\n".join(part for part in previous_parts if part) or None
-
     try:
         summary = summarizer.summarize(to_summarize, previous_summary=previous)
     except SummarizerFailed:
@@ -188,33 +204,59 @@ def _summarize(
         ) from exc
     if not isinstance(summary, str) or not summary.strip():
         raise SummarizerFailed("summarizer returned an empty summary; nothing was written")
+    return summary.strip(), len(to_summarize)
 
+
+def _write_summary_files(
+    state: ThreadContextState,
+    cutoff: int,
+    summary: str,
+    *,
+    workdir: Workdir | None,
+    pending: Sequence[PendingOffload] = (),
+) -> tuple[ThreadContextState, str, list[SavedRecord]]:
+    """Write the offloads and the history section of a made summary; return the new state.
+
+    The history section is keyed by the first message index it covers (the
+    state's ``visible_start``): a retry of the same summary, or one after an
+    attempt that never committed, replaces that section instead of adding a
+    second copy. A failed offload write puts its message back, as compaction
+    always does; a failed history write raises WorkdirUnavailable.
+    """
+    if workdir is None:
+        raise WorkdirUnavailable("no workdir configured: the history file cannot be written")
+    start = state.visible_start
     saved: list[SavedRecord] = []
-    if pending:  # a failed write puts its message back, as compaction always does
+    if pending:
         messages, saved = write_offloads(state.messages, pending, workdir)
         state = replace(state, messages=messages)
-        summarized_range = state.messages[start:cutoff]
     session_id = history_session_id(state)
-    history = render_history(state.thread_id, summarized_range, start, datetime.now(UTC))
+    history = render_history(
+        state.thread_id, state.messages[start:cutoff], start, datetime.now(UTC)
+    )
     try:
-        file_path = workdir.append_history(session_id, history)
+        file_path = workdir.write_history_section(session_id, start, history)
     except OSError as exc:
         raise WorkdirUnavailable(
-            f"history file could not be written ({type(exc).__name__}); nothing was changed"
+            f"history file could not be written ({type(exc).__name__}); "
+            "the thread's state was not changed"
         ) from exc
     summary_message = HumanMessage(
-        content=summary_message_text(summary.strip(), file_path),
+        content=summary_message_text(summary, file_path),
         additional_kwargs={"lc_source": SUMMARY_SOURCE},
     )
     new_state = replace(
         state,
         messages=list(state.messages),
         summary=SummaryEvent(
-            cutoff_index=cutoff, summary_message=summary_message, file_path=file_path
+            cutoff_index=cutoff,
+            summary_message=summary_message,
+            file_path=file_path,
+            created_at_index=len(state.messages),
         ),
         history_session_id=session_id,
     )
-    return new_state, file_path, len(to_summarize), saved
+    return new_state, file_path, saved
 
 
 def _write_now(
@@ -230,6 +272,20 @@ def _write_now(
     return (replace(state, messages=messages) if saved else state), saved
 
 
+def committed_history(state: ThreadContextState, workdir: Workdir) -> list[HistorySection]:
+    """The history sections behind ``state``'s summary, oldest first.
+
+    A section is keyed by the first message index it covers; one at or past the
+    summary's cutoff was written by an attempt that never committed (a crash or a
+    failed commit between the history write and the state write) and is not
+    history: it is left out here and replaced by the next summary.
+    """
+    if state.summary is None:
+        return []
+    sections = workdir.read_history_sections(history_session_id(state))
+    return [section for section in sections if section.key < state.summary.cutoff_index]
+
+
 def _summary_body(text: str) -> str:
     """A summary message's summary text without the pointer paragraph we put in front."""
     if text.startswith("[Conversation summary]"):
@@ -238,45 +294,138 @@ def _summary_body(text: str) -> str:
     return text
 
 
-def force_summarize(
+def prepare_summary(
     state: ThreadContextState,
     *,
     workdir: Workdir | None,
     summarizer: Summarizer,
-    keep_messages: int = 10,
-    tool_result_token_limit: int = 300,
+    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
-) -> CompressionOutcome:
-    """The manual action: compaction, then a summary regardless of the threshold."""
+) -> PreparedSummary:
+    """The manual action's slow half: plan the offloads and call the summarizer; writes nothing.
+
+    A service runs this with no lock held, then ``write_summary`` under its lock
+    once it has checked that the state did not move in between.
+    """
     before = count_state_tokens(state, system=system, tools=tools)
     cutoff = plan_cutoff(state, keep_messages)
     if cutoff is None:
-        return _no_op(state, "insufficient_history", before)
+        return PreparedSummary(state, (), None, "", 0, before)
     planned, pending = plan_offload(
         state.messages,
         workdir,
         tool_result_token_limit=tool_result_token_limit,
         start=state.visible_start,
     )
-    new_state, file_path, summarized, saved = _summarize(
-        replace(state, messages=planned),
-        cutoff,
+    planned_state = replace(state, messages=planned)
+    summary, count = _make_summary(planned_state, cutoff, summarizer)
+    return PreparedSummary(planned_state, tuple(pending), cutoff, summary, count, before)
+
+
+def write_summary(
+    prepared: PreparedSummary,
+    *,
+    workdir: Workdir | None,
+    system: SystemPrompt = None,
+    tools: Sequence[Any] | None = None,
+) -> CompressionOutcome:
+    """The manual action's write half: offloaded files, the history section, the new state."""
+    if prepared.cutoff is None:
+        return _no_op(prepared.planned, "insufficient_history", prepared.before_tokens)
+    new_state, file_path, saved = _write_summary_files(
+        prepared.planned,
+        prepared.cutoff,
+        prepared.summary,
         workdir=workdir,
-        summarizer=summarizer,
-        pending=pending,
+        pending=prepared.pending,
     )
     return CompressionOutcome(
         status="completed",
         reason=None,
-        before_tokens=before,
+        before_tokens=prepared.before_tokens,
         after_tokens=count_state_tokens(new_state, system=system, tools=tools),
-        compressed_messages=summarized,
+        compressed_messages=prepared.summarized_count,
         file_path=file_path,
         state=new_state,
         summarized=True,
         saved_files=saved,
     )
+
+
+@dataclass(frozen=True)
+class SummaryEstimate:
+    """What a manual summary of a state would do, estimated without a model or any write."""
+
+    messages_to_summarize: int
+    before_tokens: int
+    after_tokens: int
+
+
+def estimate_summary(
+    state: ThreadContextState,
+    *,
+    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+    system: SystemPrompt = None,
+    tools: Sequence[Any] | None = None,
+) -> SummaryEstimate:
+    """The engine's own estimate of ``force_summarize``: the real plan, a stand-in summary.
+
+    The offloads and the cutoff are planned exactly as a summary would plan them
+    (headers and previews included; hashing only, no file is written). The
+    summary itself is unknown until the model writes it: it is estimated as the
+    size of the previous summary, or a tenth of the summarized part.
+    """
+    before = count_state_tokens(state, system=system, tools=tools)
+    cutoff = plan_cutoff(state, keep_messages)
+    if cutoff is None:
+        return SummaryEstimate(0, before, before)
+    start = state.visible_start
+    planned, _pending = plan_offload(
+        state.messages,
+        Workdir("."),  # planning only hashes and names files: nothing is opened
+        tool_result_token_limit=tool_result_token_limit,
+        start=start,
+    )
+    to_summarize = [m for m in planned[start:cutoff] if not is_summary_message(m)]
+    if state.summary is not None:
+        stand_in_text = message_text(state.summary.summary_message)
+    else:
+        summarized_chars = sum(len(message_text(m)) for m in to_summarize)
+        stand_in_text = "x" * max(4, summarized_chars // 10)
+    stand_in = HumanMessage(content=stand_in_text, additional_kwargs={"lc_source": SUMMARY_SOURCE})
+    after_state = replace(
+        state,
+        messages=planned,
+        summary=SummaryEvent(cutoff_index=cutoff, summary_message=stand_in, file_path=""),
+    )
+    after = count_state_tokens(after_state, system=system, tools=tools)
+    return SummaryEstimate(len(to_summarize), before, min(before, after))
+
+
+def force_summarize(
+    state: ThreadContextState,
+    *,
+    workdir: Workdir | None,
+    summarizer: Summarizer,
+    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+    system: SystemPrompt = None,
+    tools: Sequence[Any] | None = None,
+) -> CompressionOutcome:
+    """The manual action: compaction, then a summary regardless of the threshold."""
+    prepared = prepare_summary(
+        state,
+        workdir=workdir,
+        summarizer=summarizer,
+        keep_messages=keep_messages,
+        tool_result_token_limit=tool_result_token_limit,
+        system=system,
+        tools=tools,
+    )
+    return write_summary(prepared, workdir=workdir, system=system, tools=tools)
 
 
 def auto_compact(
@@ -285,13 +434,13 @@ def auto_compact(
     workdir: Workdir | None,
     summarizer: Summarizer,
     threshold_tokens: int,
-    keep_messages: int = 10,
-    tool_result_token_limit: int = 300,
+    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     context_overflow: bool = False,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
 ) -> CompressionOutcome:
-    """The automatic path: pass through, compact, or compact and summarize (DESIGN §4)."""
+    """The automatic path: pass through, compact, or compact and summarize (module docstring)."""
     before = count_state_tokens(state, system=system, tools=tools)
     if before < threshold_tokens and not context_overflow:
         return _no_op(state, "under_threshold", before)
@@ -332,8 +481,9 @@ def auto_compact(
             compacted_state,
             saved,
         )
-    new_state, file_path, summarized, written = _summarize(
-        compacted_state, cutoff, workdir=workdir, summarizer=summarizer, pending=pending
+    summary, summarized = _make_summary(compacted_state, cutoff, summarizer)
+    new_state, file_path, written = _write_summary_files(
+        compacted_state, cutoff, summary, workdir=workdir, pending=pending
     )
     saved += written
     return CompressionOutcome(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     message_to_dict,
@@ -57,29 +58,77 @@ def chat_role(message: BaseMessage) -> str:
 
 @dataclass(frozen=True)
 class SummaryEvent:
-    """The latest summary: messages before ``cutoff_index`` are replaced by ``summary_message``."""
+    """The latest summary: messages before ``cutoff_index`` are replaced by ``summary_message``.
+
+    The same fields as deepagents' ``_summarization_event``. ``created_at_index``
+    is the number of messages when the summary was made (absent on older events):
+    messages from the cutoff up to it were kept from before the summary, and lose
+    the reasoning blocks Claude binds to the conversation before them.
+    """
 
     cutoff_index: int
     summary_message: HumanMessage
     file_path: str
+    created_at_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "cutoff_index": self.cutoff_index,
             "summary_message": message_to_dict(self.summary_message),
             "file_path": self.file_path,
         }
+        if self.created_at_index is not None:
+            data["created_at_index"] = self.created_at_index
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SummaryEvent:
         (message,) = messages_from_dict([data["summary_message"]])
         if not isinstance(message, HumanMessage):
             raise ValueError("summary_message must be a human message")
+        created = data.get("created_at_index")
         return cls(
             cutoff_index=int(data["cutoff_index"]),
             summary_message=message,
-            file_path=str(data.get("file_path", "")),
+            file_path=str(data.get("file_path") or ""),
+            created_at_index=created if isinstance(created, int) else None,
         )
+
+
+_NATIVE_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning_content"})
+_BEDROCK_PROVIDERS = frozenset({"bedrock", "bedrock_converse"})
+
+
+def _bound_reasoning_types(message: AIMessage) -> frozenset[str]:
+    """Block types of ``message`` whose reasoning is bound to the conversation before it.
+
+    Only Claude binds reasoning so (directly, or on Bedrock); untagged messages
+    are checked for the native block types only; other providers keep theirs.
+    """
+    provider = message.response_metadata.get("model_provider")
+    if provider is None:
+        return _NATIVE_REASONING_BLOCKS
+    model = str(message.response_metadata.get("model_name", "")).lower()
+    if provider == "anthropic" or (
+        provider in _BEDROCK_PROVIDERS and ("claude" in model or "anthropic" in model)
+    ):
+        return _NATIVE_REASONING_BLOCKS | {"reasoning"}
+    return frozenset()
+
+
+def without_bound_reasoning(message: BaseMessage) -> BaseMessage:
+    """A message kept from before a summary, as the model sees it: bound reasoning removed."""
+    if not isinstance(message, AIMessage) or not isinstance(message.content, list):
+        return message
+    bound = _bound_reasoning_types(message)
+    content = [
+        block
+        for block in message.content
+        if not (isinstance(block, dict) and block.get("type") in bound)
+    ]
+    if len(content) == len(message.content):
+        return message
+    return message.model_copy(update={"content": content})
 
 
 @dataclass(frozen=True)
@@ -99,13 +148,24 @@ class ThreadContextState:
         return max(0, min(self.summary.cutoff_index, len(self.messages)))
 
     def model_visible_messages(self) -> list[BaseMessage]:
-        """``[summary] + messages[cutoff:]`` when summarized, else every message."""
+        """``[summary] + messages[cutoff:]`` when summarized, else every message.
+
+        Computed as deepagents computes it: messages kept from before the summary
+        (cutoff up to ``created_at_index``) lose their bound reasoning blocks.
+        """
         if self.summary is None:
             return list(self.messages)
-        return [self.summary.summary_message, *self.messages[self.visible_start :]]
+        start = self.visible_start
+        kept_from = self.summary.created_at_index
+        if kept_from is None:
+            kept_from = start
+        visible: list[BaseMessage] = [self.summary.summary_message]
+        for index, message in enumerate(self.messages[start:], start=start):
+            visible.append(without_bound_reasoning(message) if index < kept_from else message)
+        return visible
 
     def summary_active(self) -> bool:
-        """The first model-visible message is the summary (DESIGN §4)."""
+        """True when the first model-visible message is the summary message."""
         visible = self.model_visible_messages()
         return bool(visible) and is_summary_message(visible[0])
 

@@ -1,6 +1,6 @@
 """Summarizers behind one interface: an OpenAI-compatible chat model and an offline one.
 
-Both produce the same five sections (DESIGN §4): SESSION INTENT, USER
+Both produce the same five sections: SESSION INTENT, USER
 REQUIREMENTS AND PREFERENCES, PROGRESS AND DECISIONS, ARTIFACTS AND REFERENCES,
 NEXT STEPS.
 
@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from yuxi_dash.compression.compaction import parse_saved_header
+from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.preview import clip_head_tail
 from yuxi_dash.compression.state import message_text
 from yuxi_dash.errors import SummarizerFailed
@@ -356,17 +356,13 @@ class ExtractiveSummarizer:
                     answered_after_last_human = True
                 scan(text)
             elif isinstance(message, ToolMessage):
-                saved = parse_saved_header(text)
-                if saved.get("Full output path"):
+                saved = parse_saved_result(text)
+                if saved is not None and saved.path:
                     saved_results.append(
-                        f"{saved['Full output path']} ({saved.get('Tool', 'tool')}, "
-                        f"sha256 {saved.get('SHA-256', '')[:16]})"
+                        f"{saved.path} ({saved.tool or 'tool'}, sha256 {saved.sha256[:16]})"
                     )
-                    preview = text.partition("\nOutput preview:\n")[2].rpartition("\n[Truncated ")[
-                        0
-                    ]
-                    documents.extend(_doc_ids(preview))
-                    scan(preview)
+                    documents.extend(_doc_ids(saved.preview))
+                    scan(saved.preview)
                 else:
                     documents.extend(_doc_ids(text))
                     scan(text)

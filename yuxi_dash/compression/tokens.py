@@ -3,7 +3,7 @@
 One counter everywhere: langchain-core's ``count_tokens_approximately`` (chars/4
 per message plus a fixed per-message overhead), with the system prompt counted
 as a leading SystemMessage and tool schemas passed through its ``tools``
-argument. No usage-metadata scaling, no tokenizer downloads (HAZARDS §7).
+argument. No usage-metadata scaling, no tokenizer downloads (tiktoken fetches its files at first use, which fails offline).
 """
 
 from __future__ import annotations

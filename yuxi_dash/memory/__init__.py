@@ -1,6 +1,6 @@
 """Graphiti memory on FalkorDB: group ids, the embedded server, the driver, the views.
 
-Public API: `derive_group_id` (DESIGN §3). Everything a page or the CLI calls
+Public API: `derive_group_id` (other tools import it). Everything a page or the CLI calls
 goes through `yuxi_dash.memory.service`, which checks the LaunchDarkly gate
 before any graph query and audits every view of a user's memory.
 """

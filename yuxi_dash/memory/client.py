@@ -1,7 +1,7 @@
 """The graph driver layer: every Cypher statement yuxi-dash sends goes through here.
 
 - The user's graph is opened by name for every call (graphiti's shared driver
-  rebinds on writes; HAZARDS 2), so one user's view can never read another's.
+  rebinds on writes), so one user's view can never read another's.
 - Reads use GRAPH.RO_QUERY (`ro_query`); every statement is parameterized and
   carries a per-query timeout (`settings.falkordb_query_timeout_ms`).
 - "Max pending queries exceeded" is retried with ``base*2^attempt +
@@ -11,7 +11,9 @@
 - A server that cannot be reached becomes one `MemoryUnavailable` line.
 
 `queries_run` counts statements sent, so tests can prove a gated-off view
-sent none.
+sent none. `get_client` hands out the process's client for a server and these
+settings; the resource owner (`yuxi_dash.resources`) holds it and closes it at
+exit, or when `stop_server` stops that server.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from falkordb import FalkorDB
 from yuxi_dash.errors import MemoryQueryTimeout, MemoryUnavailable
 from yuxi_dash.memory.groups import GROUP_PREFIX
 from yuxi_dash.memory.server import ServerHandle, ensure_server
+from yuxi_dash.resources import GRAPH_CLIENTS, get_resources, quiet_graphiti
 from yuxi_dash.settings import Settings, get_settings
 
 log = logging.getLogger("yuxi_dash.memory.client")
@@ -67,7 +70,7 @@ def call_with_backpressure(
     uniform: Callable[[float, float], float] = random.uniform,
     what: str = "graph query",
 ) -> T:
-    """Run `call`, retrying only FalkorDB's backpressure error (DESIGN §5)."""
+    """Run `call`, retrying only FalkorDB's backpressure error."""
     attempt = 0
     while True:
         try:
@@ -240,10 +243,6 @@ def _timeout(kw: dict[str, Any]) -> dict[str, Any]:
     return {"timeout_ms": kw.get("timeout_ms")}
 
 
-_CLIENTS: dict[tuple[Any, ...], GraphClient] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
 def _connect(handle: ServerHandle) -> FalkorDB:
     kwargs = dict(handle.redis_kwargs())
     kwargs["socket_timeout"] = 60
@@ -251,32 +250,44 @@ def _connect(handle: ServerHandle) -> FalkorDB:
     return FalkorDB(**kwargs)  # type: ignore[arg-type]
 
 
+def _client_key(handle: ServerHandle, settings: Settings) -> tuple[Any, ...]:
+    """Which server, and the settings a client applies to every statement."""
+    return (
+        handle.kind,
+        str(handle.unix_socket),
+        handle.host,
+        handle.port,
+        handle.pid,
+        settings.falkordb_query_timeout_ms,
+        settings.falkordb_query_max_attempts,
+        settings.falkordb_query_backoff_base,
+    )
+
+
 def get_client(settings: Settings | None = None) -> GraphClient:
-    """The process-wide client for the configured server (started lazily when embedded)."""
+    """The process's client for the configured server (started lazily when embedded)."""
     settings = settings or get_settings()
     handle = ensure_server(settings)
-    key = (handle.kind, str(handle.unix_socket), handle.host, handle.port, handle.pid)
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            try:
-                db = _connect(handle)
-                db.connection.ping()
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                raise MemoryUnavailable(
-                    f"cannot reach {handle.describe()} ({type(exc).__name__})"
-                ) from exc
-            client = GraphClient(db, settings, handle=handle)
-            _CLIENTS[key] = client
-        return client
+
+    def connect() -> GraphClient:
+        quiet_graphiti()
+        try:
+            db = _connect(handle)
+            db.connection.ping()
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            raise MemoryUnavailable(
+                f"cannot reach {handle.describe()} ({type(exc).__name__})"
+            ) from exc
+        return GraphClient(db, settings, handle=handle)
+
+    return get_resources().acquire(
+        GRAPH_CLIENTS, _client_key(handle, settings), connect, GraphClient.close
+    )
 
 
 def close_clients() -> None:
-    """Close every cached client (before the server is stopped)."""
-    with _CLIENTS_LOCK:
-        for client in _CLIENTS.values():
-            client.close()
-        _CLIENTS.clear()
+    """Close every client this process holds (before the server is stopped; tests)."""
+    get_resources().close_kind(GRAPH_CLIENTS)
 
 
 def hits_connection(settings: Settings | None = None) -> redis.Redis:

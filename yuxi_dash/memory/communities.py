@@ -1,4 +1,4 @@
-"""Whether a community rebuild would run now, and why not (DESIGN §5).
+"""Whether a community rebuild would run now, and why not.
 
 Skipped when the user has no episodes, no new episodes since the latest
 Community.created_at, or fewer new episodes than

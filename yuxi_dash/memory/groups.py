@@ -1,4 +1,4 @@
-"""User id -> Graphiti group id (= the user's FalkorDB graph name), DESIGN §5.
+"""User id -> Graphiti group id (= the user's FalkorDB graph name).
 
 `derive_group_id` is the only way a user id becomes a graph name. It refuses,
 rather than silently rewrites, any id that is empty, carries characters

@@ -1,4 +1,4 @@
-"""Index health (HAZARDS 1): is the relationship index still telling the truth?
+"""Index health: is the relationship index still telling the truth?
 
 After a restart from the RDB, FalkorDB's relationship range index can lose the
 outgoing edges of internal node 0 (often the user, a hub). The check counts
@@ -71,7 +71,7 @@ class IndexHealth:
 
 @dataclass(frozen=True)
 class IndexProbe:
-    """Index health from node 0 alone (HAZARDS 1: the edges lost are node 0's outgoing ones)."""
+    """Index health from node 0 alone (after a restart the edges lost are node 0's outgoing ones)."""
 
     group_id: str
     probe_index_path_facts: int

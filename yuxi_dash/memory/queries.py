@@ -1,6 +1,6 @@
 """The memory views' Cypher: one read-only, parameterized statement per question.
 
-Rules (HAZARDS 1, 8; plans read with GRAPH.EXPLAIN on the 200,000-fact bench
+Rules (the index drift and slow range filters of docs/operations.md; plans read with GRAPH.EXPLAIN on the 200,000-fact bench
 graph, see bench/memory.py):
 - The graph already is the user (one graph per user), so no view filters on
   group_id: that filter sends FalkorDB down the relationship index, which after
@@ -31,7 +31,7 @@ COUNT_HAS_MEMBER = "MATCH ()-[e:HAS_MEMBER]->() RETURN count(e) AS c"
 # The index path graphiti-core takes (labeled, group-filtered): only for index health.
 COUNT_RELATES_TO_INDEX_PATH = "MATCH (n:Entity)-[e:RELATES_TO]->(m:Entity) WHERE e.group_id IN $group_ids RETURN count(e) AS c"
 
-# The index-path probe (HAZARDS 1: after a restart the index loses exactly the
+# The index-path probe (after a restart the relationship index loses exactly the
 # outgoing edges of internal node 0): node 0's facts through the same labeled,
 # group-filtered index path, and by a plain traversal. Both well under 1 ms where
 # the full index-path count above takes 1.7-3 s on 200,000 facts.
@@ -115,7 +115,7 @@ RETURN n.uuid AS uuid, n.name AS name, labels(n) AS labels,
        left(coalesce(n.summary, ''), 1000) AS summary, n.created_at AS created_at
 """
 
-# A plain traversal from the entity (unaffected by HAZARDS 1), both directions,
+# A plain traversal from the entity (unaffected by the index drift), both directions,
 # each edge once, with its direction relative to the entity.
 _FACT_COLUMNS = """
        e.uuid AS uuid, e.name AS name, left(e.fact, 500) AS fact,
@@ -163,7 +163,7 @@ WITH e ORDER BY e.created_at DESC, e.uuid SKIP $offset LIMIT $limit"""
 # Tentative facts a page at a time in storage order: with no ORDER BY before the
 # LIMIT the scan stops once the page is full (1 ms for the first 200 of 28,571 on
 # the bench graph), where a global oldest-first sort has to read the status of
-# every fact (170 ms; no index may help, HAZARDS 1). Each page is then sorted
+# every fact (170 ms; no index may help: the relationship index drifts after a restart). Each page is then sorted
 # oldest first. Pages are stable while the graph does not change.
 TENTATIVE_FACTS = (
     """

@@ -1,4 +1,4 @@
-"""Ratification (DESIGN §5): what the next pass would do with each tentative fact.
+"""Ratification: what the next pass would do with each tentative fact.
 
 Hits live in Redis at ``mem:hits:{user_id}:{edge_uuid}`` (30-day TTL) — on
 YUXI_DASH_REDIS_URL, or on the FalkorDB server itself when that is unset.

@@ -13,30 +13,26 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis
-
-os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-
-from graphiti_core.driver.driver import GraphProvider  # noqa: E402
-from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa: E402
-from graphiti_core.graph_queries import get_fulltext_indices, get_range_indices  # noqa: E402
-from graphiti_core.models.edges.edge_db_queries import (  # noqa: E402
+from graphiti_core.driver.driver import GraphProvider
+from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
+from graphiti_core.graph_queries import get_fulltext_indices, get_range_indices
+from graphiti_core.models.edges.edge_db_queries import (
     get_entity_edge_save_bulk_query,
     get_episodic_edge_save_bulk_query,
 )
-from graphiti_core.models.nodes.node_db_queries import (  # noqa: E402
+from graphiti_core.models.nodes.node_db_queries import (
     get_entity_node_save_bulk_query,
     get_episode_node_save_bulk_query,
 )
-from graphiti_core.nodes import CommunityNode, EntityNode, EpisodicNode  # noqa: E402
-from graphiti_core.utils.datetime_utils import convert_datetimes_to_strings  # noqa: E402
+from graphiti_core.nodes import CommunityNode, EntityNode, EpisodicNode
+from graphiti_core.utils.datetime_utils import convert_datetimes_to_strings
 
-from yuxi_dash.memory.client import GraphClient, error_text  # noqa: E402
+from yuxi_dash.memory.client import GraphClient, error_text
 
 FALKOR = GraphProvider.FALKORDB
 EMBEDDING_DIM = 16
@@ -155,7 +151,7 @@ def write_graph(
     timeout_ms: int = 0,
 ) -> dict[str, int]:
     """Write the records in graphiti-core's shape; returns how many of each were sent."""
-    # Entities first: in a real graph the user is the first node (internal id 0, HAZARDS 1).
+    # Entities first: in a real graph the user is the first node (internal id 0, the node whose edges the index loses after a restart).
     if entities:
         by_labels: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         for row in entity_rows(entities):

@@ -8,6 +8,17 @@ and answering PING on the socket) is reused, so the dashboard, the CLI and
 the demo seeder share one. `stop_server` stops it by PID (SIGTERM: redis saves
 the RDB and exits) and waits for it to go.
 
+The server runs in a session of its own, so it outlives the process that started
+it (a Streamlit rerun, a CLI command). A long-running command that should not
+leave one behind holds a `ServerLease`: `yuxi-dash serve` takes one before it
+seeds or runs the dashboard and releases it on exit, which stops the server only
+when none was running as the command began (one that was already running, or an
+external one, is left alone). `yuxi-dash memory server stop` stops one by hand.
+The process handle of a server started here is held by the resource owner
+(`yuxi_dash.resources`) so `stop_server` can reap it; at exit the owner lets it
+go without stopping it. `stop_server` closes this process's graph clients first,
+through the owner, so this module never imports the client.
+
 External (GRAPHITI_FALKORDB_HOST set): nothing is started; the handle names the
 host, port and password.
 """
@@ -29,6 +40,7 @@ from typing import Literal
 import redis
 
 from yuxi_dash.errors import MemoryUnavailable
+from yuxi_dash.resources import FALKORDB_CHILDREN, GRAPH_CLIENTS, get_resources
 from yuxi_dash.settings import Settings
 
 PIDFILE_NAME = "falkordb.pid"
@@ -38,9 +50,6 @@ RDB_NAME = "falkordb.rdb"
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 _START_TIMEOUT_SECONDS = 10.0
 _STOP_TIMEOUT_SECONDS = 20.0
-
-# Children we started in this process, so stop_server can reap them (no zombies).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 @dataclass(frozen=True)
@@ -82,8 +91,14 @@ def _socket_path(data_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"yuxi-falkordb-{digest}.sock"
 
 
+def _let_go(child: subprocess.Popen[bytes]) -> None:
+    """At exit: reap a server that already stopped; a running one is left running on purpose."""
+    child.poll()
+
+
 def _pid_alive(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
+    # Servers this process started are its children: ask the handle, so none stays a zombie.
+    child: subprocess.Popen[bytes] | None = get_resources().peek(FALKORDB_CHILDREN, pid)
     if child is not None:
         return child.poll() is None
     try:
@@ -169,7 +184,7 @@ def _start_embedded(settings: Settings) -> ServerHandle:
         "--loadmodule",
         module,
         # A server-wide default so queries we do not time ourselves (graphiti-core's own
-        # fulltext search) cannot hold the server either (HAZARDS 8).
+        # fulltext search) cannot hold the server either (a labeled range filter can run for minutes).
         "TIMEOUT_DEFAULT",
         str(settings.falkordb_query_timeout_ms),
         "--port",
@@ -205,7 +220,7 @@ def _start_embedded(settings: Settings) -> ServerHandle:
         raise MemoryUnavailable(f"cannot start the embedded FalkorDB server: {exc}") from exc
     finally:
         log_file.close()
-    _CHILDREN[process.pid] = process
+    get_resources().acquire(FALKORDB_CHILDREN, process.pid, lambda: process, _let_go)
     (data_dir / PIDFILE_NAME).write_text(f"{process.pid}\n")
     (data_dir / SOCKET_FILE_NAME).write_text(f"{socket_path}\n")
     deadline = time.monotonic() + _START_TIMEOUT_SECONDS
@@ -230,7 +245,7 @@ def _start_embedded(settings: Settings) -> ServerHandle:
 def _terminate(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    child = _CHILDREN.pop(pid, None)
+    child: subprocess.Popen[bytes] | None = get_resources().take(FALKORDB_CHILDREN, pid)
     deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
     if child is not None:
         try:
@@ -254,12 +269,37 @@ def stop_server(settings: Settings) -> bool:
     pid = _read_pid(data_dir)
     if pid is None:
         return False
-    from yuxi_dash.memory.client import close_clients
-
-    close_clients()  # close our connections before the server goes (HAZARDS 3)
+    # Our connections go before the server does: a server stopped under open clients
+    # leaves them hanging.
+    get_resources().close_kind(GRAPH_CLIENTS)
     was_alive = _pid_alive(pid)
     if was_alive:
         _terminate(pid)
     with contextlib.suppress(FileNotFoundError):
         (data_dir / PIDFILE_NAME).unlink()
     return was_alive
+
+
+class ServerLease:
+    """The embedded server for the length of one command: stopped on `release` if it started.
+
+    Taken before the command starts anything. If no embedded server was live then
+    (none, or a pidfile of a dead one), the server that runs by the time of `release`
+    was started by this command, by the dashboard it ran, or while it ran, and is
+    stopped; one that was already live, or an external server, is never touched.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.owned = settings.falkordb_embedded and embedded_handle(settings) is None
+
+    def ensure(self) -> ServerHandle:
+        """Start the embedded server now (a no-op when one is live or the server is external)."""
+        return ensure_server(self.settings)
+
+    def release(self) -> bool:
+        """Stop the server if this lease owns it; True when one was stopped."""
+        if not self.owned:
+            return False
+        self.owned = False
+        return stop_server(self.settings)

@@ -2,9 +2,13 @@
 
 The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS)
 plus the last 5 episodes. yuxi-dash has no embedder and no LLM, so the fact
-search here is graphiti-core's own BM25 fulltext search
-(`edge_fulltext_search`) — the honest fallback, and the page says so. Format
-(DESIGN §5):
+search here is the BM25 fulltext search graphiti-core's `edge_fulltext_search`
+runs on FalkorDB (its query builder, its `RELATES_TO` fulltext index, the same
+statement) — the honest fallback, and the page says so. The statement goes
+through our own client, not graphiti-core's driver: that driver sends
+write-capable GRAPH.QUERY with no timeout and logs the query parameters (the
+operator's search text) when a query fails, while `GraphClient.ro_rows` sends
+GRAPH.RO_QUERY with the per-query timeout and logs no parameters. Format:
 
     <temporal_context>
     <FACTS>
@@ -18,23 +22,15 @@ search here is graphiti-core's own BM25 fulltext search
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
+from graphiti_core.driver.falkordb.fulltext import build_falkor_fulltext_query
 
-from falkordb.asyncio import FalkorDB as AsyncFalkorDB  # noqa: E402
-from graphiti_core.driver.falkordb_driver import FalkorDriver  # noqa: E402
-from graphiti_core.edges import EntityEdge  # noqa: E402
-from graphiti_core.search.search_filters import SearchFilters  # noqa: E402
-from graphiti_core.search.search_utils import edge_fulltext_search  # noqa: E402
-
-from yuxi_dash.memory import queries  # noqa: E402
-from yuxi_dash.memory.client import GraphClient, call_with_backpressure  # noqa: E402
+from yuxi_dash.memory import queries
+from yuxi_dash.memory.client import GraphClient, Row
 
 RECENT_EPISODE_COUNT = 5
 EPISODE_CONTENT_CHARS = 500
@@ -43,6 +39,16 @@ SEARCH_NOTE = (
     "Facts found with graphiti-core's BM25 fulltext search: no embedder or LLM is configured, "
     "so this is the fallback for the agent's hybrid (semantic + BM25) search."
 )
+# graphiti-core's FalkorDB edge_fulltext_search statement, returning only the shown columns
+FACT_FULLTEXT_SEARCH = """\
+CALL db.idx.fulltext.queryRelationships('RELATES_TO', $query)
+YIELD relationship AS rel, score
+WITH rel AS e, score, startNode(rel) AS n, endNode(rel) AS m
+WHERE n:Entity AND m:Entity AND e.group_id IN $group_ids
+RETURN e.uuid AS uuid, e.name AS name, e.fact AS fact,
+       e.valid_at AS valid_at, e.invalid_at AS invalid_at
+ORDER BY score DESC
+LIMIT $limit"""
 
 
 @dataclass(frozen=True)
@@ -85,59 +91,30 @@ def format_temporal_context(
     return "\n".join(lines)
 
 
-def _async_db(client: GraphClient) -> AsyncFalkorDB:
-    handle = client.handle
-    if handle is None:
-        kwargs = client.db.connection.connection_pool.connection_kwargs
-        if kwargs.get("path"):
-            return AsyncFalkorDB(unix_socket_path=kwargs["path"])
-        return AsyncFalkorDB(
-            host=kwargs.get("host", "localhost"),
-            port=kwargs.get("port", 6379),
-            password=kwargs.get("password"),
-        )
-    return AsyncFalkorDB(**handle.redis_kwargs())  # type: ignore[arg-type]
-
-
-def bm25_fact_search(
-    client: GraphClient, group_id: str, query: str, *, limit: int
-) -> list[EntityEdge]:
-    """graphiti-core's fulltext (BM25) fact search on this user's graph only."""
-    if not query.strip():
+def bm25_fact_search(client: GraphClient, group_id: str, query: str, *, limit: int) -> list[Row]:
+    """BM25 fulltext fact search on this user's graph only: read-only, with the query timeout."""
+    fulltext = build_falkor_fulltext_query(query, [group_id])  # "" when only stopwords remain
+    if not query.strip() or not fulltext:
         return []
-    db = _async_db(client)
-    driver = FalkorDriver(falkor_db=db, database=group_id)  # opened by name, outside any loop
-
-    async def run() -> list[EntityEdge]:
-        try:
-            return await edge_fulltext_search(
-                driver, query, SearchFilters(), group_ids=[group_id], limit=limit
-            )
-        finally:
-            await db.aclose()
-
-    client.stats.queries_run += 1
-    return call_with_backpressure(
-        lambda: asyncio.run(run()),
-        max_attempts=client.settings.falkordb_query_max_attempts,
-        base=client.settings.falkordb_query_backoff_base,
-        what="fulltext fact search",
+    return client.ro_rows(
+        group_id,
+        FACT_FULLTEXT_SEARCH,
+        {"query": fulltext, "group_ids": [group_id], "limit": max(1, int(limit))},
     )
 
 
 def build_warm_context(
     client: GraphClient, group_id: str, query: str, *, max_facts: int
 ) -> WarmContext:
-    edges = bm25_fact_search(client, group_id, query, limit=max_facts)
     facts = [
         {
-            "uuid": edge.uuid,
-            "name": edge.name,
-            "fact": edge.fact,
-            "valid_at": _when(edge.valid_at),
-            "invalid_at": _when(edge.invalid_at),
+            "uuid": row["uuid"],
+            "name": row["name"],
+            "fact": row["fact"] or "",
+            "valid_at": _when(row["valid_at"]),
+            "invalid_at": _when(row["invalid_at"]),
         }
-        for edge in edges
+        for row in bm25_fact_search(client, group_id, query, limit=max_facts)
     ]
     episodes = queries.recent_episodes(client, group_id, limit=RECENT_EPISODE_COUNT)
     return WarmContext(

@@ -1,6 +1,7 @@
 """Engines, sessions and migrations for the relational store.
 
-One engine per database URL (cached, `pool_pre_ping` so a restarted server is
+One engine per database URL and lock timeout (owned by `yuxi_dash.resources`,
+created on first use and disposed at exit; `pool_pre_ping` so a restarted server is
 reconnected; `hide_parameters` so a database error that reaches a log never
 carries a statement's parameters, which hold thread ids, user ids and content).
 SQLite gets foreign keys, WAL and a busy timeout on every
@@ -13,7 +14,6 @@ per process per URL; `upgrade(url)` / `downgrade(url, rev)` do it explicitly.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,14 +25,15 @@ from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
+from yuxi_dash.resources import SQL_ENGINES, get_resources
 from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.checkpoints import close_checkpoint_stores, open_checkpoint_store
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BEGIN_OPTION = "yuxi_sqlite_begin"  # execution option: "IMMEDIATE" takes the write lock
 SQLITE_BUSY_OPTION = "yuxi_sqlite_busy_ms"  # execution option: busy timeout for this transaction
 _MAX_CACHED_ENGINES = 16
-_lock = threading.RLock()
-_engines: OrderedDict[tuple[str, float], sa.Engine] = OrderedDict()
+_lock = threading.RLock()  # guards `_migrated`
 _migrated: set[str] = set()
 
 
@@ -102,7 +103,14 @@ def _alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply migrations up to `revision` on the database at `url`."""
+    """Apply migrations up to `revision` on the database at `url`, then set up its checkpointer.
+
+    The checkpointer's tables are the saver's own (its `setup()` creates and
+    migrates them); every migration step runs it, so a store is never used unset.
+    """
+    # First, outside any transaction of ours: PostgreSQL's saver builds indexes
+    # CONCURRENTLY, which waits for every open transaction, the migration's included.
+    open_checkpoint_store(normalize_url(url)).close()
     engine = create_engine_for_url(url)
     try:
         with engine.begin() as connection:
@@ -138,32 +146,41 @@ def current_revision(url: str) -> str | None:
 
 
 def get_engine(settings: Settings | None = None) -> sa.Engine:
-    """The cached engine for the configured database, migrated to head once per process."""
+    """The process's engine for the configured database, migrated to head once per process."""
     settings = settings or get_settings()
     url = normalize_url(settings.database_url)
     key = (url, float(settings.lock_timeout_seconds))
-    with _lock:
-        engine = _engines.get(key)
-        if engine is not None:
-            _engines.move_to_end(key)
-            return engine
-        if url not in _migrated:
-            upgrade(url)
-            _migrated.add(url)
-        engine = create_engine_for_url(url, busy_timeout_seconds=settings.lock_timeout_seconds)
-        _engines[key] = engine
-        while len(_engines) > _MAX_CACHED_ENGINES:
-            _, old = _engines.popitem(last=False)
-            old.dispose()
+    owner = get_resources()
+    engine: sa.Engine | None = owner.peek(SQL_ENGINES, key)
+    if engine is not None:
         return engine
+
+    def create() -> sa.Engine:
+        with _lock:
+            if url not in _migrated:
+                upgrade(url)
+                _migrated.add(url)
+        return create_engine_for_url(url, busy_timeout_seconds=settings.lock_timeout_seconds)
+
+    engine = owner.acquire(SQL_ENGINES, key, create, _dispose)
+    for old in owner.keys(SQL_ENGINES)[:-_MAX_CACHED_ENGINES]:  # the oldest beyond the cap
+        if old != key:
+            owner.release(SQL_ENGINES, old)
+    return engine
+
+
+def _dispose(engine: sa.Engine) -> None:
+    engine.dispose()
 
 
 def forget_engines() -> None:
-    """Dispose every cached engine and forget which URLs were migrated (tests, `demo --reset`)."""
+    """Dispose every engine and checkpoint store and forget which URLs were migrated.
+
+    For tests and `db reset`: the next engine must not assume the old schema.
+    """
+    close_checkpoint_stores()
+    get_resources().close_kind(SQL_ENGINES)
     with _lock:
-        for engine in _engines.values():
-            engine.dispose()
-        _engines.clear()
         _migrated.clear()
 
 
@@ -180,6 +197,21 @@ def session_scope(settings: Settings | None = None) -> Iterator[Session]:
             yield session
     finally:
         session.close()
+
+
+def is_lock_failure(exc: BaseException) -> bool:
+    """True when a database error means "the lock could not be had in time".
+
+    PostgreSQL: SQLSTATE 55P03 lock_not_available (`lock_timeout` ran out).
+    SQLite: "database is locked" / "database table is locked" (the busy timeout
+    ran out). Works on sqlalchemy's wrapper (its `orig`) and on the driver's error.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if sqlstate == "55P03":
+        return True
+    text = str(orig).lower()
+    return "database is locked" in text or "database table is locked" in text
 
 
 @contextmanager

@@ -1,10 +1,13 @@
-"""SQLAlchemy 2 typed models for every table of DESIGN §2.
+"""SQLAlchemy 2 typed models of the dashboard's own tables.
 
-`conversations` is THE row the service locks. It also carries the thread's
-current usage (denormalized from the latest `usage_snapshots` row, updated in
-the same transaction), so "latest pressure per thread" is an index lookup on
-`conversations.summary_pressure_ratio`, never a scan of snapshots.
-Timestamps are stored and returned as timezone-aware UTC on every backend.
+`conversations` is THE row the service locks. A thread's state (messages,
+summary event, token usage) is not a table here: it lives in a LangGraph
+checkpointer (`store.checkpoints`). The row carries a projection of it: the
+newest checkpoint id and the thread's current usage (the latest
+`usage_snapshots` row's figures, written in the same transaction), so "latest
+pressure per thread" is an index lookup on `conversations.summary_pressure_ratio`,
+never a scan of snapshots. Timestamps are stored and returned as timezone-aware
+UTC on every backend.
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from yuxi_dash.agents import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_SUMMARY_KEEP_MESSAGES,
+    DEFAULT_SUMMARY_THRESHOLD,
+    DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+)
 
 # --- vocabulary -------------------------------------------------------------
 THREAD_STATUSES = ("active", "archived", "deleted")
@@ -32,6 +42,8 @@ NON_FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s not in FINAL_RUN_STA
 REQUEST_STATUSES = ("queued", "dispatched", "cancelled", "rejected", "failed")
 SNAPSHOT_SOURCES = ("model_call", "auto_compaction", "manual_compression")
 CONTEXT_COMPRESSION = "context_compression"
+ORIGIN_DASHBOARD = "dashboard"
+ORIGIN_ATTACHED = "attached"
 
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -81,10 +93,14 @@ class Agent(Base):
     slug: Mapped[str] = mapped_column(sa.String(128), unique=True)
     name: Mapped[str] = mapped_column(sa.String(256))
     capabilities: Mapped[list[str]] = mapped_column(sa.JSON, default=list)
-    context_window: Mapped[int] = mapped_column(sa.Integer, default=128_000)
-    summary_threshold: Mapped[int] = mapped_column(sa.Integer, default=100)
-    summary_keep_messages: Mapped[int] = mapped_column(sa.Integer, default=10)
-    summary_tool_result_token_limit: Mapped[int] = mapped_column(sa.Integer, default=300)
+    context_window: Mapped[int] = mapped_column(sa.Integer, default=DEFAULT_CONTEXT_WINDOW)
+    summary_threshold: Mapped[int] = mapped_column(sa.Integer, default=DEFAULT_SUMMARY_THRESHOLD)
+    summary_keep_messages: Mapped[int] = mapped_column(
+        sa.Integer, default=DEFAULT_SUMMARY_KEEP_MESSAGES
+    )
+    summary_tool_result_token_limit: Mapped[int] = mapped_column(
+        sa.Integer, default=DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
@@ -122,6 +138,10 @@ class Conversation(Base):
     usage_measured_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_compression_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_activity_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # the newest checkpoint projected into this row (the stale-click guard compares it)
+    checkpoint_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    # "dashboard": its state is written here; "attached": an attached platform owns it
+    origin: Mapped[str] = mapped_column(sa.String(16), default=ORIGIN_DASHBOARD)
 
 
 class AgentRun(Base):
@@ -160,24 +180,6 @@ class RunRequest(Base):
     dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-class ThreadState(Base):
-    """The checkpoint. Written only by `yuxi_dash.store.state_repository`."""
-
-    __tablename__ = "thread_states"
-
-    thread_id: Mapped[str] = mapped_column(
-        sa.String(128),
-        sa.ForeignKey("conversations.thread_id", ondelete="CASCADE"),
-        primary_key=True,
-    )
-    version: Mapped[int] = mapped_column(sa.Integer, default=1)
-    messages: Mapped[list[dict[str, Any]]] = mapped_column(sa.JSON, default=list)
-    summary: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)
-    history_session_id: Mapped[str] = mapped_column(sa.String(128), default="")
-    token_usage: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
 class UsageSnapshotRow(Base):
     __tablename__ = "usage_snapshots"
     __table_args__ = (
@@ -204,7 +206,10 @@ class ChatMessage(Base):
     """The full, never-compressed chat record of a thread."""
 
     __tablename__ = "chat_messages"
-    __table_args__ = (sa.UniqueConstraint("thread_id", "sequence"),)
+    __table_args__ = (
+        sa.UniqueConstraint("thread_id", "sequence"),
+        sa.UniqueConstraint("thread_id", "message_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(
@@ -214,6 +219,19 @@ class ChatMessage(Base):
     role: Mapped[str] = mapped_column(sa.String(16))
     content: Mapped[str] = mapped_column(sa.Text, default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # the id of the state message this row records (None: written at intake, before a run)
+    message_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+
+
+class ScanWatermark(Base):
+    """How far a projection of an attached checkpointer has read (newest checkpoint id seen)."""
+
+    __tablename__ = "scan_watermarks"
+
+    source: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    checkpoint_id: Mapped[str] = mapped_column(sa.String(64), default="")
+    scanned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    threads: Mapped[int] = mapped_column(sa.Integer, default=0)
 
 
 class ToolResult(Base):

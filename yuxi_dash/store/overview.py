@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.records import Record
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
-from yuxi_dash.store.queries import _thread_filters
+from yuxi_dash.store.thread_list import thread_filters as _thread_filters
 from yuxi_dash.usage import SUGGESTION_RATIO
 
 POINTS_FLOOR = 0.75  # threads at or above this pressure are drawn one by one

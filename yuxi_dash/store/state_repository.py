@@ -1,115 +1,80 @@
-"""The state repository: the only writer of `thread_states`.
+"""The state repository: the service's one way to read and write a thread's state.
 
-Every write is a compare-and-swap on `version`: `UPDATE ... WHERE thread_id =
-:t AND version = :expected`; zero rows means someone else moved the state and
-the write raises StaleState instead of overwriting. The first write of a thread
-is an INSERT at version 1 (a concurrent first write hits the primary key and is
-reported as StaleState too). Callers run inside their own transaction (the
-service holds the conversation row lock around it).
+A thread's state is its newest checkpoint in the LangGraph checkpointer of the
+configured database (`store.checkpoints`). Reads give the engine's view of it
+with the checkpoint's id; every write goes through the state graph's
+`update_state` and is a compare-and-swap on that id: a write that expected
+another checkpoint than the newest raises StaleState instead of overwriting.
+Callers hold the thread's row lock around a write.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from langchain_core.messages import BaseMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
 from yuxi_dash.compression.state import ThreadContextState
-from yuxi_dash.errors import StaleState
-from yuxi_dash.store.models import ThreadState, utcnow
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint, checkpoint_store
+from yuxi_dash.store.db import normalize_url
 
 
 @dataclass(frozen=True)
 class StoredState:
-    """A checkpoint as read: the context state, its version and token usage."""
+    """A thread's newest checkpoint as the engine sees it."""
 
     state: ThreadContextState
-    version: int
+    checkpoint_id: str | None
     token_usage: dict[str, Any]
 
+    @classmethod
+    def empty(cls, thread_id: str) -> StoredState:
+        return cls(ThreadContextState(thread_id=thread_id, messages=[]), None, {})
 
-def load_state(session: Session, thread_id: str) -> StoredState | None:
-    """The current checkpoint of a thread, or None when it was never written."""
-    row = session.execute(
-        sa.select(
-            ThreadState.version,
-            ThreadState.messages,
-            ThreadState.summary,
-            ThreadState.history_session_id,
-            ThreadState.token_usage,
-        ).where(ThreadState.thread_id == thread_id)
-    ).one_or_none()
-    if row is None:
-        return None
-    state = ThreadContextState.from_storage(
-        thread_id,
-        {
-            "messages": row.messages,
-            "summary": row.summary,
-            "history_session_id": row.history_session_id,
-        },
-    )
-    return StoredState(state=state, version=row.version, token_usage=dict(row.token_usage or {}))
+    @classmethod
+    def of(cls, checkpoint: ThreadCheckpoint) -> StoredState:
+        usage = checkpoint.values.get(TOKEN_USAGE_KEY)
+        return cls(
+            state=checkpoint.context(),
+            checkpoint_id=checkpoint.checkpoint_id,
+            token_usage=dict(usage) if isinstance(usage, Mapping) else {},
+        )
 
 
-def current_version(session: Session, thread_id: str) -> int:
-    """The checkpoint version (0 when no checkpoint exists yet)."""
-    version = session.scalar(
-        sa.select(ThreadState.version).where(ThreadState.thread_id == thread_id)
-    )
-    return int(version or 0)
+def state_store(settings: Settings | None = None) -> CheckpointStore:
+    """The checkpoint store of the configured database."""
+    return checkpoint_store(normalize_url((settings or get_settings()).database_url))
+
+
+def load_state(thread_id: str, settings: Settings | None = None) -> StoredState | None:
+    """The thread's newest checkpoint, or None when it has none."""
+    checkpoint = state_store(settings).latest(thread_id)
+    return StoredState.of(checkpoint) if checkpoint is not None else None
 
 
 def write_state(
-    session: Session,
-    state: ThreadContextState,
+    thread_id: str,
+    update: Mapping[str, Any],
     *,
-    expected_version: int,
-    token_usage: dict[str, Any] | None = None,
-) -> int:
-    """Write `state` if the stored version is still `expected_version`; return the new version.
-
-    `expected_version=0` means "no checkpoint yet" (an INSERT). `token_usage=None`
-    keeps the stored token usage. Raises StaleState when the version moved.
-    """
-    storage = state.to_storage()
-    values: dict[str, Any] = {
-        "messages": storage["messages"],
-        "summary": storage["summary"],
-        "history_session_id": storage["history_session_id"],
-        "updated_at": utcnow(),
-    }
-    if token_usage is not None:
-        values["token_usage"] = dict(token_usage)
-    if expected_version == 0:
-        try:
-            with session.begin_nested():
-                session.execute(
-                    sa.insert(ThreadState).values(
-                        thread_id=state.thread_id,
-                        version=1,
-                        token_usage=values.pop("token_usage", {}),
-                        **values,
-                    )
-                )
-        except sa.exc.IntegrityError as exc:
-            raise StaleState(
-                f"thread {state.thread_id} already has a checkpoint; reload and retry"
-            ) from exc
-        return 1
-    result = session.execute(
-        sa.update(ThreadState)
-        .where(
-            ThreadState.thread_id == state.thread_id,
-            ThreadState.version == expected_version,
-        )
-        .values(version=ThreadState.version + 1, **values)
-        .execution_options(synchronize_session=False)
+    expected_checkpoint_id: str | None,
+    settings: Settings | None = None,
+) -> ThreadCheckpoint:
+    """Write ``update`` as the thread's next checkpoint if the newest is still the expected one."""
+    return state_store(settings).write(
+        thread_id, update, expected_checkpoint_id=expected_checkpoint_id
     )
-    if result.rowcount != 1:
-        raise StaleState(
-            f"thread {state.thread_id} moved past version {expected_version}; reload and retry"
-        )
-    return expected_version + 1
+
+
+def replace_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """A ``messages`` update that replaces the whole history (``add_messages`` semantics)."""
+    return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]
+
+
+def delete_thread_state(thread_id: str, settings: Settings | None = None) -> None:
+    """Forget every checkpoint of a thread (demo reset)."""
+    state_store(settings).saver.delete_thread(thread_id)

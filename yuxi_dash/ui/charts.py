@@ -16,6 +16,8 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
+from yuxi_dash.display import count, pct, stamp
+from yuxi_dash.usage import SUGGESTION_LABEL
 from yuxi_dash.usage import SUGGESTION_RATIO as SUGGESTION_LINE
 
 THRESHOLD_LINE = 1.0
@@ -61,7 +63,21 @@ def _rule(y: float, color: str, label: str, *, label_at_x: float | None = None) 
 
 
 def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
-    """Heatmap cells (x0, x1, y0, y1, threads) under points (one row per thread)."""
+    """Heatmap cells (x0, x1, y0, y1, threads) under points (one row per thread).
+
+    Tooltips show text made by `yuxi_dash.display`, so a pressure reads as it does
+    everywhere else (the browser would round halves its own way).
+    """
+    heatmap = heatmap.assign(
+        **{f"{edge}_text": [pct(v) for v in heatmap[edge]] for edge in ("x0", "x1", "y0", "y1")},
+        threads_text=[count(v) for v in heatmap["threads"]],
+    )
+    points = points.assign(
+        pressure_text=[pct(v) for v in points["summary_pressure_ratio"]],
+        usage_text=[pct(v) for v in points["context_usage_ratio"]],
+        next_text=[count(v) for v in points["next_llm_input_tokens"]],
+        trigger_text=[count(v) for v in points["summary_trigger_tokens"]],
+    )
     x_scale = alt.Scale(domain=[0, 1])
     y_top = max(1.2, float(heatmap["y1"].max()) if not heatmap.empty else 0.0)
     if not points.empty:
@@ -83,11 +99,11 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
                 scale=alt.Scale(scheme="greys", type="log"),
             ),
             tooltip=[
-                alt.Tooltip("threads:Q", title="Threads"),
-                alt.Tooltip("x0:Q", title="Usage from", format=".1%"),
-                alt.Tooltip("x1:Q", title="Usage to", format=".1%"),
-                alt.Tooltip("y0:Q", title="Pressure from", format=".0%"),
-                alt.Tooltip("y1:Q", title="Pressure to", format=".0%"),
+                alt.Tooltip("threads_text:N", title="Threads"),
+                alt.Tooltip("x0_text:N", title="Usage from"),
+                alt.Tooltip("x1_text:N", title="Usage to"),
+                alt.Tooltip("y0_text:N", title="Pressure from"),
+                alt.Tooltip("y1_text:N", title="Pressure to"),
             ],
         )
     )
@@ -104,10 +120,10 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
                 alt.Tooltip("thread_id:N", title="Thread"),
                 alt.Tooltip("user_id:N", title="User"),
                 alt.Tooltip("agent_slug:N", title="Agent"),
-                alt.Tooltip("summary_pressure_ratio:Q", title="Summary pressure", format=".1%"),
-                alt.Tooltip("context_usage_ratio:Q", title="Context usage", format=".1%"),
-                alt.Tooltip("next_llm_input_tokens:Q", title="Next input tokens", format=","),
-                alt.Tooltip("summary_trigger_tokens:Q", title="Summary threshold", format=","),
+                alt.Tooltip("pressure_text:N", title="Summary pressure"),
+                alt.Tooltip("usage_text:N", title="Context usage"),
+                alt.Tooltip("next_text:N", title="Next input tokens"),
+                alt.Tooltip("trigger_text:N", title="Summary threshold"),
             ],
         )
         .add_params(pick)
@@ -115,7 +131,12 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
     layers = [
         cells,
         dots,
-        _rule(SUGGESTION_LINE, "#d97706", "85% — compression suggested", label_at_x=1.0),
+        _rule(
+            SUGGESTION_LINE,
+            "#d97706",
+            f"{SUGGESTION_LABEL} — compression suggested",
+            label_at_x=1.0,
+        ),
         _rule(THRESHOLD_LINE, "#dc2626", "100% — summary threshold", label_at_x=1.0),
     ]
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=460)
@@ -132,27 +153,31 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
     long["series"] = long["series"].map(
         {"summary_pressure_ratio": "Summary pressure", "context_usage_ratio": "Context usage"}
     )
+    long["at_text"] = [stamp(v) for v in long["measured_at"]]
+    long["ratio_text"] = [pct(v) for v in long["ratio"]]
     lines = (
         alt.Chart(long)
         .mark_line(point=False, interpolate="step-after")
         .encode(
-            x=alt.X("measured_at:T", title="Measured at"),
+            x=alt.X("measured_at:T", title="Measured at (UTC)", scale=alt.Scale(type="utc")),
             y=alt.Y("ratio:Q", title="Ratio", axis=alt.Axis(format="%")),
             color=alt.Color("series:N", title="Series"),
             tooltip=[
-                alt.Tooltip("measured_at:T", title="At", format="%Y-%m-%d %H:%M"),
-                alt.Tooltip("series:N"),
-                alt.Tooltip("ratio:Q", format=".1%"),
+                alt.Tooltip("at_text:N", title="At"),
+                alt.Tooltip("series:N", title="Series"),
+                alt.Tooltip("ratio_text:N", title="Ratio"),
             ],
         )
     )
     events = timeline[timeline["source"].isin(list(_SOURCE_LABELS))].copy()
     events["event"] = events["source"].map(_SOURCE_LABELS)
+    events["at_text"] = [stamp(v) for v in events["measured_at"]]
+    events["pressure_text"] = [pct(v) for v in events["summary_pressure_ratio"]]
     markers = (
         alt.Chart(events)
         .mark_point(size=140, filled=True)
         .encode(
-            x="measured_at:T",
+            x=alt.X("measured_at:T", scale=alt.Scale(type="utc")),
             y="summary_pressure_ratio:Q",
             shape=alt.Shape(
                 "event:N",
@@ -163,52 +188,78 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
             ),
             color=alt.value("#111827"),
             tooltip=[
-                alt.Tooltip("measured_at:T", title="At", format="%Y-%m-%d %H:%M"),
+                alt.Tooltip("at_text:N", title="At"),
                 alt.Tooltip("event:N", title="Event"),
-                alt.Tooltip("summary_pressure_ratio:Q", title="Pressure after", format=".1%"),
+                alt.Tooltip("pressure_text:N", title="Pressure after"),
             ],
         )
     )
     return alt.layer(
         lines,
         markers,
-        _rule(SUGGESTION_LINE, "#d97706", "85%"),
+        _rule(SUGGESTION_LINE, "#d97706", SUGGESTION_LABEL),
         _rule(THRESHOLD_LINE, "#dc2626", "100%"),
     ).properties(height=320)
 
 
+SENT_ROW = "Next model input"
+AWAY_ROW = "Compressed away"
+
+
 def breakdown_frame(breakdown: Mapping[str, int]) -> pd.DataFrame:
-    """The breakdown dict as rows in a fixed order, zero parts left in (so every part is listed)."""
+    """The breakdown dict as rows in a fixed order, zero parts left in (so every part is listed).
+
+    ``row`` says which bar a part belongs to: what the next call is sent, or what
+    compression took out of it; ``tokens_text`` is the count as every page writes it.
+    """
+    tokens = [int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS]
     return pd.DataFrame(
         {
             "part": [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
-            "tokens": [int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS],
+            "tokens": tokens,
+            "tokens_text": [count(t) for t in tokens],
             "order": list(range(len(BREAKDOWN_PARTS))),
             "sent": [p != "compressed_away" for p in BREAKDOWN_PARTS],
+            "row": [SENT_ROW if p != "compressed_away" else AWAY_ROW for p in BREAKDOWN_PARTS],
         }
     )
 
 
 def context_breakdown_chart(breakdown: Mapping[str, int]) -> alt.Chart:
-    """One horizontal stacked bar: the next model input by part (plus what was compressed away)."""
+    """Two horizontal bars on one token scale: the next model input stacked by part, and
+    below it what compression took out (summarized messages, offloaded tool output).
+
+    Compressed-away tokens are not part of the next input, so they get their own bar
+    instead of extending the input's; every legend label is shown whole.
+    """
     frame = breakdown_frame(breakdown)
+    labels = [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS]
     return (
-        alt.Chart(frame[frame["tokens"] > 0])
-        .mark_bar(height=36)
+        alt.Chart(frame)  # zero parts too: an empty row still says "nothing compressed away"
+        .mark_bar()
         .encode(
             x=alt.X("sum(tokens):Q", title="Tokens", stack="zero", axis=alt.Axis(format=",.0f")),
+            y=alt.Y(
+                "row:N",
+                title=None,
+                sort=[SENT_ROW, AWAY_ROW],
+                axis=alt.Axis(labelLimit=0, labelFontSize=12, labelPadding=6),
+            ),
             color=alt.Color(
                 "part:N",
-                title="Part",
-                legend=alt.Legend(orient="bottom", columns=3),
-                sort=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
+                title=None,
+                legend=alt.Legend(orient="right", labelLimit=0, symbolType="square"),
+                sort=labels,
                 scale=alt.Scale(
-                    domain=[BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
-                    range=["#64748b", "#a78bfa", "#f59e0b", "#3b82f6", "#10b981", "#e5e7eb"],
+                    domain=labels,
+                    range=["#64748b", "#a78bfa", "#f59e0b", "#3b82f6", "#10b981", "#cbd5e1"],
                 ),
             ),
             order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("part:N"), alt.Tooltip("tokens:Q", format=",")],
+            tooltip=[
+                alt.Tooltip("part:N", title="Part"),
+                alt.Tooltip("tokens_text:N", title="Tokens"),
+            ],
         )
-        .properties(height=60)
+        .properties(height=alt.Step(34))
     )

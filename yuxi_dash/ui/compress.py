@@ -1,10 +1,10 @@
 """The compress action in the UI: ask, confirm with a preview, run through the service, report.
 
 Flow: a button's callback stores the threads the operator picked (with the
-version each row showed) under `PENDING_KEY`; while something is pending the
+checkpoint each row showed) under `PENDING_KEY`; while something is pending the
 page opens `confirm_dialog`, which shows `service.preview_compression` for
 each thread and, on confirm, calls `service.compress_thread_context` one
-thread at a time with the version the operator saw in that preview (a state
+thread at a time with the checkpoint the operator saw in that preview (a state
 that moved since is refused as stale). Every outcome or refusal becomes one
 line under `RESULTS_KEY`, the cached loaders are cleared, and the app reruns.
 The service checks the role again: the disabled button is a courtesy only.
@@ -21,7 +21,7 @@ import streamlit as st
 from yuxi_dash.auth import Actor
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.service import compress_thread_context, preview_compression
-from yuxi_dash.ui.format import error_line, outcome_line, tokens
+from yuxi_dash.ui.format import error_line, literal, md, outcome_line, tokens
 from yuxi_dash.ui.loaders import clear_loaders
 
 log = logging.getLogger(__name__)
@@ -32,10 +32,10 @@ PREVIEW_KEY = "compress_preview"
 
 
 def request_compression(items: list[dict[str, Any]]) -> None:
-    """Button callback: remember what to confirm ([{thread_id, version}, ...])."""
+    """Button callback: remember what to confirm ([{thread_id, checkpoint_id}, ...])."""
     st.session_state.pop(PREVIEW_KEY, None)
     st.session_state[PENDING_KEY] = [
-        {"thread_id": str(i["thread_id"]), "version": int(i["version"])} for i in items
+        {"thread_id": str(i["thread_id"]), "checkpoint_id": i.get("checkpoint_id")} for i in items
     ]
 
 
@@ -44,13 +44,15 @@ def _dismiss() -> None:
     st.session_state.pop(PREVIEW_KEY, None)
 
 
-def compress_one(thread_id: str, version: int | None, actor: Actor) -> tuple[str, str]:
+def compress_one(thread_id: str, checkpoint_id: str | None, actor: Actor) -> tuple[str, str]:
     """Run one compression through the locked service core.
 
     Returns (kind, one line) with kind "completed", "no_op" or "refused".
     """
     try:
-        result = compress_thread_context(thread_id, actor=actor, expected_version=version)
+        result = compress_thread_context(
+            thread_id, actor=actor, expected_checkpoint_id=checkpoint_id
+        )
     except YuxiDashError as exc:
         return "refused", error_line(exc, thread_id=thread_id)
     except Exception as exc:  # noqa: BLE001 - shown as one line; details go to the log
@@ -67,19 +69,23 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
             preview = preview_compression(thread_id)
         except YuxiDashError as exc:
             rows.append(
-                {"thread_id": thread_id, "version": item["version"], "note": error_line(exc)}
+                {
+                    "thread_id": thread_id,
+                    "checkpoint_id": item["checkpoint_id"],
+                    "note": error_line(exc),
+                }
             )
             continue
         note = preview.reason or (f"busy ({preview.busy_reason})" if preview.busy_reason else "")
         if preview.reason == "compression_unsupported":  # an unknown agent keeps agent_not_found
             note = "agent does not support context compression"
-        if preview.version != item["version"]:
-            changed = f"changed since the list was loaded (v{item['version']} → v{preview.version})"
+        if preview.checkpoint_id != item["checkpoint_id"]:
+            changed = "changed since the list was loaded"
             note = f"{note}; {changed}" if note else changed
         rows.append(
             {
                 "thread_id": thread_id,
-                "version": preview.version,
+                "checkpoint_id": preview.checkpoint_id,
                 "messages to summarize": preview.messages_to_summarize,
                 "tokens before (est.)": tokens(preview.estimated_before_tokens),
                 "tokens after (est.)": tokens(preview.estimated_after_tokens),
@@ -87,6 +93,12 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _literal_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The preview rows for st.table, whose every cell is Markdown: ids and notes shown as written."""
+    frame = pd.DataFrame([{k: literal(v) for k, v in row.items()} for row in rows])
+    return frame.set_index("thread_id")
 
 
 @st.dialog("Compress context", width="large", on_dismiss=_dismiss)
@@ -98,17 +110,17 @@ def confirm_dialog(actor: Actor) -> None:
         return
     rows = st.session_state.get(PREVIEW_KEY)
     if rows is None or [r["thread_id"] for r in rows] != [i["thread_id"] for i in pending]:
-        # previewed once per request: confirming uses the versions shown here, not newer ones
+        # previewed once per request: confirming uses the checkpoints shown here, not newer ones
         rows = _preview_rows(pending)
         st.session_state[PREVIEW_KEY] = rows
     st.write(
         "The history before the kept recent messages is summarized into one message; "
         "the full history is appended to the thread's conversation-history file."
     )
-    st.table(pd.DataFrame(rows).set_index("thread_id"))
+    st.table(_literal_table(rows))
     left, right = st.columns(2)
     confirmed = left.button(
-        f"Compress {len(rows)} thread{'s' if len(rows) != 1 else ''}",
+        md("Compress {} thread{}", len(rows), "s" if len(rows) != 1 else ""),
         type="primary",
         key="confirm_compress",
         width="stretch",
@@ -120,16 +132,16 @@ def confirm_dialog(actor: Actor) -> None:
         return
     results: list[dict[str, Any]] = []
     label = rows[0]["thread_id"] if len(rows) == 1 else f"{len(rows)} threads"
-    with st.status(f"Compressing {label}…", expanded=True) as status:
-        progress = st.progress(0.0, text=f"0 of {len(rows)} done")
+    with st.status(md("Compressing {}…", label), expanded=True) as status:
+        progress = st.progress(0.0, text=md("0 of {} done", len(rows)))
         for index, row in enumerate(rows, start=1):
-            kind, line = compress_one(row["thread_id"], row.get("version"), actor)
+            kind, line = compress_one(row["thread_id"], row.get("checkpoint_id"), actor)
             results.append({"thread_id": row["thread_id"], "kind": kind, "line": line})
-            st.write(line)
-            progress.progress(index / len(rows), text=f"{index} of {len(rows)} done")
+            st.write(literal(line))
+            progress.progress(index / len(rows), text=md("{} of {} done", index, len(rows)))
         done = sum(r["kind"] == "completed" for r in results)
         status.update(
-            label=f"Done: {done} of {len(results)} compressed",
+            label=md("Done: {} of {} compressed", done, len(results)),
             state="complete" if done == len(results) else "error",
         )
     st.session_state[RESULTS_KEY] = results
@@ -142,7 +154,7 @@ def show_results() -> None:
     """The latest outcomes, one line per thread."""
     show = {"completed": st.success, "no_op": st.info, "refused": st.error}
     for result in st.session_state.get(RESULTS_KEY) or []:
-        show.get(result["kind"], st.error)(result["line"])
+        show.get(result["kind"], st.error)(literal(result["line"]))
 
 
 def maybe_open_dialog(actor: Actor) -> None:

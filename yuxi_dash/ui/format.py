@@ -1,17 +1,33 @@
 """Plain-text formatting for the dashboard: ratios, tokens, ages, and one-line outcomes.
 
 Pure functions (no Streamlit), so pages stay thin and the wording is tested
-once: the operator sees every outcome or refusal as exactly one line.
+once: the operator sees every outcome or refusal as exactly one line. A ratio,
+a count, a moment and a LaunchDarkly reason read as `yuxi_dash.display` writes
+them (re-exported here), the same as on the CLI.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import string
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from yuxi_dash.auth import Actor, Role
+from yuxi_dash.display import (  # noqa: F401 - re-exported: the pages' one formatter per kind
+    MISSING,
+    PERCENT_FORMAT,
+    absent,
+    count,
+    ident,
+    pct,
+    percent_value,
+    plain,
+    reason_text,
+    stamp,
+)
 from yuxi_dash.errors import YuxiDashError
 
 _REFUSAL_PREFIX = {
@@ -27,18 +43,9 @@ _REFUSAL_PREFIX = {
 }
 
 
-def pct(ratio: float | None) -> str:
-    """0.8734 -> '87.3%'; None -> '–'."""
-    if ratio is None:
-        return "–"
-    return f"{ratio * 100:.1f}%"
-
-
-def tokens(count: int | None) -> str:
-    """102400 -> '102,400'."""
-    if count is None:
-        return "–"
-    return f"{int(count):,}"
+def tokens(value: float | None) -> str:
+    """A token or character count with separators: 102400 -> '102,400' (see `display.count`)."""
+    return count(value)
 
 
 def tokens_to_threshold(next_llm_input_tokens: int, summary_trigger_tokens: int) -> int:
@@ -55,9 +62,16 @@ def busy_label(reason: str | None) -> str:
     return _text_or_none(reason) or "idle"
 
 
+def short_id(checkpoint_id: str | None) -> str:
+    """A checkpoint id as people compare them: its last 8 characters, or 'none'."""
+    if absent(checkpoint_id) or not checkpoint_id:
+        return "none"
+    return f"…{str(checkpoint_id)[-8:]}"
+
+
 def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
     """A short relative age: 'just now', '5 min ago', '3 h ago', '2 d ago', or 'never'."""
-    if moment is None:
+    if absent(moment):  # None, or pandas' NaT for a thread never compressed
         return "never"
     now = now or datetime.now(UTC)
     if moment.tzinfo is None:
@@ -72,35 +86,158 @@ def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
     return f"{int(seconds // 86400)} d ago"
 
 
-def stamp(moment: datetime | str | None) -> str:
-    """A moment to the minute in UTC: '2026-11-19 15:40 UTC'; text that is no date as it is."""
-    if moment is None:
-        return "–"
-    if isinstance(moment, str):
-        try:
-            moment = datetime.fromisoformat(moment)
-        except ValueError:
-            return moment
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+# --- showing text that came from outside (users, models, tools, the graph, the URL) ---------
+#
+# Streamlit renders every body, caption, alert, title, widget label, help tooltip, expander
+# and tab label, metric, progress text and st.table cell as GitHub-flavoured Markdown, where
+# `![x](https://host/p.png)` makes the viewer's browser fetch from that host. Any string that
+# did not come from this code goes through `markdown_literal` (`literal`, `md`, `code`).
+
+_ALWAYS_ESCAPED = frozenset("\\`*<$|~")  # code spans, emphasis, HTML/autolinks, math, tables
+_LINE_START_ESCAPED = frozenset("#+-=>[(")  # headings, lists, quotes, setext, definitions
+_ORDERED_MARKER = re.compile(r"\d{1,9}[.)]")
+WORD_JOINER = "\u2060"  # invisible; stops GFM turning a bare http:// or www. into a link
 
 
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+class MarkdownSafe(str):
+    """Text ready for Streamlit's Markdown: a constant of this code, or built by `md`,
+    `literal` or `code`, so every outside string in it shows exactly as written."""
 
 
-def markdown_literal(text: str) -> str:
-    """``text`` escaped so Streamlit's markdown shows it as written: no links, images, HTML or math.
+def _escape_line(line: str) -> str:
+    out: list[str] = []
+    marker = _ORDERED_MARKER.match(line)
+    list_dot = marker.end() - 1 if marker else -1
+    last = len(line) - 1
+    for index, char in enumerate(line):
+        before = line[index - 1] if index else ""
+        after = line[index + 1] if index < last else ""
+        escape = (
+            char in _ALWAYS_ESCAPED
+            or (index == 0 and char in _LINE_START_ESCAPED)
+            or index == list_dot
+            or (char == "_" and not (before.isalnum() and after.isalnum()))
+            or (char == "]" and after == "(")  # no inline link or image can close
+            or (char == "&" and (not after or after.isalnum() or after == "#"))  # entities
+            or (char == ":" and (not after or after == "/" or after.isascii() and after.isalpha()))
+        )
+        if char == "." and line[max(0, index - 3) : index].lower() == "www":
+            out.append(WORD_JOINER)
+        out.append("\\" + char if escape else char)
+        if char == ":" and line.startswith("//", index + 1):
+            out.append(WORD_JOINER)
+    return "".join(out)
+
+
+def markdown_literal(text: str) -> MarkdownSafe:
+    """``text`` escaped so Streamlit's Markdown shows it as written: no links, images, HTML,
+    math, headings, lists, emphasis or code, wherever in a page it is put.
 
     Users' own words are shown to support staff; a message holding ``![](https://...)``
-    must not make the staff member's browser fetch anything. Line breaks are kept.
+    must not make the staff member's browser fetch anything. Escapes are added only where a
+    character could start Markdown (``_`` inside a word, ``-`` or ``.`` mid-line stay as they
+    are), so ids and error lines read unchanged. Line breaks are kept (leading blanks of a
+    line dropped, as Markdown would); a bare ``http://`` or ``www.`` gets an invisible word
+    joiner so it is not made a link.
     """
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", text).replace("\n", "  \n")
+    lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return MarkdownSafe("  \n".join(_escape_line(line.lstrip(" \t")) for line in lines))
+
+
+def literal(value: object) -> MarkdownSafe:
+    """Any value shown as written in Markdown (None as nothing); already-safe text as it is."""
+    if isinstance(value, MarkdownSafe):
+        return value
+    return markdown_literal("" if value is None else str(value))
+
+
+def code(value: object) -> MarkdownSafe:
+    """``value`` as one inline code span, whatever backticks or line breaks it holds."""
+    text = " ".join(str("" if value is None else value).splitlines())
+    if not text:
+        return MarkdownSafe("")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return MarkdownSafe(f"{fence}{pad}{text}{pad}{fence}")
+
+
+class _LiteralFormatter(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if value is None or (absent(value) and not isinstance(value, str)):
+            return MISSING  # no value reads "–", never "None", "nan" or "NaT"
+        if isinstance(value, MarkdownSafe):
+            return format(str(value), format_spec)
+        return markdown_literal(format(value, format_spec))
+
+
+_FORMATTER = _LiteralFormatter()
+
+
+@functools.lru_cache(maxsize=512)
+def _checked_template(template: str) -> str:
+    """Refuse a template where an escaped value could join trusted text into Markdown."""
+    previous_was_field = False
+    for text, field, _spec, _conversion in _FORMATTER.parse(template):
+        if previous_was_field and text[:1] in ("(", "`"):
+            raise ValueError(f"md template puts {text[:1]!r} right after a value: {template!r}")
+        if field is not None and text.endswith("`"):
+            raise ValueError(f"md template puts a value in backticks (use code()): {template!r}")
+        previous_was_field = field is not None
+    return template
+
+
+def md(template: str, /, *args: Any, **kwargs: Any) -> MarkdownSafe:
+    """``template`` (trusted Markdown written in this code) with every value shown literally.
+
+    ``md("User **{}** · {:,} facts", user_id, count)``: each value is formatted with its spec,
+    then escaped by `markdown_literal` unless it is already `MarkdownSafe` (from `code`,
+    `literal` or `md`).
+    """
+    return MarkdownSafe(_FORMATTER.vformat(_checked_template(template), args, kwargs))
 
 
 def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, with an ellipsis when it was longer."""
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def page_count(total: int, size: int) -> int:
+    """How many pages of ``size`` hold ``total`` items or characters (at least one)."""
+    return max(1, -(-max(0, int(total)) // max(1, int(size))))
+
+
+def _line_start(text: str, offset: int, position: int, total: int, reach: int) -> int:
+    """The first line start in [position, position + reach), else ``position`` itself."""
+    if position <= 0 or position >= total:
+        return min(max(position, 0), total)
+    local = position - offset
+    if 0 < local <= len(text) and text[local - 1] == "\n":
+        return position
+    newline = text.find("\n", max(local, 0), max(local, 0) + reach)
+    return offset + newline + 1 if newline != -1 else position
+
+
+def page_bounds(text: str, offset: int, total: int, page: int, size: int) -> tuple[int, int]:
+    """[start, end) of page ``page`` (1-based) of a ``total``-character text, on line starts.
+
+    Page p holds the lines that start within its ``size`` characters, so no page begins in
+    the middle of a line. A line running on for more than half a page past the edge is cut
+    there (a minified JSON document has no other place to cut), so no page is ever empty.
+    ``text`` holds characters [offset, offset + len(text)); it must cover one character
+    before the page and half a page past its end (`page_window` says which).
+    """
+    reach = max(1, size // 2)
+    nominal = (max(1, page) - 1) * size
+    start = _line_start(text, offset, nominal, total, reach)
+    end = _line_start(text, offset, nominal + size, total, reach)
+    return start, max(start, end)
+
+
+def page_window(page: int, size: int) -> tuple[int, int]:
+    """(offset, limit) of the characters `page_bounds` needs to place page ``page``."""
+    nominal = (max(1, page) - 1) * size
+    offset = max(0, nominal - 1)
+    return offset, nominal + size + max(1, size // 2) - offset
 
 
 def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
@@ -112,6 +249,8 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
         return f"needs the operator role ({actor.id} is {actor.role.label})"
     if row.get("status") == "deleted":
         return "thread is deleted"
+    if row.get("attached"):
+        return "this thread belongs to the attached platform"
     if not row.get("capable"):
         return f"agent {row.get('agent_slug')} does not support context compression"
     reason = _text_or_none(row.get("busy_reason"))
@@ -146,25 +285,6 @@ def outcome_line(thread_id: str, result: Mapping[str, Any]) -> str:
     return f"{thread_id}: nothing compressed ({reason}); {before} tokens unchanged"
 
 
-def saved_result_parts(text: str) -> dict[str, Any] | None:
-    """Split a saved-result message into header fields, the preview, and the truncation note.
-
-    None when `text` is not a saved-result message.
-    """
-    from yuxi_dash.compression.compaction import parse_saved_header
-
-    fields = parse_saved_header(text)
-    if not fields:
-        return None
-    _, _, rest = text.partition("\nOutput preview:\n")
-    preview, sep, note = rest.rpartition("\n[Truncated ")
-    if not sep:
-        preview, note = rest, ""
-    else:
-        note = "[Truncated " + note
-    return {"fields": fields, "preview": preview, "note": note}
-
-
 def structured_records(preview: str) -> dict[str, Any] | None:
     """The records of a structured query_kb / web_search preview (compact JSON), else None.
 
@@ -181,13 +301,20 @@ def structured_records(preview: str) -> dict[str, Any] | None:
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         return None
     records = []
+    # values every listed record shares are written once, in "common": overlay them
+    common = document.get("common") if isinstance(document.get("common"), dict) else {}
     for record in document["results"]:
         if not isinstance(record, dict):
             continue
-        flat = {k: v for k, v in record.items() if k != "metadata"}
-        metadata = record.get("metadata")
-        if isinstance(metadata, dict):
-            flat.update({f"metadata.{k}": v for k, v in metadata.items()})
+        flat: dict[str, Any] = {}
+        for source in (record, common):  # a record's own value wins
+            for key, value in source.items():
+                if key != "metadata":
+                    flat.setdefault(key, value)
+            metadata = source.get("metadata")
+            if isinstance(metadata, dict):
+                for key, value in metadata.items():
+                    flat.setdefault(f"metadata.{key}", value)
         records.append(flat)
     return {
         "kind": document.get("kind"),

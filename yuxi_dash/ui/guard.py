@@ -14,8 +14,8 @@ import sqlalchemy as sa
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.ui.format import error_line
+from yuxi_dash.errors import StoreUnavailable, YuxiDashError
+from yuxi_dash.ui.format import error_line, literal
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,11 @@ def run_guarded(page: Page) -> None:
     """Run a navigation page, turning escaped typed / database errors into one line."""
     try:
         page.run()
+    except StoreUnavailable:  # the checkpointer of our database could not connect
+        log.warning("database unavailable (checkpointer)")
+        st.error(literal(STORE_UNAVAILABLE))
     except YuxiDashError as exc:
-        st.error(error_line(exc))
+        st.error(literal(error_line(exc)))  # a refusal may quote an id from the URL
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
         log.warning("database unavailable (%s)", type(exc).__name__)
-        st.error(STORE_UNAVAILABLE)
+        st.error(literal(STORE_UNAVAILABLE))

@@ -1,147 +1,61 @@
-"""Who is looking at the dashboard: local, OIDC (st.login) or trusted-proxy identity.
+"""Who is looking at the dashboard: the Streamlit side of identity.
 
-`resolve_identity` is the pure decision (settings + what the request carries ->
-an Actor or a one-line refusal); `current_identity` feeds it from Streamlit
-(`st.user`, `st.context.headers`, the bound address); `require_actor` is what
-app.py and every page call first: it draws the refusal page and stops the run
-when nobody acceptable is asking, so a refused visitor sees nothing else.
-
-Modes (settings.auth_mode):
-- local: the one operator named in settings (`local_operator`); role from the
-  allowlists, or ADMIN when no list names them. The server binds 127.0.0.1.
-- oidc: `st.login()` / `st.user` (needs `[auth]` in .streamlit/secrets.toml);
-  the signed-in email must be on an allowlist.
-- proxy: the email in `proxy_user_header`, believed only when the request also
-  carries `proxy_secret_header` equal to `proxy_secret`, or when the server is
-  bound to loopback (so only a proxy on the same host can reach it).
+`current_identity` reads what the request carries from Streamlit (`st.user`,
+`st.context.headers`, the address Streamlit bound, the session's TCP peer) and
+hands it to `yuxi_dash.auth.resolve_identity`, the pure decision (modes and
+rules are described there); `require_actor` is what app.py and every page call
+first: it draws the refusal page and stops the run when nobody acceptable is
+asking, so a refused visitor sees nothing else.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from yuxi_dash.auth import Actor, Role, role_for_email
+from yuxi_dash.auth import Actor, Identity, Role, is_loopback, resolve_identity
 from yuxi_dash.settings import Settings, get_settings
 
-
-@dataclass(frozen=True)
-class Identity:
-    """The outcome of identifying a request: an actor, or why there is none."""
-
-    actor: Actor | None
-    refusal: str | None = None
-    needs_login: bool = False
-    banner: str | None = None
-
-
-def is_loopback(address: str | None) -> bool:
-    """True when `address` (a bind address or host name) only accepts local connections."""
-    if not address:
-        return False  # unset means every interface
-    host = address.strip().strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _lower_keys(headers: Mapping[str, str]) -> dict[str, str]:
-    return {str(key).lower(): str(value) for key, value in headers.items()}
-
-
-def _email_from_header(value: str) -> str:
-    """Accept `someone@example.com` or `Some One <someone@example.com>`."""
-    value = value.strip()
-    if "<" in value and value.endswith(">"):
-        value = value[value.rindex("<") + 1 : -1]
-    return value.strip().lower()
-
-
-def _local_identity(settings: Settings) -> Identity:
-    email = settings.local_operator.strip().lower()
-    role = role_for_email(email, settings) or Role.ADMIN
-    return Identity(
-        actor=Actor(id=email, role=role, email=email, via="local"),
-        banner=(
-            f"Local mode: you are {email} ({role.label}). Anyone who can reach this "
-            "machine's 127.0.0.1 acts as this operator; use oidc or proxy mode for a team."
-        ),
-    )
-
-
-def _oidc_identity(
-    settings: Settings, user_info: Mapping[str, Any], auth_configured: bool
-) -> Identity:
-    if not auth_configured:
-        return Identity(
-            actor=None,
-            refusal=(
-                "OIDC mode needs an [auth] section in .streamlit/secrets.toml "
-                "(see .streamlit/secrets.toml.example)."
-            ),
-        )
-    if not user_info.get("is_logged_in"):
-        return Identity(actor=None, refusal="Sign in to use yuxi-dash.", needs_login=True)
-    email = str(user_info.get("email") or "").strip().lower()
-    role = role_for_email(email, settings)
-    if role is None:
-        return Identity(
-            actor=None, refusal=f"{email or 'This account'} is not allowed to use yuxi-dash."
-        )
-    return Identity(actor=Actor(id=email, role=role, email=email, via="oidc"))
-
-
-def _proxy_identity(
-    settings: Settings, headers: Mapping[str, str], server_address: str | None
-) -> Identity:
-    lowered = _lower_keys(headers)
-    presented = lowered.get(settings.proxy_secret_header.lower())
-    if settings.proxy_secret:
-        trusted = presented is not None and hmac.compare_digest(
-            presented.encode(), settings.proxy_secret.encode()
-        )
-    else:
-        trusted = False
-    if not trusted and not is_loopback(server_address):
-        return Identity(
-            actor=None,
-            refusal=(
-                "Proxy mode: this request did not come through the trusted proxy "
-                "(shared-secret header missing or wrong, and the server is not bound to loopback)."
-            ),
-        )
-    email = _email_from_header(lowered.get(settings.proxy_user_header.lower(), ""))
-    if not email:
-        return Identity(actor=None, refusal="Proxy mode: the proxy did not say who you are.")
-    role = role_for_email(email, settings)
-    if role is None:
-        return Identity(actor=None, refusal=f"{email} is not allowed to use yuxi-dash.")
-    return Identity(actor=Actor(id=email, role=role, email=email, via="proxy"))
-
-
-def resolve_identity(
-    settings: Settings,
-    *,
-    user_info: Mapping[str, Any] | None = None,
-    headers: Mapping[str, str] | None = None,
-    server_address: str | None = None,
-    auth_configured: bool = False,
-) -> Identity:
-    """Decide who is asking from what the request carries; never raises."""
-    if settings.auth_mode == "local":
-        return _local_identity(settings)
-    if settings.auth_mode == "oidc":
-        return _oidc_identity(settings, user_info or {}, auth_configured)
-    return _proxy_identity(settings, headers or {}, server_address)
+__all__ = [
+    "Identity",
+    "current_identity",
+    "is_loopback",
+    "require_actor",
+    "resolve_identity",
+    "show_refusal",
+]
 
 
 # --- Streamlit glue -----------------------------------------------------------
+
+
+def _session_peer() -> tuple[str | None, bool]:
+    """(the TCP peer address of this session's websocket, whether a real server carries it).
+
+    Streamlit's `st.context.ip_address` turns a loopback peer into None, the same
+    as "unknown", so the raw address is read from the session's client context.
+    AppTest installs a stand-in runtime (not a `Runtime`): no socket, no peer.
+    """
+    from streamlit import runtime
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if not runtime.exists() or type(runtime.get_instance()) is not Runtime:
+        return None, False
+    ctx = get_script_run_ctx()
+    client = runtime.get_instance().get_client(ctx.session_id) if ctx is not None else None
+    remote = getattr(getattr(client, "client_context", None), "remote_ip", None)
+    return (remote if isinstance(remote, str) else None), True
+
+
+def _request_headers() -> list[tuple[str, str]]:
+    """Every header of this session's opening request, repeated ones included."""
+    import streamlit as st
+
+    headers = st.context.headers
+    if not headers:
+        return []
+    return [(key, value) for key in headers for value in headers.get_all(key)]
 
 
 def current_identity(settings: Settings | None = None) -> Identity:
@@ -151,18 +65,21 @@ def current_identity(settings: Settings | None = None) -> Identity:
 
     settings = settings or get_settings()
     user_info: Mapping[str, Any] = {}
-    headers: Mapping[str, str] = {}
+    headers: list[tuple[str, str]] = []
     auth_configured = False
     if settings.auth_mode == "oidc":
         auth_configured = bool(get_secrets_auth_section())
         user_info = st.user.to_dict()
     elif settings.auth_mode == "proxy":
-        headers = dict(st.context.headers or {})
+        headers = _request_headers()
+    peer_address, served = _session_peer()
     return resolve_identity(
         settings,
         user_info=user_info,
         headers=headers,
         server_address=st.get_option("server.address"),
+        peer_address=peer_address,
+        served=served,
         auth_configured=auth_configured,
     )
 
@@ -171,8 +88,10 @@ def show_refusal(identity: Identity) -> None:
     """The refusal page: one line, a sign-in button when that would help, nothing else."""
     import streamlit as st
 
+    from yuxi_dash.ui.format import markdown_literal
+
     st.title("yuxi-dash")
-    st.error(identity.refusal or "You are not allowed to use yuxi-dash.")
+    st.error(markdown_literal(identity.refusal or "You are not allowed to use yuxi-dash."))
     if identity.needs_login:
         st.button("Sign in", type="primary", on_click=st.login)
 

@@ -1,12 +1,13 @@
 """Cached loaders: everything the Operations pages read, as plain frames and dicts.
 
-Each loader is `st.cache_data` with `settings.cache_ttl_seconds` as TTL and the
-database URL in its key (so two databases never share a cache entry), and
-returns picklable data (DataFrames, dicts), never ORM objects or sessions.
-`clear_loaders()` drops them all; pages call it after any write. Reads that
+Each loader is `st.cache_data` with `settings.cache_ttl_seconds` as TTL (read
+when it runs, not at import: `ui.cache`) and the database URL in its key (so
+two databases never share a cache entry), and returns picklable data
+(DataFrames, dicts), never ORM objects or sessions. `clear_loaders()` drops
+them all; pages call it after any write. Reads that
 must be fresh (the compression preview the operator confirms) or that are
-audited (opening a tool result's content) are not cached: pages call the
-service for those.
+audited (opening a tool result's content, reading the audit log) are not
+cached: pages call the service for those.
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-import streamlit as st
 
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import overview
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.usage import SUGGESTION_RATIO
-
-_TTL = get_settings().cache_ttl_seconds
 
 THREAD_COLUMNS = [
     "thread_id",
@@ -42,7 +41,8 @@ THREAD_COLUMNS = [
     "capable",
     "last_compression_at",
     "last_activity_at",
-    "version",
+    "checkpoint_id",
+    "attached",
 ]
 
 
@@ -57,7 +57,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 # --- overview -----------------------------------------------------------------
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _filter_choices(database_url: str) -> dict[str, list[str]]:
     with session_scope(get_settings()) as session:
         return overview.filter_choices(session)
@@ -68,7 +68,7 @@ def filter_choices() -> dict[str, list[str]]:
     return _filter_choices(_url())
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _overview(
     database_url: str,
     agent: str | None,
@@ -123,7 +123,7 @@ def pressure_overview(
 # --- threads --------------------------------------------------------------------
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[str, Any]:
     from yuxi_dash.store.queries import count_threads, list_threads
 
@@ -138,7 +138,7 @@ def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) 
     return _threads(_url(), min_pressure, limit)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _thread_ids(database_url: str, limit: int) -> list[str]:
     from yuxi_dash.store.queries import list_thread_ids
 
@@ -151,40 +151,38 @@ def thread_ids(limit: int = 2000) -> list[str]:
     return _thread_ids(_url(), limit)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
-    from yuxi_dash.compression import truncate_tool_args
-    from yuxi_dash.compression.state import is_summary_message, message_text
+    from yuxi_dash.attach import thread_store
+    from yuxi_dash.compression import context_view
+    from yuxi_dash.compression.state import message_text
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
-    from yuxi_dash.usage import context_breakdown
 
     with session_scope(get_settings()) as session:
-        detail = get_thread(session, thread_id)
+        detail = get_thread(session, thread_id, store_for=thread_store)  # attached: the platform's
         timeline = usage_timeline(session, thread_id)
         chat = chat_record(session, thread_id)
-    visible = []
-    # as the next call gets it: long write_file / edit_file arguments shortened
-    for message in truncate_tool_args(detail.state.model_visible_messages()):
-        text = message_text(message)
-        visible.append(
-            {
-                "type": message.type,
-                "name": getattr(message, "name", None),
-                "text": text,
-                "summary": is_summary_message(message),
-                "tool_calls": [
-                    {"name": c.get("name"), "args": c.get("args")}
-                    for c in getattr(message, "tool_calls", None) or []
-                ],
-            }
-        )
+    view = context_view(detail.state)  # as the next call gets it
+    visible = [
+        {
+            "type": item.message.type,
+            "name": getattr(item.message, "name", None),
+            "text": message_text(item.message),
+            "summary": item.summary,
+            "tool_calls": [
+                {"name": c.get("name"), "args": c.get("args")}
+                for c in getattr(item.message, "tool_calls", None) or []
+            ],
+        }
+        for item in view.messages
+    ]
     return {
         "summary": asdict(detail.summary),
-        "version": detail.version,
+        "checkpoint_id": detail.checkpoint_id,
         "token_usage": detail.token_usage,
         "agent": detail.agent.to_dict() if detail.agent else None,
-        "breakdown": context_breakdown(detail.state),
-        "messages_total": len(detail.state.messages),
+        "breakdown": view.breakdown,
+        "hidden_messages": view.hidden_messages,
         "visible": visible,
         "summary_file": detail.state.summary.file_path if detail.state.summary else None,
         "timeline": _frame(
@@ -229,7 +227,7 @@ TOOL_RESULT_COLUMNS = [
 ]
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _tool_results(
     database_url: str,
     thread_id: str | None,
@@ -267,7 +265,7 @@ def tool_results(
     return _tool_results(_url(), thread_id, user_id, tool_name, min_chars, limit, offset)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _verify_statuses(database_url: str, result_ids: tuple[int, ...]) -> dict[int, str]:
     from yuxi_dash.tool_results import verify_tool_results
 
@@ -282,41 +280,6 @@ def verify_statuses(result_ids: list[int]) -> dict[int, str]:
     return _verify_statuses(_url(), tuple(sorted(int(i) for i in result_ids)))
 
 
-# --- audit ---------------------------------------------------------------------------
-
-
-@st.cache_data(ttl=_TTL, show_spinner=False)
-def _audit(
-    database_url: str,
-    actor: str | None,
-    action: str | None,
-    target: str | None,
-    since: datetime | None,
-    limit: int,
-) -> pd.DataFrame:
-    from yuxi_dash.store.queries import list_audit
-
-    with session_scope(get_settings()) as session:
-        rows = list_audit(
-            session, actor=actor, action=action, target=target, since=since, limit=limit
-        )
-    return _frame(
-        [r.to_dict() for r in rows], ["id", "at", "actor", "action", "target", "outcome", "detail"]
-    )
-
-
-def audit_rows(
-    *,
-    actor: str | None = None,
-    action: str | None = None,
-    target: str | None = None,
-    since: datetime | None = None,
-    limit: int = 1000,
-) -> pd.DataFrame:
-    """Audit rows, newest first."""
-    return _audit(_url(), actor, action, target, since, limit)
-
-
 _CACHED = (
     _filter_choices,
     _overview,
@@ -325,13 +288,7 @@ _CACHED = (
     _thread_detail,
     _tool_results,
     _verify_statuses,
-    _audit,
 )
-
-
-def clear_audit_loader() -> None:
-    """Forget cached audit reads only (after a write that only added audit rows)."""
-    _audit.clear()
 
 
 def clear_loaders() -> None:

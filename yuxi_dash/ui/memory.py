@@ -25,10 +25,11 @@ from yuxi_dash.flags import MemoryGates
 from yuxi_dash.memory import service
 from yuxi_dash.memory.service import MemoryAccess
 from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.cache import settings_cached
+from yuxi_dash.ui.format import MarkdownSafe, code, literal, md, reason_text
 from yuxi_dash.ui.identity import require_actor
 
 T = TypeVar("T")
-_TTL = get_settings().cache_ttl_seconds
 USER_KEY = "memory_user"
 PICKER_LIMIT = 200
 
@@ -43,16 +44,16 @@ def guarded(load: Callable[[], T]) -> T:
     try:
         return load()
     except MemoryGatedOff as exc:
-        st.warning(exc.message, icon=":material/block:")
+        st.warning(literal(exc.message), icon=":material/block:")
         st.stop()
     except YuxiDashError as exc:
-        st.error(f"{exc.message} [{exc.code}]")
+        st.error(md("{} [{}]", exc.message, exc.code))
         st.stop()
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 # --- picker and gates -------------------------------------------------------
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _memory_users(server: str, search: str) -> tuple[list[str], int]:
     return service.list_memory_users(search=search, limit=PICKER_LIMIT)
 
@@ -75,7 +76,7 @@ def user_picker() -> tuple[str | None, bool]:
         if current and current not in options:
             options.insert(0, current)
         chosen = st.selectbox(
-            f"User ({total:,} match{'es' if total != 1 else ''})",
+            md("User ({:,} match{})", total, "es" if total != 1 else ""),
             options,
             index=options.index(current) if current in options else None,
             placeholder="choose a user",
@@ -95,7 +96,16 @@ def draw_gates(gates: MemoryGates) -> None:
     cols = st.columns(2)
     for col, flag in zip(cols, (gates.memory, gates.communities), strict=True):
         icon = ":material/toggle_on:" if flag.value else ":material/toggle_off:"
-        col.markdown(f"{icon} `{flag.key}` **{'on' if flag.value else 'off'}** — {flag.reason}")
+        state = "on" if flag.value else "off"
+        col.markdown(
+            md(
+                "{} {} **{}** — {}",
+                MarkdownSafe(icon),
+                code(flag.key),
+                state,
+                reason_text(flag.reason),
+            )
+        )
     if gates.source == "not_configured":
         st.info(
             "LaunchDarkly is not configured (no LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE), "
@@ -106,7 +116,7 @@ def draw_gates(gates: MemoryGates) -> None:
 def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
     """Identity, picker, gates, then the audited door. Stops the run when any step says no."""
     actor = require_actor()
-    st.title(title)
+    st.title(literal(title))
     user_id, no_graphs = user_picker()
     if not user_id:
         if no_graphs:
@@ -129,61 +139,61 @@ def clear_memory_caches() -> None:
 
 
 # --- cached loaders (reachable only with a MemoryAccess) ---------------------
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _stats(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.stats(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _index_health(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.index_health(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _index_probe(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.index_probe(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _entities(
     _access: MemoryAccess, user_id: str, server: str, search: str, limit: int, offset: int
 ) -> dict[str, Any]:
     return service.entities(_access, search=search, limit=limit, offset=offset)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _entity_detail(
     _access: MemoryAccess, user_id: str, server: str, uuid: str, valid_from: str, valid_to: str
 ) -> dict[str, Any]:
     return service.entity_detail(_access, uuid, valid_from=valid_from, valid_to=valid_to)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
-def _relations(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
+@settings_cached
+def _facts(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.relations(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _ratification(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.ratification(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _communities(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.communities(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _episodes(_access: MemoryAccess, user_id: str, server: str, limit: int) -> dict[str, Any]:
     return service.episodes(_access, limit=limit)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _chat(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
     return service.chat_vs_memory(_access)
 
 
-@st.cache_data(ttl=_TTL, show_spinner=False)
+@settings_cached
 def _warm_context(_access: MemoryAccess, user_id: str, server: str, query: str) -> dict[str, Any]:
     return service.warm_context(_access, query)
 
@@ -195,7 +205,7 @@ _LOADERS = (
     _index_probe,
     _entities,
     _entity_detail,
-    _relations,
+    _facts,
     _ratification,
     _communities,
     _episodes,
@@ -230,8 +240,9 @@ def load_entity_detail(
     )
 
 
-def load_relations(access: MemoryAccess) -> dict[str, Any]:
-    return guarded(lambda: _relations(access, access.user_id, _server_key()))
+def load_facts(access: MemoryAccess) -> dict[str, Any]:
+    """The Facts page: facts per relation name and likely duplicates (`service.relations`)."""
+    return guarded(lambda: _facts(access, access.user_id, _server_key()))
 
 
 def load_ratification(access: MemoryAccess) -> dict[str, Any]:

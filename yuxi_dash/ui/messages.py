@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.ui.format import markdown_literal, saved_result_parts, structured_records
+from yuxi_dash.compression import parse_saved_result
+from yuxi_dash.ui.format import code, count, literal, md, structured_records
 
 _AVATARS = {
     "human": "user",
@@ -34,12 +35,18 @@ def draw_preview(preview: str, *, max_chars: int | None = None) -> None:
         shown = preview if max_chars is None else preview[:max_chars]
         st.code(shown, language=None, wrap_lines=True)
         if len(shown) < len(preview):
-            st.caption(f"… {len(preview) - len(shown):,} more characters")
+            st.caption(md("… {:,} more characters", len(preview) - len(shown)))
         return
-    query = f" for “{structured['query']}”" if structured.get("query") else ""
-    st.caption(
-        f"{structured.get('kind') or 'results'}{query}: {structured['result_count']} results, "
-        f"{len(structured['records'])} shown, {structured['omitted_results']} omitted"
+    query = md(" for “{}”", structured["query"]) if structured.get("query") else ""
+    st.caption(  # kind, query and counts come from the tool's own JSON
+        md(
+            "{}{}: {} results, {} shown, {} omitted",
+            structured.get("kind") or "results",
+            query,
+            structured["result_count"],
+            len(structured["records"]),
+            structured["omitted_results"],
+        )
     )
     if structured["records"]:
         st.dataframe(pd.DataFrame(structured["records"]), hide_index=True, width="stretch")
@@ -50,17 +57,23 @@ def draw_preview(preview: str, *, max_chars: int | None = None) -> None:
 
 def draw_saved_result(text: str) -> bool:
     """Draw a saved-result message; False when `text` is not one."""
-    parts = saved_result_parts(text)
-    if parts is None:
+    saved = parse_saved_result(text)
+    if saved is None:
         return False
-    fields = parts["fields"]
-    st.markdown(
-        f"**Tool result saved** · `{fields.get('Tool', '?')}` · ~{fields.get('Approx tokens', '?')} tokens  \n"
-        f"`{fields.get('Full output path', '')}` · SHA-256 `{fields.get('SHA-256', '')[:16]}…`"
+    st.markdown(  # every field is the message's own text: it can be forged by a tool
+        md(
+            "**Tool result saved** · {} · ~{} tokens  \n{} · SHA-256 {}…",
+            code(saved.tool or "?"),
+            count(saved.approx_tokens)  # a number: as every count is shown; else as written
+            if saved.approx_tokens is not None
+            else saved.approx_tokens_text or "?",
+            code(saved.path),
+            code(saved.sha256[:16]),
+        )
     )
-    draw_preview(parts["preview"])
-    if parts["note"]:
-        st.caption(parts["note"])
+    draw_preview(saved.preview)
+    if saved.note:
+        st.caption(literal(saved.note))
     return True
 
 
@@ -74,14 +87,14 @@ def draw_message(message: Mapping[str, Any]) -> None:
         return
     with st.chat_message(kind, avatar=_AVATARS.get(kind, ":material/chat:")):
         if kind == "tool":
-            st.caption(f"tool result · {message.get('name') or 'tool'}")
+            st.caption(md("tool result · {}", message.get("name") or "tool"))
             if not draw_saved_result(message["text"]):
                 draw_preview(message["text"], max_chars=4000)
             return
         if message["text"]:  # literally: a message's own links or images are never fetched
-            st.markdown(markdown_literal(message["text"]))
+            st.markdown(literal(message["text"]))
         for call in message.get("tool_calls") or []:
-            st.caption(f"calls `{call.get('name')}`")
+            st.caption(md("calls {}", code(call.get("name"))))
             st.code(
                 json.dumps(call.get("args"), ensure_ascii=False, indent=1)[:2000], language="json"
             )

@@ -1,20 +1,25 @@
-"""Record tables: lists of dicts drawn with readable headers and timestamps to the minute.
+"""Record tables: lists of dicts drawn with readable headers, timestamps and numbers.
 
 The memory views hand back plain records (snake_case keys, ISO timestamps with
 microseconds). ``record_frame`` turns them into what a person reads: every key
-ending in ``_at`` shown as ``2026-11-19 15:40 UTC``, every header in words. The
-frame keeps every key, so a page can still look up a value it does not show.
+ending in ``_at`` shown as ``2026-11-19 15:40 UTC``, a list as comma-separated
+text, no value as "–" (never "None"), every header in words. The frame keeps
+every key, so a page can still look up a value it does not show. ``draw_records``
+gives counts thousands separators and lets a page size its columns so a table
+fits the screen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.ui.format import stamp
+from yuxi_dash.ui.format import MISSING, literal, plain, stamp
+
+Width = Literal["small", "medium", "large"] | int
 
 # Headers a plain "snake case to words" would get wrong.
 _HEADERS = {
@@ -37,7 +42,10 @@ def header(key: str) -> str:
 
 
 def record_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
-    """The rows as a frame with every key kept; ``*_at`` values formatted to the minute."""
+    """The rows as a frame with every key kept (and every one of ``columns``, maybe empty).
+
+    ``*_at`` values are formatted to the minute, and lists become comma-separated text.
+    """
     frame = pd.DataFrame([dict(row) for row in rows])
     for column in columns:
         if column not in frame.columns:
@@ -45,6 +53,20 @@ def record_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> p
     for column in frame.columns:
         if str(column).endswith("_at"):
             frame[column] = [None if _missing(v) else stamp(v) for v in frame[column]]
+        elif frame[column].dtype == object:
+            frame[column] = [
+                plain(v) if isinstance(v, list | tuple | dict) else v for v in frame[column]
+            ]
+    return frame
+
+
+def shown_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """`record_frame` as drawn: in the ``columns`` shown, a missing text value reads "–"."""
+    frame = record_frame(rows, columns)
+    for column in columns:
+        values = frame[column]
+        if not pd.api.types.is_numeric_dtype(values.dtype) and not _boolean(values):
+            frame[column] = [MISSING if _missing(v) else v for v in values]
     return frame
 
 
@@ -52,21 +74,58 @@ def _missing(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and pd.isna(value))
 
 
+def _boolean(values: pd.Series) -> bool:
+    present = [v for v in values if not _missing(v)]
+    return bool(present) and all(isinstance(v, bool) for v in present)
+
+
+def _column(frame: pd.DataFrame, column: str, help_text: str | None, width: Width | None) -> Any:
+    """A column config: counts with separators (ids excepted), decimals to one place."""
+    label = header(column)
+    dtype = frame[column].dtype
+    if pd.api.types.is_bool_dtype(dtype) or _boolean(frame[column]):
+        return st.column_config.CheckboxColumn(
+            label, help=literal(help_text) if help_text else None, width=width
+        )
+    if pd.api.types.is_integer_dtype(dtype):
+        shape = "%d" if column in _ID_COLUMNS else "localized"
+        return st.column_config.NumberColumn(
+            label, help=literal(help_text) if help_text else None, width=width, format=shape
+        )
+    if pd.api.types.is_float_dtype(dtype):
+        return st.column_config.NumberColumn(
+            label, help=literal(help_text) if help_text else None, width=width, format="%.1f"
+        )
+    return st.column_config.TextColumn(
+        label, help=literal(help_text) if help_text else None, width=width
+    )
+
+
+_ID_COLUMNS = frozenset({"id", "version", "sequence", "index"})
+
+
 def draw_records(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str] | None = None,
     *,
     helps: Mapping[str, str] | None = None,
+    widths: Mapping[str, Width] | None = None,
 ) -> None:
-    """A full-width table of ``rows`` showing ``columns`` (default: the rows' keys) in order."""
+    """A full-width table of ``rows`` showing ``columns`` (default: the rows' keys) in order.
+
+    ``widths`` sizes columns ("small", "medium", "large" or pixels) so that the columns
+    an operator needs stay on screen.
+    """
     if columns is None:
         columns = list(rows[0]) if rows else []
     helps = helps or {}
+    widths = widths or {}
+    frame = shown_frame(rows, columns)
     st.dataframe(
-        record_frame(rows, columns),
+        frame,
         column_order=list(columns),
         column_config={
-            column: st.column_config.Column(header(column), help=helps.get(column))
+            column: _column(frame, column, helps.get(column), widths.get(column))
             for column in columns
         },
         hide_index=True,

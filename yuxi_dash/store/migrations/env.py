@@ -11,12 +11,25 @@ config = context.config
 target_metadata = Base.metadata
 
 
+# The LangGraph checkpointer keeps its own tables in our PostgreSQL database; its
+# `setup()` owns them, so autogenerate must neither create nor drop them.
+CHECKPOINTER_TABLES = frozenset(
+    {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
+)
+
+
+def _ours(name: str | None, type_: str, parent_names: dict[str, str]) -> bool:
+    table = name if type_ == "table" else parent_names.get("table_name")
+    return table not in CHECKPOINTER_TABLES
+
+
 def _run(connection) -> None:  # noqa: ANN001 - alembic hands us a Connection
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=_ours,
     )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":

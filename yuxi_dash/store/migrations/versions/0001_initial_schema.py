@@ -1,4 +1,4 @@
-"""Initial schema: every table of DESIGN §2 (same DDL on SQLite and PostgreSQL).
+"""Initial schema: every table of the first build (same DDL on SQLite and PostgreSQL).
 
 Revision ID: 0001
 Revises:

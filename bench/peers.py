@@ -1,0 +1,246 @@
+"""The engines the compaction bench compares, and how it scores their views.
+
+Engines take a thread's messages and a fresh directory: ``run_floor``,
+``run_floor_writes``, ``run_ours`` (``compact_messages``, either preview rule),
+``Deepagents`` (deepagents 0.7's eviction and argument truncation, built before
+the clock starts) and ``run_trim`` (langchain-core's ``trim_messages``).
+Measures: the share of evidence ids visible whole in a view, and whether the
+offloaded results come back byte for byte from their files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+
+from bench.corpus import ShapeThread
+from yuxi_dash.compression import compact_messages, parse_saved_result
+from yuxi_dash.compression.compaction import tool_result_text
+from yuxi_dash.workdir import Workdir, encode_text
+
+TOKEN_LIMIT = 300  # budget 1,200 chars per preview
+ARG_MAX = 2000
+
+
+# -- engines ----------------------------------------------------------------------
+def _large_texts(messages: list[BaseMessage]) -> list[str]:
+    """The text of every tool result over the limit (what an offloader must handle)."""
+    texts = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            text = tool_result_text(message)
+            if text is not None and len(text) > TOKEN_LIMIT * 4:
+                texts.append(text)
+    return texts
+
+
+def run_floor(messages: list[BaseMessage], _root: Path) -> Any:
+    for text in _large_texts(messages):
+        hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if text[:1] in "{[":
+            try:
+                json.loads(text)
+            except ValueError:
+                pass
+    return None
+
+
+def run_floor_writes(messages: list[BaseMessage], root: Path) -> Any:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for text in _large_texts(messages):
+        data = text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()
+        if text[:1] in "{[":
+            try:
+                json.loads(text)
+            except ValueError:
+                pass
+        try:
+            fd = os.open(root / f"{digest[:16]}.txt", flags, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    return None
+
+
+def run_ours(messages: list[BaseMessage], root: Path, rule: str = "compact") -> Any:
+    return compact_messages(
+        messages,
+        Workdir(root),
+        tool_result_token_limit=TOKEN_LIMIT,
+        tool_arg_max_length=ARG_MAX,
+        preview_rule=rule,  # type: ignore[arg-type]
+    )
+
+
+def run_plain(messages: list[BaseMessage], root: Path) -> Any:
+    return run_ours(messages, root, "plain")
+
+
+@dataclass
+class Deepagents:
+    """deepagents 0.7's eviction and argument truncation, built before the clock starts."""
+
+    filesystem: Any
+    summarization: Any
+
+    @classmethod
+    def build(cls, root: Path) -> Deepagents:
+        from deepagents.backends import FilesystemBackend
+        from deepagents.middleware import FilesystemMiddleware, SummarizationMiddleware
+
+        backend = FilesystemBackend(root_dir=root, virtual_mode=True)
+        filesystem = FilesystemMiddleware(
+            backend=backend, tool_token_limit_before_evict=TOKEN_LIMIT
+        )
+        summarization = SummarizationMiddleware(
+            GenericFakeChatModel(messages=iter(())),
+            backend=backend,
+            trigger=("messages", 10**9),
+            truncate_args_settings={
+                "trigger": ("messages", 0),
+                "keep": ("messages", 0),
+                "max_length": ARG_MAX,
+            },
+        )
+        return cls(filesystem, summarization)
+
+    def run(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        intercept = self.filesystem._intercept_large_tool_result
+        evicted = [intercept(m) if isinstance(m, ToolMessage) else m for m in messages]
+        truncated, _changed = self.summarization._truncate_args(evicted, 0)
+        return truncated
+
+
+def run_trim(messages: list[BaseMessage], max_tokens: int) -> list[BaseMessage]:
+    return trim_messages(
+        messages,
+        max_tokens=max_tokens,
+        token_counter=count_tokens_approximately,
+        strategy="last",
+        start_on="human",
+        allow_partial=False,
+    )
+
+
+# -- measures -------------------------------------------------------------------------
+def view_text(view: list[BaseMessage]) -> str:
+    parts = []
+    for message in view:
+        if isinstance(message.content, str):
+            parts.append(message.content)
+        else:
+            parts.extend(
+                b["text"] if isinstance(b, dict) and isinstance(b.get("text"), str) else str(b)
+                for b in message.content
+            )
+    return "\n".join(parts)
+
+
+def visible(view: list[BaseMessage], evidence: list[str]) -> float:
+    """Share of evidence ids that appear whole in the view (as written or JSON-escaped)."""
+    text = view_text(view)
+    found = sum(1 for key in evidence if key in text or json.dumps(key)[1:-1] in text)
+    return found / max(1, len(evidence))
+
+
+def recover_ours(thread: ShapeThread, view: list[BaseMessage], root: Path) -> tuple[int, int]:
+    """(results whose full text is back byte for byte from the saved file, results changed)."""
+    ok = changed = 0
+    workdir = Workdir(root)
+    for original, shown in zip(thread.messages, view, strict=True):
+        if not isinstance(original, ToolMessage) or shown.content == original.content:
+            continue
+        changed += 1
+        saved = parse_saved_result(shown.content)
+        text = tool_result_text(original)
+        if saved is None or text is None:
+            continue
+        data = (root / saved.path).read_bytes()
+        ok += data == encode_text(text) and workdir.verify(saved.path, saved.sha256) == "ok"
+    return ok, changed
+
+
+def recover_deepagents(
+    thread: ShapeThread, view: list[BaseMessage], root: Path
+) -> tuple[int, int, int]:
+    """(files equal to deepagents' text of the result, equal to the result's joined blocks, changed)."""
+    from deepagents.middleware._message_eviction import _extract_text_from_message
+
+    own = exact = changed = 0
+    for original, shown in zip(thread.messages, view, strict=True):
+        if not isinstance(original, ToolMessage) or shown.content == original.content:
+            continue
+        changed += 1
+        # the path the message gives the model: "... saved in the filesystem at this path: /p"
+        found = re.search(r"at this path: (\S+)", view_text([shown]))
+        path = root / found.group(1).lstrip("/") if found else root / "missing"
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        own += data == _extract_text_from_message(original).encode("utf-8")
+        exact += data == encode_text(tool_result_text(original) or "")
+    return own, exact, changed
+
+
+@dataclass
+class Quality:
+    visible: float
+    recoverable: str
+    view_chars: int
+
+
+def quality(thread: ShapeThread, base: Path, trim_tokens: int) -> dict[str, Quality]:
+    """Visible evidence, recoverability and view size of every engine on one thread."""
+    out: dict[str, Quality] = {}
+    results = len(thread.results)
+    for name, rule in (("ours", "compact"), ("yuxi-plain", "plain")):
+        root = _fresh_workdir(base)
+        view = run_ours(thread.messages, root, rule)
+        ok, changed = recover_ours(thread, view, root)
+        out[name] = Quality(
+            visible(view, thread.evidence), f"{ok}/{changed} files", len(view_text(view))
+        )
+    root = _fresh_dir(base)
+    (root / "large_tool_results").mkdir()
+    view = Deepagents.build(root).run(thread.messages)
+    own, exact, changed = recover_deepagents(thread, view, root)
+    out["deepagents"] = Quality(
+        visible(view, thread.evidence),
+        f"{own}/{changed} files ({exact} as joined)",
+        len(view_text(view)),
+    )
+    view = run_trim(thread.messages, trim_tokens)
+    kept = sum(1 for m in view if isinstance(m, ToolMessage))
+    out["trim"] = Quality(
+        visible(view, thread.evidence), f"{kept}/{results} kept, 0 saved", len(view_text(view))
+    )
+    for name in ("floor", "floor+writes"):
+        out[name] = Quality(float("nan"), "-", 0)
+    return out
+
+
+# -- directories ------------------------------------------------------------------
+def _fresh_dir(base: Path) -> Path:
+    return Path(tempfile.mkdtemp(dir=base))
+
+
+def _fresh_workdir(base: Path) -> Path:
+    """A set-up workdir, as a deployment has it: root, marker and output directories."""
+    root = _fresh_dir(base) / "workdir"
+    Workdir(root).initialize()
+    Workdir(root).ensure_writable()
+    return root

@@ -1,0 +1,28 @@
+"""Facts: relation-name distribution (over-extraction) and likely duplicates, counted directed."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.format import md
+from yuxi_dash.ui.tables import draw_records
+
+actor, access = ui.open_memory_page("Facts", "facts")
+data = ui.load_facts(access)
+
+names = {row["name"]: row["facts"] for row in data["names"]}
+st.altair_chart(
+    ui.count_bar_chart(names, "name", title="Facts per relation name (top 50)"),
+    width="stretch",
+)
+
+dups = data["duplicates"]
+st.subheader("Likely duplicates")
+st.caption("Counted directed: A→B and B→A are not the same triple.")
+st.markdown(md("**Same source, name and target** — {} triple(s)", len(dups["same_triple"])))
+draw_records(dups["same_triple"])
+st.markdown(md("**Same fact text** — {} text(s)", len(dups["same_fact_text"])))
+draw_records(dups["same_fact_text"])
+st.markdown(md("**Mirrored edges** (A→B and B→A, same name) — {} pair(s)", len(dups["mirrored"])))
+draw_records(dups["mirrored"])

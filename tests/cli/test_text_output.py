@@ -1,0 +1,138 @@
+"""What a person reads from the CLI: words and numbers, never Python reprs.
+
+In process (`yuxi_dash.cli.main`) on the seeded demo (threads) and the demo graphs on a
+real FalkorDB server (memory): no dict, list or long-float repr, ids without thousands
+separators, `threads` says how many of how many, its --help names the defaults, and
+`flags USER` exits 6 when memory is gated off, as the README says.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from yuxi_dash.cli import main
+from yuxi_dash.display import pct
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.queries import count_threads, list_threads
+from yuxi_dash.tool_results import list_tool_results
+
+# a dict or list repr ({'a': 1}, ['Organization']), a float with four decimals, None/True/False
+REPR = re.compile(r"\{'|'\}|\['|'\]|': |\d\.\d{4}\b|\bNone\b|\bTrue\b|\bFalse\b")
+STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+
+
+def text_of(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def cli_memory(demo_graphs, memory_settings, demo_flags_file, monkeypatch) -> None:
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))
+    get_settings.cache_clear()
+
+
+def test_threads_says_how_many_of_how_many(
+    demo_env: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with session_scope(demo_env) as session:
+        total = count_threads(session)
+        hot = list_threads(session, limit=1)[0]
+    code, text = text_of(capsys, "threads")
+    assert code == 0
+    assert f"50 of {total:,} threads" in text and "--offset 50 for more" in text
+    assert "--status deleted" in text  # where the deleted ones are
+    assert pct(hot.summary_pressure_ratio) in text.splitlines()[2]  # as every page shows it
+    code, text = text_of(capsys, "threads", "--offset", str(total + 10))
+    assert code == 0 and f"none at offset {total + 10}: {total:,} threads match" in text
+    assert not REPR.search(text)
+
+
+def test_threads_help_gives_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["threads", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 50)" in text and "(default: 0)" in text
+    assert "(default: active and archived; deleted only when asked)" in text
+
+
+def test_tool_result_ids_have_no_thousands_separators(
+    demo_env: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with session_scope(demo_env) as session:
+        newest = list_tool_results(session, limit=1)[0]
+    assert newest.id >= 1000, "the demo should offload more than 999 tool results"
+    code, text = text_of(capsys, "tool-results", "--limit", "1")
+    assert code == 0
+    row = text.splitlines()[2].split()
+    assert row[0] == str(newest.id)  # "1595", not "1,595"
+    assert row[3] == f"{newest.chars:,}"  # counts keep theirs
+
+
+def test_memory_text_has_no_python_reprs(cli_memory, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = text_of(capsys, "memory", "stats", "alice_chen")
+    assert code == 0 and "facts_by_status: " in text
+    status_line = next(line for line in text.splitlines() if line.startswith("facts_by_status"))
+    assert re.fullmatch(r"facts_by_status: (\w+ [\d,]+)(, \w+ [\d,]+)*", status_line)
+    for argv in (
+        ["memory", "stats", "alice_chen"],
+        ["memory", "entities", "alice_chen", "--limit", "5"],
+        ["memory", "facts", "alice_chen", "--limit", "5"],
+        ["memory", "communities", "alice_chen"],
+        ["memory", "ratification", "alice_chen"],
+        ["memory", "index-health", "alice_chen"],
+        ["flags", "alice_chen"],
+    ):
+        code, text = text_of(capsys, *argv)
+        assert code == 0, argv
+        assert not REPR.search(text), (argv, REPR.search(text), text)
+    code, text = text_of(capsys, "memory", "facts", "alice_chen", "--limit", "3")
+    assert all(STAMP.search(line) for line in text.splitlines()[2:])  # ISO with offset no more
+    code, text = text_of(capsys, "memory", "ratification", "alice_chen")
+    ages = [line.split()[-3] for line in text.splitlines()[4:] if line.strip()]
+    assert ages and all(re.fullmatch(r"[\d,]+\.\d", age) for age in ages)  # "109.6"
+
+
+def test_the_entities_pager_says_where_the_last_page_is(
+    cli_memory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, text = text_of(capsys, "memory", "entities", "alice_chen", "--limit", "50")
+    assert code == 0
+    total = int(re.search(r"of ([\d,]+) entities", text).group(1).replace(",", ""))
+    assert text.startswith(f"1–50 of {total:,} entities; --offset 50 for more")
+    last = (total - 1) // 50 * 50
+    code, text = text_of(
+        capsys, "memory", "entities", "alice_chen", "--limit", "50", "--offset", str(last)
+    )
+    assert text.startswith(f"{last + 1:,}–{total:,} of {total:,} entities\n")
+    code, text = text_of(capsys, "memory", "entities", "alice_chen", "--offset", "100000")
+    assert code == 0
+    assert text.strip() == (
+        f"{total:,} entities; none at offset 100000 (the last page is --offset {last})"
+    )
+
+
+def test_flags_in_words_and_exit_6_when_memory_is_gated_off(
+    cli_memory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, text = text_of(capsys, "flags", "alice_chen")
+    assert code == 0
+    assert text.splitlines()[0] == (
+        "graphiti-memory: on (no target or rule matched: the flag's default)"
+    )
+    code, text = text_of(capsys, "flags", "dmitri_ivanov")  # targeted off in the demo flags
+    assert code == 6
+    assert text.splitlines()[0] == "graphiti-memory: off (the user is targeted individually)"
+    for raw in ("TARGET_MATCH", "FALLTHROUGH", "True", "False"):
+        assert raw not in text
+
+
+def test_flags_exit_6_with_no_launchdarkly_at_all(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, text = text_of(capsys, "flags", "alice_chen")
+    assert code == 6
+    assert "graphiti-memory: off (LaunchDarkly is not configured)" in text

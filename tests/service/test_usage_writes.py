@@ -1,0 +1,51 @@
+"""Usage writes (yuxi_dash.service.usage_writes), on SQLite and real PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from langchain_core.messages import AIMessage, HumanMessage
+
+from tests.service.builders import seed_thread
+from yuxi_dash import service
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.service.projection import project_thread
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import Conversation, UsageSnapshotRow
+from yuxi_dash.store.state_repository import load_state, state_store, write_state
+from yuxi_dash.usage import UsageSnapshot
+
+
+def test_the_snapshot_row_the_current_usage_and_the_checkpoint_agree(db_url: str) -> None:
+    """One UsageSnapshot in a checkpoint's token_usage feeds the snapshot row and the columns."""
+    seeded = seed_thread()
+    usage = UsageSnapshot(
+        llm_input_tokens=150_000,
+        next_llm_input_tokens=87_041,
+        context_window=128_000,
+        summary_trigger_tokens=102_400,
+        summary_active=False,
+    )
+    written = write_state(
+        "t1",
+        {
+            "messages": [HumanMessage("q"), AIMessage("a")],
+            TOKEN_USAGE_KEY: {**usage.to_dict(), "measured_at": "2026-11-01T09:00:00+00:00"},
+        },
+        expected_checkpoint_id=seeded,
+    )
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None and conv.checkpoint_id == seeded  # projected up to the seed
+        project_thread(session, conv, state_store())
+    with session_scope() as session:
+        row = session.scalars(sa.select(UsageSnapshotRow)).one()
+        conv = session.scalar(sa.select(Conversation))
+    checkpoint = load_state("t1")
+    assert checkpoint is not None and checkpoint.checkpoint_id == written.checkpoint_id
+    assert conv.checkpoint_id == written.checkpoint_id
+    expected = usage.to_dict()
+    assert {k: checkpoint.token_usage[k] for k in expected} == expected
+    for name, value in expected.items():
+        assert getattr(row, name) == value, name
+        assert getattr(conv, name) == value, name
+    assert (row.context_usage_ratio, row.summary_pressure_ratio) == (1.0, 0.85)
+    assert row.source == "model_call" and row.measured_at.isoformat().startswith("2026-11-01T09")

@@ -1,0 +1,169 @@
+"""Which checkpointer holds a thread: ours, or the attached platform's (read-only).
+
+``YUXI_DASH_ATTACH_CHECKPOINTER`` names the platform's LangGraph PostgreSQL
+checkpointer. It is a secret (it may carry a password): it is never logged,
+printed or stored; what is shown and stored instead is `source_label`, the
+host, port and database. The platform owns those tables: its store is opened
+without the saver's ``setup()`` (a read-only role could not run it), every
+transaction on it is read-only, and statements have a timeout.
+
+`thread_store` is the one seam the read side uses to pick a thread's
+checkpointer: an attached thread's state is read from the platform, every
+other thread's from our own database. The store layer never imports this
+module; callers pass ``thread_store`` into `store.queries.get_thread`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from yuxi_dash.errors import AttachUnavailable, ThreadAttached
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint, open_postgres_store
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
+from yuxi_dash.store.state_repository import state_store
+
+STATEMENT_TIMEOUT_MS = 60_000  # one read of the platform's tables; the page and scan give up then
+CONNECT_TIMEOUT_SECONDS = 10
+_LABEL_LIMIT = 128  # scan_watermarks.source is VARCHAR(128)
+
+
+def attach_conninfo(settings: Settings | None = None) -> str:
+    """The platform's conninfo for psycopg (``postgresql://...``); AttachUnavailable when unset."""
+    settings = settings or get_settings()
+    secret = settings.attach_checkpointer
+    value = secret.get_secret_value().strip() if secret is not None else ""
+    if not value:
+        raise AttachUnavailable("no platform is attached: YUXI_DASH_ATTACH_CHECKPOINTER is not set")
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
+        if value.startswith(prefix):
+            value = "postgresql://" + value[len(prefix) :]
+    try:
+        conninfo_to_dict(value)
+    except psycopg.ProgrammingError:
+        raise AttachUnavailable(
+            "YUXI_DASH_ATTACH_CHECKPOINTER is not a PostgreSQL connection string"
+        ) from None
+    return value
+
+
+def source_label(conninfo: str) -> str:
+    """A name for the platform that holds no secret: ``host:port/database``."""
+    parts = conninfo_to_dict(conninfo)
+    host = str(parts.get("host") or parts.get("hostaddr") or "localhost")
+    port = str(parts.get("port") or "5432")
+    database = str(parts.get("dbname") or parts.get("user") or "postgres")
+    return f"{host}:{port}/{database}"[:_LABEL_LIMIT]
+
+
+def scrub(text: str, conninfo: str) -> str:
+    """``text`` without the conninfo or its password, on one line (for errors and logs)."""
+    password = str(conninfo_to_dict(conninfo).get("password") or "")
+    line = " ".join(str(text).split())
+    for secret in (conninfo, password):
+        if secret:
+            line = line.replace(secret, "***")
+    return line[:200]
+
+
+def unavailable(exc: BaseException, conninfo: str) -> AttachUnavailable:
+    """The platform failing as one typed error naming its label, never its URL or password."""
+    reason = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "", conninfo)
+    detail = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+    return AttachUnavailable(f"attached checkpointer {source_label(conninfo)} failed ({detail})")
+
+
+def connect(conninfo: str) -> psycopg.Connection:
+    """One read-only connection to the platform with the statement timeout (for the scan query)."""
+    try:
+        return psycopg.connect(
+            conninfo,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            options=(
+                f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS}"
+            ),
+        )
+    except psycopg.Error as exc:
+        raise unavailable(exc, conninfo) from None
+
+
+class PlatformStore(CheckpointStore):
+    """A read-only store on the platform: its failures are AttachUnavailable, writes refused."""
+
+    def __init__(self, conninfo: str) -> None:
+        inner = open_postgres_store(
+            conninfo, setup=False, read_only=True, statement_timeout_ms=STATEMENT_TIMEOUT_MS
+        )
+        super().__init__(inner.saver, close=inner.close)
+        self._conninfo = conninfo
+
+    def latest(self, thread_id: str) -> ThreadCheckpoint | None:
+        try:
+            return super().latest(thread_id)
+        except psycopg.Error as exc:
+            raise unavailable(exc, self._conninfo) from None
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> Iterator[ThreadCheckpoint]:
+        try:
+            yield from super().history(thread_id, limit=limit, before=before)
+        except psycopg.Error as exc:
+            raise unavailable(exc, self._conninfo) from None
+
+    def write(
+        self,
+        thread_id: str,
+        update: Mapping[str, Any],
+        *,
+        expected_checkpoint_id: str | None,
+    ) -> ThreadCheckpoint:
+        raise ThreadAttached(
+            f"thread {thread_id} belongs to the attached platform, which owns its state; "
+            "nothing is written there from here"
+        )
+
+
+_lock = threading.Lock()
+_stores: dict[str, CheckpointStore] = {}
+
+
+def platform_store(settings: Settings | None = None) -> CheckpointStore:
+    """The process's read-only store on the attached platform's checkpointer (opened once)."""
+    conninfo = attach_conninfo(settings)
+    with _lock:
+        store = _stores.get(conninfo)
+        if store is None:
+            store = _stores[conninfo] = PlatformStore(conninfo)
+        return store
+
+
+def close_platform_stores() -> None:
+    """Close every platform store this process opened (tests, and at exit)."""
+    with _lock:
+        stores = list(_stores.values())
+        _stores.clear()
+    for store in stores:
+        store.close()
+
+
+atexit.register(close_platform_stores)
+
+
+def thread_store(conv: Conversation, settings: Settings | None = None) -> CheckpointStore:
+    """The checkpointer holding this conversation's state: the platform's when it is attached."""
+    if conv.origin == ORIGIN_ATTACHED:
+        try:
+            return platform_store(settings)
+        except AttachUnavailable as exc:
+            raise AttachUnavailable(
+                f"thread {conv.thread_id} belongs to the attached platform: {exc.message}"
+            ) from None
+    return state_store(settings)

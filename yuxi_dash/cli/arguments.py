@@ -1,0 +1,58 @@
+"""Argument types of the `yuxi-dash` commands: bad input is a usage error, exit 2, one line.
+
+Each is an argparse `type=`: a ratio (0..100), integers that fit a signed 64-bit
+column (`positive_int`, `non_negative_int`) and a pause in seconds (0..3600).
+Imports nothing from the CLI, so every command module can use them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"ratio out of range (0..100): {text}")
+    return value
+
+
+INT64_MAX = 2**63 - 1  # every count, page and version fits a signed 64-bit column
+
+
+def _int_argument(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            "must be at least 1" if minimum == 1 else "must not be negative"
+        )
+    if value > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"must be at most {INT64_MAX}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer from 1 to 2**63 - 1."""
+    return _int_argument(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer from 0 to 2**63 - 1."""
+    return _int_argument(text, 0)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0 and 3600 seconds")
+    return value

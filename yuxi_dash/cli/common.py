@@ -1,0 +1,80 @@
+"""What every `yuxi-dash` command module shares: results, exit codes, flags, the actor.
+
+The command modules (`cli.db`, `cli.threads`, `cli.tool_results`, `cli.simulate`,
+`cli.memory`, `cli.attach`, `cli.serve`) import these from here, never from the
+`yuxi_dash.cli` package, whose `main` registers them: that way no command module
+and the entry point import each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yuxi_dash.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from yuxi_dash.auth import Actor
+
+log = logging.getLogger("yuxi_dash.cli")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+@dataclass
+class CommandResult:
+    """What a handler produced: `data` for --json, `text` for people, and an exit code."""
+
+    data: Any
+    text: str | None = None
+    exit_code: int = EXIT_OK
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[argparse.Namespace], CommandResult]
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON to stdout and nothing else")
+
+
+def say_progress(stage: str) -> None:
+    """One line per stage of long work, on stderr (stdout stays the command's result)."""
+    print(f"yuxi-dash: {stage}…", file=sys.stderr, flush=True)
+
+
+ACTOR_HELP = "who the audit log records; the role is YUXI_DASH_CLI_ROLE (default operator)"
+UNNAMED_ACTOR = "cli:unnamed"  # what the audit log records for a refused, unusable actor
+
+
+def command_actor(
+    args: argparse.Namespace, *, action: str, target: str, default: str | None = None
+) -> Actor:
+    """The actor of this command (see `yuxi_dash.auth.cli_actor`).
+
+    An empty, missing or malformed actor is InvalidInput (exit 2); the refusal is
+    audited under `action` and `target` as actor `cli:unnamed`, and nothing else runs.
+    """
+    from yuxi_dash.audit import record_audit
+    from yuxi_dash.auth import cli_actor
+
+    try:
+        return cli_actor(getattr(args, "actor", None), default=default)
+    except InvalidInput as exc:
+        try:
+            record_audit(
+                actor=UNNAMED_ACTOR,
+                action=action,
+                target=target,
+                outcome="refused",
+                detail={"code": exc.code, "reason": "actor", "via": "cli"},
+            )
+        except Exception:  # noqa: BLE001 - the refusal itself must still reach the caller
+            log.warning("could not audit a refused CLI actor", exc_info=False)
+        raise

@@ -1,0 +1,103 @@
+"""The `tool-results` command: offloaded tool results on disk, listed or re-hashed.
+
+Lists the workdir's saved tool results (newest first, paged) or, with
+`--verify`, re-hashes every file and exits 1 if any is missing or changed.
+Heavy modules are imported inside the handler so `yuxi-dash --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from yuxi_dash.cli.arguments import non_negative_int, positive_int
+from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
+from yuxi_dash.cli.guards import cli_refusals, store_errors
+from yuxi_dash.cli.output import iso, render_table
+
+
+def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash import validation
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.tool_results import list_tool_results, verify_tool_results
+
+    target = "tool_results:*" if args.thread is None else f"thread:{args.thread}"
+    with cli_refusals(args, "cli.tool_results", target):
+        validation.optional_identifier(args.thread, "thread id")  # "" once listed everything
+    if args.verify:
+        with session_scope() as session:
+            report = verify_tool_results(session, thread_id=args.thread)
+        counts = report.counts
+        data = {
+            "checked": len(report.results),
+            "ok": counts["ok"],
+            "missing": counts["missing"],
+            "mismatch": counts["mismatch"],
+            "problems": [item.to_dict() for item in report.problems],
+        }
+        text = (
+            f"checked {data['checked']} files: {data['ok']} ok, "
+            f"{data['missing']} missing, {data['mismatch']} mismatched"
+        )
+        if report.problems:
+            rows = [
+                (item.status, item.thread_id, item.tool_name, item.path) for item in report.problems
+            ]
+            text += "\n" + render_table(rows, ("CHECK", "THREAD", "TOOL", "PATH"))
+        return CommandResult(data, text=text, exit_code=EXIT_OK if report.all_ok else EXIT_FAILURE)
+
+    with session_scope() as session:
+        items = [
+            _row_to_dict(item)
+            for item in list_tool_results(
+                session, thread_id=args.thread, limit=args.limit, offset=args.offset
+            )
+        ]
+    rows = [
+        (
+            str(item["id"]),  # an id: no thousands separators
+            item["thread_id"],
+            item["tool_name"],
+            item["chars"],
+            item["approx_tokens"],
+            str(item["sha256"])[:16],
+            item["path"],
+        )
+        for item in items
+    ]
+    text = render_table(rows, ("ID", "THREAD", "TOOL", "CHARS", "TOKENS", "SHA-256", "PATH"))
+    if not items:
+        text += "\n(no offloaded tool results)"
+    return CommandResult(items, text=text)
+
+
+def _row_to_dict(item: Any) -> dict[str, Any]:
+    return {key: iso(value) for key, value in item.to_dict().items()}
+
+
+# ---------------------------------------------------------------------------
+# registration
+# ---------------------------------------------------------------------------
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    """Add this group's commands to the top-level parser."""
+    tool_results = sub.add_parser("tool-results", help="offloaded tool results on disk")
+    tool_results.add_argument(
+        "--thread", metavar="THREAD", help="only this thread's (default: every thread)"
+    )
+    tool_results.add_argument(
+        "--verify", action="store_true", help="re-hash every file; exit 1 if any is bad"
+    )
+    tool_results.add_argument(
+        "--limit", type=positive_int, default=200, metavar="N", help="at most N (default: 200)"
+    )
+    tool_results.add_argument(
+        "--offset",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="skip the first N, newest first (default: 0)",
+    )
+    add_json_flag(tool_results)
+    tool_results.set_defaults(handler=store_errors(_cmd_tool_results))

@@ -1,0 +1,231 @@
+"""The compression engine as LangChain v1 agent middleware, for ``create_agent`` graphs.
+
+``ContextCompressionMiddleware`` runs before every model call: with one
+``summary_threshold``, under it the call passes through (long file-write
+arguments shortened in the model's view only); at or over it the large tool
+results are offloaded to the workdir first (byte-exact files, evidence-keeping
+previews), the input is counted again, and a summary is made only if it is
+still at or over the threshold, or when the provider answers with a
+``ContextOverflowError`` (then once, and the call is retried). What changed
+goes back into the state as deepagents 0.7 keeps it (``agent_state``):
+offloaded messages replace the originals by id, the summary is the
+``_summarization_event``. Messages are never removed from the state.
+
+``TokenUsageMiddleware`` runs inside it and writes the usage snapshot of every
+model call (what was sent, what the next call will send, both ratios) into
+the state's ``token_usage``.
+
+It is written on langchain's ``AgentMiddleware`` rather than by subclassing
+deepagents' ``SummarizationMiddleware``: the engine owns its cutoff, previews,
+offloads and history files, and deepagents' hooks for those are private
+methods of a 2,400-line class that change between minor versions. The state it
+writes is deepagents' own format, and the tests check that against deepagents'
+middleware.
+
+    agent = create_agent(
+        model, tools, checkpointer=saver,
+        middleware=context_compression_middleware(workdir="/data/workdir"),
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.config import get_config
+from langgraph.types import Command
+
+from yuxi_dash.agents import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_SUMMARY_KEEP_MESSAGES,
+    DEFAULT_SUMMARY_THRESHOLD,
+    DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+)
+from yuxi_dash.compression.agent_state import (
+    TOKEN_USAGE_KEY,
+    CompressedContextState,
+    context_state,
+    state_update,
+)
+from yuxi_dash.compression.engine import (
+    DEFAULT_TOOL_ARG_MAX_LENGTH,
+    auto_compact,
+    model_view,
+)
+from yuxi_dash.compression.state import (
+    CompressionOutcome,
+    ThreadContextState,
+    is_summary_message,
+)
+from yuxi_dash.compression.summarizers import ExtractiveSummarizer, Summarizer
+from yuxi_dash.compression.tokens import count_tokens
+from yuxi_dash.usage import summary_trigger_tokens, usage_snapshot
+from yuxi_dash.workdir import Workdir
+
+Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
+Clock = Callable[[], datetime]  # when a model call is measured (aware datetimes)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _thread_id() -> str:
+    """The thread being run (LangGraph's config), or a stand-in outside a graph."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:
+        return "thread"
+    return str(configurable.get("thread_id") or "thread")
+
+
+class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):
+    """Offload, then summarize at the threshold; the state keeps every message."""
+
+    state_schema = CompressedContextState
+
+    def __init__(
+        self,
+        *,
+        workdir: Workdir | Path | str,
+        summarizer: Summarizer | None = None,
+        summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+        keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+        tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+        tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH,
+    ) -> None:
+        super().__init__()
+        self.workdir = workdir if isinstance(workdir, Workdir) else Workdir(workdir)
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self.threshold_tokens = summary_trigger_tokens(summary_threshold)
+        self.keep_messages = keep_messages
+        self.tool_result_token_limit = tool_result_token_limit
+        self.tool_arg_max_length = tool_arg_max_length
+
+    def compact(
+        self, state: ThreadContextState, request: ModelRequest[Any], *, overflow: bool
+    ) -> CompressionOutcome:
+        """The engine's automatic path on ``state`` (writes files, not the agent state)."""
+        return auto_compact(
+            state,
+            workdir=self.workdir,
+            summarizer=self.summarizer,
+            threshold_tokens=self.threshold_tokens,
+            keep_messages=self.keep_messages,
+            tool_result_token_limit=self.tool_result_token_limit,
+            context_overflow=overflow,
+            system=request.system_message,
+            tools=request.tools,
+        )
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Handler
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        before = context_state(_thread_id(), request.state)
+        outcome = self.compact(before, request, overflow=False)
+        try:
+            response = handler(self._request_for(request, outcome))
+        except ContextOverflowError:
+            if outcome.summarized:
+                raise  # already as small as a summary makes it: the provider's answer stands
+            outcome = self.compact(outcome.state, request, overflow=True)
+            response = handler(self._request_for(request, outcome))
+        update = state_update(before, outcome.state)
+        if not update:
+            return response
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _request_for(
+        self, request: ModelRequest[Any], outcome: CompressionOutcome
+    ) -> ModelRequest[Any]:
+        return request.override(messages=model_view(outcome.state, self.tool_arg_max_length))
+
+
+class TokenUsageMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):
+    """After every model call: the usage snapshot of that call, in the state's ``token_usage``.
+
+    Put it after the compression middleware (inside it), so it measures what was
+    really sent. ``llm_input_tokens`` is what the provider reported, or the
+    engine's count when it reports nothing; ``next_llm_input_tokens`` is the
+    count of what the next call sends (this input plus the answer).
+    ``measured_at`` is ``clock()`` (default: now, in UTC).
+    """
+
+    state_schema = CompressedContextState
+
+    def __init__(
+        self,
+        *,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__()
+        self.context_window = context_window
+        self.trigger_tokens = summary_trigger_tokens(summary_threshold)
+        self.clock: Clock = clock or _utcnow
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Handler
+    ) -> ExtendedModelResponse[Any]:
+        response = handler(request)
+        sent: Sequence[BaseMessage] = request.messages
+        system, tools = request.system_message, request.tools
+        counted = count_tokens(sent, system=system, tools=tools)
+        reported = _reported_input_tokens(response.result)
+        snapshot = usage_snapshot(
+            llm_input_tokens=reported if reported is not None else counted,
+            next_llm_input_tokens=count_tokens(
+                [*sent, *response.result], system=system, tools=tools
+            ),
+            context_window=self.context_window,
+            summary_trigger_tokens=self.trigger_tokens,
+            summary_active=bool(sent) and is_summary_message(sent[0]),
+        )
+        usage = {**snapshot.to_dict(), "measured_at": self.clock().isoformat()}
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={TOKEN_USAGE_KEY: usage})
+        )
+
+
+def _reported_input_tokens(messages: Sequence[BaseMessage]) -> int | None:
+    for message in messages:
+        if isinstance(message, AIMessage) and message.usage_metadata:
+            return int(message.usage_metadata.get("input_tokens") or 0) or None
+    return None
+
+
+def context_compression_middleware(
+    *,
+    workdir: Workdir | Path | str,
+    summarizer: Summarizer | None = None,
+    context_window: int = DEFAULT_CONTEXT_WINDOW,
+    summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+    clock: Clock | None = None,
+) -> list[AgentMiddleware[Any, Any, Any]]:
+    """Both middlewares in the right order, for ``create_agent(..., middleware=...)``."""
+    return [
+        ContextCompressionMiddleware(
+            workdir=workdir,
+            summarizer=summarizer,
+            summary_threshold=summary_threshold,
+            keep_messages=keep_messages,
+            tool_result_token_limit=tool_result_token_limit,
+        ),
+        TokenUsageMiddleware(
+            context_window=context_window, summary_threshold=summary_threshold, clock=clock
+        ),
+    ]

@@ -1,0 +1,79 @@
+"""The locked service core: every write to a thread goes through this package.
+
+Mirrors `yuxi_dash.memory`: one module per job, the public names re-exported
+here, so `from yuxi_dash import service; service.compress_thread_context(...)`
+and `from yuxi_dash.service import X` both work.
+
+- `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and
+  the refusals checked under it (`require_thread`, `require_agent`,
+  `require_idle`); the audit target of a thread.
+- `compress`: manual compression in three phases and its read-only preview.
+- `usage_writes`: usage snapshots and current usage, the tool-results index,
+  the chat record.
+- `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
+- `threads`: agents, thread rows, thread status, and `import_thread`.
+
+The lock is held for checks and writes only, never across a model call
+(docs/architecture.md, "The lock protocol").
+"""
+
+from yuxi_dash.service.compress import (
+    COMPRESS_ACTION,
+    CompressionPreview,
+    CompressResult,
+    compress_thread_context,
+    preview_compression,
+)
+from yuxi_dash.service.locking import thread_lock, thread_target
+from yuxi_dash.service.runs import (
+    INTAKE_ACTION,
+    PLATFORM_ACTOR,
+    RequestInfo,
+    RunInfo,
+    cancel_request,
+    dispatch_next_request,
+    enqueue_request,
+    finish_run,
+    start_run,
+)
+from yuxi_dash.service.threads import (
+    IMPORT_ACTION,
+    ImportResult,
+    create_thread,
+    import_thread,
+    record_import_refusal,
+    set_thread_status,
+    upsert_agent,
+)
+from yuxi_dash.service.usage_writes import (
+    PER_CALL_USAGE_FIELDS,
+    index_saved_files,
+)
+
+__all__ = [
+    "COMPRESS_ACTION",
+    "IMPORT_ACTION",
+    "INTAKE_ACTION",
+    "PER_CALL_USAGE_FIELDS",
+    "PLATFORM_ACTOR",
+    "CompressResult",
+    "CompressionPreview",
+    "ImportResult",
+    "RequestInfo",
+    "RunInfo",
+    "cancel_request",
+    "compress_thread_context",
+    "create_thread",
+    "dispatch_next_request",
+    "enqueue_request",
+    "finish_run",
+    "import_thread",
+    "index_saved_files",
+    "preview_compression",
+    "record_import_refusal",
+    "set_thread_status",
+    "start_run",
+    "thread_lock",
+    "thread_target",
+    "upsert_agent",
+]

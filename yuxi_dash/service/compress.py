@@ -1,0 +1,362 @@
+"""Manual compression: `compress_thread_context` and its read-only `preview_compression`.
+
+A compress runs in three phases (docs/architecture.md, "The lock protocol"):
+1. under the lock: role -> exists / owned / not deleted (404) -> idle (409
+   thread_busy, never queued) -> agent (404) -> capability (422; an attached
+   platform's thread is 422 thread_attached) -> the checkpoint the operator saw
+   (409 stale_state) -> read the state; release. Workdir present and writable (503).
+2. no lock: plan the offloads and call the summarizer.
+3. under the lock again: still idle and still at the checkpoint phase 1 read
+   (else 409 thread_busy / stale_state, nothing written) -> offloaded files and
+   the history section -> a new checkpoint through the state graph (the summary
+   event, the offloaded messages by id, token_usage merged) -> its projection:
+   a `manual_compression` snapshot, the current-usage columns, the tool-results
+   index, the checkpoint id -> commit.
+Every attempt leaves one audit row: completed, no_op, refused (with the error
+code) or failed. A summarizer failure writes nothing.
+
+The preview locks nothing, summarizes nothing and writes nothing: it asks the
+engine for its estimate of the same plan.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from yuxi_dash import validation
+from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.audit import record_audit_eventually
+from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.compression import (
+    Summarizer,
+    estimate_summary,
+    get_summarizer,
+    prepare_summary,
+    write_summary,
+)
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, state_update
+from yuxi_dash.compression.state import ThreadContextState
+from yuxi_dash.errors import (
+    CompressionUnsupported,
+    StaleState,
+    SummarizerFailed,
+    ThreadAttached,
+    YuxiDashError,
+)
+from yuxi_dash.records import Record
+from yuxi_dash.service.locking import (
+    require_agent,
+    require_idle,
+    require_thread,
+    thread_lock,
+    thread_target,
+)
+from yuxi_dash.service.projection import project_thread
+from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
+from yuxi_dash.store.queries import busy_reason
+from yuxi_dash.store.state_repository import StoredState, load_state, state_store
+from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
+from yuxi_dash.workdir import Workdir
+
+log = logging.getLogger(__name__)
+
+COMPRESS_ACTION = "compress"
+
+
+@dataclass(frozen=True)
+class CompressResult(Record):
+    """What a manual compression did (the CLI's and the page's result)."""
+
+    thread_id: str
+    status: str  # completed | no_op
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int
+    file_path: str | None
+    reason: str | None
+    checkpoint_id: str | None  # the thread's newest checkpoint after the attempt
+
+
+@dataclass(frozen=True)
+class CompressionPreview(Record):
+    """What a compress would do now, read-only: nothing is locked, summarized or written."""
+
+    thread_id: str
+    messages_to_summarize: int
+    estimated_before_tokens: int
+    estimated_after_tokens: int
+    checkpoint_id: str | None  # the checkpoint the preview read (the stale-click guard's value)
+    busy_reason: str | None
+    capable: bool
+    reason: str | None  # why a compress would not summarize (insufficient_history, ...)
+
+
+def compress_thread_context(
+    thread_id: str,
+    *,
+    actor: Actor,
+    expected_checkpoint_id: str | None = None,
+    user_id: str | None = None,
+    settings: Settings | None = None,
+    summarizer: Summarizer | None = None,
+) -> CompressResult:
+    """Summarize a thread's history now, under the conversation row lock.
+
+    `user_id`, when given, is an ownership guard: a thread of another user is 404.
+    `expected_checkpoint_id` is the checkpoint the operator saw: a thread whose
+    newest checkpoint is another one is 409 stale_state.
+    """
+    settings = settings or get_settings()
+    target = thread_target(thread_id)
+    audit_detail: dict[str, Any] = {"role": actor.role.label, "via": actor.via}
+    if expected_checkpoint_id is not None:
+        audit_detail["expected_checkpoint_id"] = expected_checkpoint_id
+    try:
+        validation.thread_id(thread_id)
+        validation.optional_identifier(user_id, "user id")
+        validation.optional_identifier(expected_checkpoint_id, "expected checkpoint id")
+        require_role(actor, Role.OPERATOR, action="compressing a thread")
+        result = _compress_locked(
+            thread_id,
+            expected_checkpoint_id=expected_checkpoint_id,
+            user_id=user_id,
+            settings=settings,
+            summarizer=summarizer,
+        )
+    except SummarizerFailed as exc:
+        _audit_safely(actor.id, target, "failed", {**audit_detail, "code": exc.code}, settings)
+        raise
+    except YuxiDashError as exc:
+        outcome = (
+            "refused" if exc.status_code < 500 or exc.code == "workdir_unavailable" else "failed"
+        )
+        _audit_safely(actor.id, target, outcome, {**audit_detail, "code": exc.code}, settings)
+        raise
+    except Exception as exc:
+        _audit_safely(
+            actor.id, target, "failed", {**audit_detail, "error": type(exc).__name__}, settings
+        )
+        raise
+    _audit_safely(
+        actor.id,
+        target,
+        result.status,
+        {
+            **audit_detail,
+            "checkpoint_id": result.checkpoint_id,
+            "before_tokens": result.before_tokens,
+            "after_tokens": result.after_tokens,
+            "compressed_messages": result.compressed_messages,
+            "reason": result.reason,
+            "file_path": result.file_path,
+        },
+        settings,
+    )
+    return result
+
+
+def _audit_safely(
+    actor: str, target: str, outcome: str, detail: dict[str, Any], settings: Settings
+) -> None:
+    try:
+        record_audit_eventually(
+            actor=actor,
+            action=COMPRESS_ACTION,
+            target=target,
+            outcome=outcome,
+            detail=detail,
+            settings=settings,
+        )
+    except Exception:  # the attempt's own error must reach the caller, not an audit hiccup
+        log.exception("could not write the audit row for a compress attempt")
+
+
+@dataclass(frozen=True)
+class _CompressPlan:
+    """What phase 1 of a compress read under the lock: the state and the agent's settings."""
+
+    stored: StoredState
+    keep_messages: int
+    tool_result_token_limit: int
+    context_window: int
+    summary_threshold: int
+
+
+def _check_compressible(
+    session: Session,
+    conv: Conversation | None,
+    thread_id: str,
+    *,
+    user_id: str | None,
+) -> Agent:
+    """The refusals a compress checks under the lock, in order: 404, 422 attached, 409 busy,
+    404 agent, 422 unsupported."""
+    conv = require_thread(conv, thread_id, user_id=user_id)
+    if conv.origin == ORIGIN_ATTACHED:
+        raise ThreadAttached(
+            f"thread {thread_id} belongs to the attached platform, which owns its lock; "
+            "compress it there"
+        )
+    require_idle(session, thread_id)
+    agent = require_agent(session, conv.agent_slug)
+    if not agent.compression_capable:
+        raise CompressionUnsupported(f"agent {agent.slug} does not support context compression")
+    return agent
+
+
+def _compress_locked(
+    thread_id: str,
+    *,
+    expected_checkpoint_id: str | None,
+    user_id: str | None,
+    settings: Settings,
+    summarizer: Summarizer | None,
+) -> CompressResult:
+    """A compress in three phases, so the platform's intake never waits for a model.
+
+    1. Under the row lock: the refusals, the expected checkpoint, read the state; release.
+    2. No lock held: plan the offloads and call the summarizer (seconds to minutes).
+    3. Under the row lock again: the thread must still be idle and its newest
+       checkpoint the one phase 1 read (else 409 thread_busy / stale_state,
+       nothing written); then the files, the new checkpoint (the state graph's
+       `update_state`), and its projection: the usage snapshot, current usage,
+       tool-results index and checkpoint id. Two compresses racing both
+       summarize, but only the first to reach phase 3 writes.
+    """
+    store = state_store(settings)
+    with thread_lock(thread_id, settings=settings) as (session, conv):
+        agent = _check_compressible(session, conv, thread_id, user_id=user_id)
+        latest = store.latest(thread_id)
+        stored = StoredState.of(latest) if latest else StoredState.empty(thread_id)
+        if expected_checkpoint_id is not None and stored.checkpoint_id != expected_checkpoint_id:
+            raise StaleState(
+                f"thread {thread_id} has a newer state than the one you saw; "
+                "reload before compressing"
+            )
+        plan = _CompressPlan(
+            stored=stored,
+            keep_messages=agent.summary_keep_messages,
+            tool_result_token_limit=agent.summary_tool_result_token_limit,
+            context_window=agent.context_window,
+            summary_threshold=agent.summary_threshold,
+        )
+    workdir = Workdir(settings.workdir)
+    workdir.ensure_writable()
+    prepared = prepare_summary(
+        plan.stored.state,
+        workdir=workdir,
+        summarizer=summarizer or get_summarizer(settings),
+        keep_messages=plan.keep_messages,
+        tool_result_token_limit=plan.tool_result_token_limit,
+    )
+    if prepared.cutoff is None:
+        outcome = write_summary(prepared, workdir=workdir)  # the no_op: writes nothing
+        return CompressResult(
+            thread_id=thread_id,
+            status=outcome.status,
+            before_tokens=outcome.before_tokens,
+            after_tokens=outcome.after_tokens,
+            compressed_messages=outcome.compressed_messages,
+            file_path=outcome.file_path,
+            reason=outcome.reason,
+            checkpoint_id=plan.stored.checkpoint_id,
+        )
+    with thread_lock(thread_id, settings=settings) as (session, conv):
+        conv = require_thread(conv, thread_id, user_id=user_id)
+        _check_compressible(session, conv, thread_id, user_id=user_id)
+        latest = store.latest(thread_id)
+        if (latest.checkpoint_id if latest else None) != plan.stored.checkpoint_id:
+            raise StaleState(
+                f"thread {thread_id} moved on while its summary was being written; "
+                "nothing was written, reload and compress again"
+            )
+        project_thread(session, conv, store)  # catch up on anything not projected yet
+        outcome = write_summary(prepared, workdir=workdir)
+        now = utcnow()
+        figures = UsageSnapshot(
+            llm_input_tokens=outcome.after_tokens,
+            next_llm_input_tokens=outcome.after_tokens,
+            context_window=plan.context_window,
+            summary_trigger_tokens=summary_trigger_tokens(plan.summary_threshold),
+            summary_active=outcome.state.summary_active(),
+        )
+        compression = {
+            "source": "manual_compression",
+            "at": now.isoformat(),
+            "before_tokens": outcome.before_tokens,
+            "after_tokens": outcome.after_tokens,
+            "compressed_messages": outcome.compressed_messages,
+            "file_path": outcome.file_path,
+        }
+        update = state_update(plan.stored.state, outcome.state)
+        update[TOKEN_USAGE_KEY] = {
+            **merged_token_usage(plan.stored.token_usage, compression=compression, figures=figures),
+            "source": "manual_compression",
+            "measured_at": now.isoformat(),
+        }
+        written = store.write(thread_id, update, expected_checkpoint_id=plan.stored.checkpoint_id)
+        # the projection of this checkpoint, exactly: the usage it measured, the files it saved
+        apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
+        index_saved_files(session, thread_id, outcome.saved_files)
+        conv.checkpoint_id = written.checkpoint_id
+        return CompressResult(
+            thread_id=thread_id,
+            status="completed",
+            before_tokens=outcome.before_tokens,
+            after_tokens=outcome.after_tokens,
+            compressed_messages=outcome.compressed_messages,
+            file_path=outcome.file_path,
+            reason=outcome.reason,
+            checkpoint_id=written.checkpoint_id,
+        )
+
+
+def preview_compression(
+    thread_id: str, settings: Settings | None = None, *, user_id: str | None = None
+) -> CompressionPreview:
+    """What a compress would summarize now, and the engine's estimate of the drop; writes nothing."""
+    thread_id = validation.thread_id(thread_id)
+    with session_scope(settings) as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        conv = require_thread(conv, thread_id, user_id=user_id)
+        agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
+        reason_busy = busy_reason(session, thread_id)
+        stored = load_state(thread_id, settings)
+        keep = agent.summary_keep_messages if agent else DEFAULT_SUMMARY_KEEP_MESSAGES
+        tool_limit = (
+            agent.summary_tool_result_token_limit if agent else DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+        )
+        agent_capable = bool(agent and agent.compression_capable)
+        agent_known = agent is not None
+        attached = conv.origin == ORIGIN_ATTACHED
+    state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
+    estimate = estimate_summary(state, keep_messages=keep, tool_result_token_limit=tool_limit)
+    reason: str | None = None
+    if estimate.messages_to_summarize == 0:
+        reason = "insufficient_history"
+    if attached:
+        reason, agent_capable = "thread_attached", False
+    elif not agent_known:
+        reason = "agent_not_found"
+    elif not agent_capable:
+        reason = "compression_unsupported"
+    elif reason_busy:
+        reason = "thread_busy"
+    return CompressionPreview(
+        thread_id=thread_id,
+        messages_to_summarize=estimate.messages_to_summarize,
+        estimated_before_tokens=estimate.before_tokens,
+        estimated_after_tokens=estimate.after_tokens,
+        checkpoint_id=stored.checkpoint_id if stored else None,
+        busy_reason=reason_busy,
+        capable=agent_capable,
+        reason=reason,
+    )

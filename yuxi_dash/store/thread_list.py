@@ -1,0 +1,237 @@
+"""The thread list of the store: rows with current usage, busy reasons, filters and counts.
+
+Every function takes a Session first and only reads. The list is served from
+the denormalized current-usage columns on `conversations` (index
+`ix_conversations_pressure`), never from a scan of `usage_snapshots`; busy
+reasons and capability are computed for the returned page only. `summary_row`
+builds one row (also for `store.queries.get_thread`); `thread_filters` is what
+the list, the count and `store.overview` filter on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from yuxi_dash.records import Record
+from yuxi_dash.store.models import (
+    CONTEXT_COMPRESSION,
+    NON_FINAL_RUN_STATUSES,
+    ORIGIN_ATTACHED,
+    Agent,
+    AgentRun,
+    Conversation,
+    RunRequest,
+)
+
+BusyReason = Literal["running", "queued", "interrupted"]
+
+
+@dataclass(frozen=True)
+class ThreadSummary(Record):
+    """One row of the thread list: ids, current usage, and whether it can be compressed now."""
+
+    thread_id: str
+    user_id: str
+    agent_slug: str
+    title: str
+    status: str
+    summary_pressure_ratio: float
+    context_usage_ratio: float
+    llm_input_tokens: int
+    next_llm_input_tokens: int
+    summary_trigger_tokens: int
+    context_window: int
+    summary_active: bool
+    busy_reason: BusyReason | None
+    capable: bool
+    last_compression_at: datetime | None
+    last_activity_at: datetime | None
+    checkpoint_id: str | None  # the newest checkpoint projected (the stale-click guard's value)
+    attached: bool = False  # an attached platform owns it: never compressed here
+
+
+# --- busy reasons -------------------------------------------------------------
+
+
+def busy_reasons(session: Session, thread_ids: list[str]) -> dict[str, BusyReason]:
+    """Why each of these threads may not be compressed now (absent: idle).
+
+    running: a run that is not final; queued: a queued request; interrupted:
+    the latest chat/resume run ended `interrupted` (it is waiting to resume).
+    """
+    if not thread_ids:
+        return {}
+    reasons: dict[str, BusyReason] = {}
+    latest = (
+        sa.select(
+            AgentRun.thread_id,
+            AgentRun.status,
+            sa.func.row_number()
+            .over(
+                partition_by=AgentRun.thread_id,
+                order_by=(AgentRun.created_at.desc(), AgentRun.id.desc()),
+            )
+            .label("rank"),
+        )
+        .where(AgentRun.thread_id.in_(thread_ids), AgentRun.run_type.in_(("chat", "resume")))
+        .subquery()
+    )
+    for thread_id in session.scalars(
+        sa.select(latest.c.thread_id).where(latest.c.rank == 1, latest.c.status == "interrupted")
+    ):
+        reasons[thread_id] = "interrupted"
+    for thread_id in session.scalars(
+        sa.select(RunRequest.thread_id)
+        .where(RunRequest.thread_id.in_(thread_ids), RunRequest.status == "queued")
+        .distinct()
+    ):
+        reasons[thread_id] = "queued"
+    for thread_id in session.scalars(
+        sa.select(AgentRun.thread_id)
+        .where(AgentRun.thread_id.in_(thread_ids), AgentRun.status.in_(NON_FINAL_RUN_STATUSES))
+        .distinct()
+    ):
+        reasons[thread_id] = "running"
+    return reasons
+
+
+def busy_reason(session: Session, thread_id: str) -> BusyReason | None:
+    return busy_reasons(session, [thread_id]).get(thread_id)
+
+
+# --- thread list --------------------------------------------------------------
+
+
+def thread_filters(
+    *,
+    min_pressure: float | None,
+    agent: str | None,
+    user_id: str | None,
+    status: str | None,
+    active_since: datetime | None,
+    include_deleted: bool,
+) -> list[sa.ColumnElement[bool]]:
+    filters: list[sa.ColumnElement[bool]] = []
+    if min_pressure is not None:
+        filters.append(Conversation.summary_pressure_ratio >= float(min_pressure))
+    if agent:
+        filters.append(Conversation.agent_slug == agent)
+    if user_id:
+        filters.append(Conversation.user_id == user_id)
+    if status:
+        filters.append(Conversation.status == status)
+    elif not include_deleted:
+        filters.append(Conversation.status != "deleted")
+    if active_since is not None:
+        filters.append(Conversation.last_activity_at >= active_since)
+    return filters
+
+
+def list_threads(
+    session: Session,
+    *,
+    min_pressure: float | None = None,
+    agent: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    active_since: datetime | None = None,
+    include_deleted: bool = False,
+    limit: int = 50,
+    offset: int = 0,
+) -> list[ThreadSummary]:
+    """Threads with their current usage, highest summary pressure first.
+
+    Deleted threads are left out unless `status="deleted"` or `include_deleted=True`.
+    """
+    filters = thread_filters(
+        min_pressure=min_pressure,
+        agent=agent,
+        user_id=user_id,
+        status=status,
+        active_since=active_since,
+        include_deleted=include_deleted,
+    )
+    page = (
+        sa.select(Conversation)
+        .where(*filters)
+        .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id.desc())
+        .limit(max(0, int(limit)))
+        .offset(max(0, int(offset)))
+        .subquery()
+    )
+    conv = sa.orm.aliased(Conversation, page)
+    rows = session.execute(
+        sa.select(conv, Agent.capabilities)
+        .outerjoin(Agent, Agent.slug == conv.agent_slug)
+        .order_by(conv.summary_pressure_ratio.desc(), conv.thread_id.desc())
+    ).all()
+    reasons = busy_reasons(session, [row[0].thread_id for row in rows])
+    return [summary_row(c, capabilities, reasons.get(c.thread_id)) for c, capabilities in rows]
+
+
+def list_thread_ids(session: Session, *, limit: int = 2000) -> list[str]:
+    """Ids of the non-deleted threads, in `list_threads` order: for pickers.
+
+    One index-ordered read of one column; none of the per-row work (busy
+    reasons, capability, version) a picker does not show.
+    """
+    return list(
+        session.scalars(
+            sa.select(Conversation.thread_id)
+            .where(Conversation.status != "deleted")
+            .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id.desc())
+            .limit(max(0, int(limit)))
+        )
+    )
+
+
+def count_threads(
+    session: Session,
+    *,
+    min_pressure: float | None = None,
+    agent: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    active_since: datetime | None = None,
+    include_deleted: bool = False,
+) -> int:
+    filters = thread_filters(
+        min_pressure=min_pressure,
+        agent=agent,
+        user_id=user_id,
+        status=status,
+        active_since=active_since,
+        include_deleted=include_deleted,
+    )
+    return int(session.scalar(sa.select(sa.func.count()).select_from(Conversation).where(*filters)))
+
+
+def summary_row(
+    conv: Conversation, capabilities: list[str] | None, reason: BusyReason | None
+) -> ThreadSummary:
+    attached = conv.origin == ORIGIN_ATTACHED
+    return ThreadSummary(
+        thread_id=conv.thread_id,
+        user_id=conv.user_id,
+        agent_slug=conv.agent_slug,
+        title=conv.title,
+        status=conv.status,
+        summary_pressure_ratio=conv.summary_pressure_ratio,
+        context_usage_ratio=conv.context_usage_ratio,
+        llm_input_tokens=conv.llm_input_tokens,
+        next_llm_input_tokens=conv.next_llm_input_tokens,
+        summary_trigger_tokens=conv.summary_trigger_tokens,
+        context_window=conv.context_window,
+        summary_active=conv.summary_active,
+        busy_reason=reason,
+        capable=CONTEXT_COMPRESSION in (capabilities or []) and not attached,
+        last_compression_at=conv.last_compression_at,
+        last_activity_at=conv.last_activity_at,
+        checkpoint_id=conv.checkpoint_id,
+        attached=attached,
+    )

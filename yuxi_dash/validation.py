@@ -1,0 +1,167 @@
+"""The input rules: what a well-formed id, text, integer or JSON document is, in one place.
+
+Every service entry point (compress, intake, the run lifecycle, import, tool
+results, memory views) and every CLI handler calls these before it touches a
+store, inside the block that audits its refusals, so bad input is always one
+`InvalidInput` (code ``invalid_input``, exit 2) with an audit row and nothing
+changed, never a driver error from the database. This module owns:
+
+- identifiers (thread ids, and the user ids and agent slugs stored beside
+  them): a string of 1 to 128 characters (``conversations.thread_id`` is
+  VARCHAR(128)), not only whitespace, with no control character (NUL, newline,
+  tab, ...) and no lone surrogate (it cannot be encoded as UTF-8);
+- text (intake content, titles, search strings): a string with no NUL
+  (PostgreSQL text cannot store it) and no lone surrogate, optionally capped;
+- integers: real ints, never bools; database integers fit a signed 64-bit
+  column; an agent's ``context_window`` is 1..10,000,000 tokens and its other
+  sizes have ranges that fit their 32-bit columns (see `AGENT_INT_RANGES`);
+- JSON documents (imports, request payloads): nested at most `MAX_JSON_DEPTH`
+  levels, string keys, every string under the text rule. The walk is
+  iterative, so a hostile depth cannot exhaust the interpreter's stack.
+
+Messages name the field and the rule, never the value: the value may be hostile.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from yuxi_dash.errors import InvalidInput
+
+MAX_IDENTIFIER_LENGTH = 128  # conversations.thread_id / user_id, agents.slug: VARCHAR(128)
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+CONTEXT_WINDOW_RANGE = (1, 10_000_000)
+# Agent sizes, each within its 32-bit column; summary_threshold is in K tokens (x 1024).
+AGENT_INT_RANGES: dict[str, tuple[int, int]] = {
+    "context_window": CONTEXT_WINDOW_RANGE,
+    "summary_threshold": (1, 10_000),
+    "summary_keep_messages": (1, 100_000),
+    "summary_tool_result_token_limit": (1, 10_000_000),
+}
+MAX_JSON_DEPTH = 64
+
+
+def _bad_characters(value: str, *, controls: bool) -> str | None:
+    """Why `value` cannot be stored as it is (None when it can)."""
+    if "\x00" in value:
+        return "must not contain a NUL byte"
+    for char in value:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return "must be valid Unicode (no lone surrogates)"
+        if controls and category == "Cc":
+            return "must not contain control characters"
+    return None
+
+
+def identifier(value: Any, name: str = "thread id") -> str:
+    """A thread id, user id or agent slug: 1..128 characters, no control characters."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty")
+    if len(value) > MAX_IDENTIFIER_LENGTH:
+        raise InvalidInput(f"{name} is longer than {MAX_IDENTIFIER_LENGTH} characters")
+    problem = _bad_characters(value, controls=True)
+    if problem:
+        raise InvalidInput(f"{name} {problem}")
+    return value
+
+
+def thread_id(value: Any) -> str:
+    """A thread id (see `identifier`)."""
+    return identifier(value, "thread id")
+
+
+def optional_identifier(value: Any, name: str) -> str | None:
+    """None stays None (no filter); anything else must be an identifier (so "" is refused)."""
+    return None if value is None else identifier(value, name)
+
+
+def text(value: Any, name: str, *, limit: int | None = None, required: bool = False) -> str:
+    """Free text: a string with no NUL and no lone surrogate, at most `limit` characters."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if required and not value.strip():
+        raise InvalidInput(f"{name} must not be empty")
+    if limit is not None and len(value) > limit:
+        raise InvalidInput(f"{name} is longer than {limit} characters")
+    problem = _bad_characters(value, controls=False)
+    if problem:
+        raise InvalidInput(f"{name} {problem}")
+    return value
+
+
+def integer(value: Any, name: str, *, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:
+    """An int (not a bool) within [minimum, maximum]; the default range is a signed 64-bit column."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer")
+    if not minimum <= value <= maximum:
+        raise InvalidInput(f"{name} must be between {minimum:,} and {maximum:,}")
+    return value
+
+
+def db_id(value: Any, name: str = "id") -> int:
+    """A row id: an int that fits the signed 64-bit id columns."""
+    return integer(value, name)
+
+
+def non_negative(value: Any, name: str, *, maximum: int = INT64_MAX) -> int:
+    return integer(value, name, minimum=0, maximum=maximum)
+
+
+def context_window(value: Any) -> int:
+    low, high = CONTEXT_WINDOW_RANGE
+    return integer(value, "context_window", minimum=low, maximum=high)
+
+
+def agent_int(key: str, value: Any, *, prefix: str = "") -> int:
+    """One of the agent's sizes (context_window, summary_threshold, ...) within its range."""
+    low, high = AGENT_INT_RANGES[key]
+    return integer(value, f"{prefix}{key}", minimum=low, maximum=high)
+
+
+def number(value: Any, name: str, *, minimum: float, maximum: float) -> float:
+    """A finite number (int or float, not a bool) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{name} must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a finite number")
+    if not minimum <= value <= maximum:
+        raise InvalidInput(f"{name} must be between {minimum} and {maximum}")
+    return float(value)
+
+
+def json_document(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """A JSON-shaped value: at most `max_depth` levels, string keys, storable strings.
+
+    Lists, tuples and dicts are containers; str, int, float (finite), bool and
+    None are leaves; anything else is refused. Iterative: no recursion.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping) or isinstance(item, list | tuple):
+            if depth > max_depth:
+                raise InvalidInput(f"{name} is nested deeper than {max_depth} levels")
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise InvalidInput(f"{name} has a key that is not a string")
+                    text(key, f"a key in {name}")
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            text(item, f"a string in {name}")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(f"{name} holds a number that is not finite")
+        elif item is not None and not isinstance(item, bool | int):
+            raise InvalidInput(f"{name} holds a value that is not JSON")
+    return value
