@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -351,6 +352,7 @@ def main() -> None:
         else:
             drop_database(ADMIN_URL, platform_url)
             drop_database(ADMIN_URL, dashboard_url)
+            shutil.rmtree(workdir.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

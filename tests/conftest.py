@@ -69,6 +69,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        on_postgres = callspec is not None and callspec.params.get("db_url") == "postgresql"
+        # a test parametrized over backends asks for PostgreSQL by the param "postgresql"
+        on_postgres = callspec is not None and any(
+            isinstance(value, str) and value == "postgresql" for value in callspec.params.values()
+        )
         if fixtures & _SERVICE_FIXTURES or on_postgres or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.services)

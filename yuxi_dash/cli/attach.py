@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag, say_progress
-from yuxi_dash.cli.threads import _store_errors
+from yuxi_dash.cli.guards import store_errors
 
 
 def _cmd_scan(args: argparse.Namespace) -> CommandResult:
@@ -110,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         help="ignore the stored watermark: list every platform thread again",
     )
     add_json_flag(scan)
-    scan.set_defaults(handler=_store_errors(_cmd_scan))
+    scan.set_defaults(handler=store_errors(_cmd_scan))
     status = actions.add_parser("status", help="what is attached and how far the last scan got")
     add_json_flag(status)
-    status.set_defaults(handler=_store_errors(_cmd_status))
+    status.set_defaults(handler=store_errors(_cmd_status))

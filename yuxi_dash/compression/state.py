@@ -2,8 +2,9 @@
 
 ``ThreadContextState`` holds every message of the thread (never dropped) plus the
 latest ``SummaryEvent``; what the model sees is the summary message followed by
-the messages from ``cutoff_index`` on. ``to_storage``/``from_storage`` give the
-``messages_to_dict`` form the store keeps in ``thread_states``.
+the messages from ``cutoff_index`` on (deepagents' rule). ``to_storage`` /
+``from_storage`` give a plain-JSON form (``messages_to_dict``); the store keeps
+the state as a LangGraph checkpoint instead (``compression.agent_state``).
 """
 
 from __future__ import annotations

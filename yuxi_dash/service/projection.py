@@ -223,16 +223,20 @@ class ChatRecorder:
     def __init__(self, session: Session, thread_id: str) -> None:
         self.session = session
         self.thread_id = thread_id
-        rows = session.execute(
-            sa.select(ChatMessage.id, ChatMessage.message_id, ChatMessage.role, ChatMessage.content)
-            .where(ChatMessage.thread_id == thread_id)
-            .order_by(ChatMessage.sequence)
-        ).all()
-        self.recorded = {row.message_id for row in rows if row.message_id is not None}
+        self.recorded = set(
+            session.scalars(
+                sa.select(ChatMessage.message_id).where(
+                    ChatMessage.thread_id == thread_id, ChatMessage.message_id.is_not(None)
+                )
+            )
+        )
         self.unlinked: dict[tuple[str, str], list[int]] = {}
-        for row in rows:
-            if row.message_id is None:
-                self.unlinked.setdefault((row.role, row.content), []).append(row.id)
+        for row in session.execute(  # only rows with no message yet need their text
+            sa.select(ChatMessage.id, ChatMessage.role, ChatMessage.content)
+            .where(ChatMessage.thread_id == thread_id, ChatMessage.message_id.is_(None))
+            .order_by(ChatMessage.sequence)
+        ):
+            self.unlinked.setdefault((row.role, row.content), []).append(row.id)
         self.sequence = int(
             session.scalar(
                 sa.select(sa.func.max(ChatMessage.sequence)).where(
