@@ -61,7 +61,14 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 # using any of them, directly or through another fixture, is marked `services`,
 # so `pytest -m "not services"` runs the fast subset with none of them.
 _SERVICE_FIXTURES = frozenset(
-    {"postgres_url", "fresh_postgres_url", "falkordb_server", "falkordb_dir"}
+    {
+        "postgres_url",
+        "fresh_postgres_url",
+        "demo_postgres",  # a demo seeded into its own PostgreSQL database
+        "platform",  # tests/attach: an attached platform's own PostgreSQL database
+        "falkordb_server",
+        "falkordb_dir",
+    }
 )
 
 
