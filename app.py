@@ -37,6 +37,7 @@ MEMORY = [
     ("memory_episodes.py", "Episodes", ":material/history_edu:"),
     ("memory_chat.py", "Memory vs chat", ":material/forum:"),
     ("memory_warm_context.py", "Warm context", ":material/psychology:"),
+    ("memory_support.py", "Memory support", ":material/support_agent:"),
 ]
 
 st.set_page_config(page_title="yuxi-dash", page_icon=":material/compress:", layout="wide")

@@ -21,6 +21,11 @@ on the platform, and the EXPLAIN of "threads >= 85%" on the projection
 Speed lives here, never in a timed test.
 
     .venv/bin/python bench/attach.py [--threads 10000] [--moved 100] [--keep]
+    .venv/bin/python bench/attach.py --build-only          # build the platform once, keep it
+    .venv/bin/python bench/attach.py --platform URL        # time against it (a new dashboard)
+
+A reused platform keeps the checkpoints earlier runs' moved threads added (one
+each per run); the dashboard's database is always new, so (a) projects all.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 
+from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: E402
 from tests.compression.agents import query_kb_tool, research_script, scripted_model  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
 from yuxi_dash.attach.ids import checkpoint_time, floor_id  # noqa: E402
@@ -63,32 +69,17 @@ RESULT_WORDS = (15, 40, 80, 120, 160, 200, 240, 280, 320, 360, 400, 440, 520, 64
 USERS = 500
 
 
-def create_database(admin_url: str, prefix: str) -> str:
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return sa.engine.make_url(admin_url).set(database=name).render_as_string(False)
-
-
-def drop_database(admin_url: str, url: str) -> None:
-    name = sa.engine.make_url(url).database
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(
-            sa.text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = :n AND pid <> pg_backend_pid()"
-            ),
-            {"n": name},
-        )
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-    admin.dispose()
-
-
 def conninfo_of(url: str) -> str:
-    return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(False)
+    return psycopg_conninfo(url)
+
+
+def kb_answer(words: int) -> Callable[[str], str]:
+    """The template's knowledge-base tool: a result of ``words`` words."""
+
+    def answer(query: str) -> str:
+        return f"kb result for {query}: " + "evidence " * words
+
+    return answer
 
 
 def run_templates(conninfo: str, workdir: Path) -> list[str]:
@@ -101,7 +92,7 @@ def run_templates(conninfo: str, workdir: Path) -> list[str]:
             model = scripted_model(research_script(TURNS, prefix=f"{thread_id}-"))
             agent = create_agent(
                 model,
-                [query_kb_tool(lambda q, w=words: f"kb result for {q}: " + "evidence " * w)],
+                [query_kb_tool(kb_answer(words))],
                 middleware=context_compression_middleware(
                     workdir=workdir, summary_threshold=2, keep_messages=4, context_window=8000
                 ),
@@ -264,14 +255,34 @@ def explain_hot_threads(settings: Settings) -> list[str]:
         return list(conn.exec_driver_sql(f"EXPLAIN (ANALYZE, COSTS OFF) {compiled}").scalars())
 
 
+def platform_threads(conninfo: str) -> list[str]:
+    """The thread ids of a platform built by an earlier run (``--platform``)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        # what an earlier run left: the owner's optional index (its plan is shown without it)
+        conn.execute("DROP INDEX IF EXISTS checkpoints_root_id_idx")
+        rows = conn.execute(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY 1"
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=10_000)
     parser.add_argument("--moved", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep both databases")
+    parser.add_argument(
+        "--platform", help="reuse the platform database of an earlier --keep-platform run"
+    )
+    parser.add_argument(
+        "--keep-platform", action="store_true", help="keep the platform database for --platform"
+    )
+    parser.add_argument("--build-only", action="store_true", help="build the platform, keep it")
     args = parser.parse_args()
 
-    platform_url = create_database(ADMIN_URL, "yuxi_bench_platform")
+    reuse = args.platform is not None
+    platform_url = args.platform or create_database(ADMIN_URL, "yuxi_bench_platform")
+    keep_platform = args.keep or args.keep_platform or args.build_only or reuse
     dashboard_url = create_database(ADMIN_URL, "yuxi_bench_dash")
     conninfo = conninfo_of(platform_url)
     workdir = Path(tempfile.mkdtemp(prefix="yuxi-bench-attach-")) / "workdir"
@@ -285,19 +296,25 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     try:
         started = time.perf_counter()
-        templates = run_templates(conninfo, workdir)
-        thread_ids = clone_threads(conninfo, templates, args.threads)
+        if reuse:
+            thread_ids = platform_threads(conninfo)
+        else:
+            templates = run_templates(conninfo, workdir)
+            thread_ids = clone_threads(conninfo, templates, args.threads)
         with psycopg.connect(conninfo) as conn:
             counts = conn.execute(
                 "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs),"
                 " (SELECT count(*) FROM checkpoint_writes),"
                 " pg_size_pretty(pg_database_size(current_database()))"
             ).fetchone()
+        assert counts is not None
         print(
             f"platform: {len(thread_ids):,} threads, {counts[0]:,} checkpoints, "
             f"{counts[1]:,} blobs, {counts[2]:,} writes, {counts[3]} "
-            f"(built in {time.perf_counter() - started:.1f} s)"
+            f"({'reused' if reuse else 'built'} in {time.perf_counter() - started:.1f} s)"
         )
+        if args.build_only:
+            return
         db.get_engine(settings)  # migrate the dashboard's database before timing anything
 
         first = scan(settings)
@@ -318,6 +335,17 @@ def main() -> None:
         )
         assert second.projected == args.moved and second.new_checkpoints == args.moved, second
 
+        others = [t for t in thread_ids if t not in set(moved)]
+        moved_alone = random.Random(12).sample(others, args.moved)
+        move_threads(conninfo, moved_alone)
+        alone = scan(settings, together=False)
+        print(
+            f"(b') the same, each thread projected alone (the per-thread path): "
+            f"{alone.seconds * 1000:.0f} ms: {alone.projected} projected; "
+            f"batched is {alone.seconds / second.seconds:.1f}x faster"
+        )
+        assert alone.projected == args.moved, alone
+
         full = full_read(conninfo, thread_ids)
         print(f"(c) full read, get_state of every thread: {full:.2f} s")
         ratio = full / second.seconds
@@ -330,13 +358,21 @@ def main() -> None:
             print("   ", line)
         with psycopg.connect(conninfo, autocommit=True) as conn:  # what the owner may add
             conn.execute(
-                "CREATE INDEX checkpoints_root_id_idx ON checkpoints (checkpoint_id) "
+                "CREATE INDEX IF NOT EXISTS checkpoints_root_id_idx ON checkpoints (checkpoint_id) "
                 "WHERE checkpoint_ns = ''"
             )
             conn.execute("ANALYZE checkpoints")
         print("the same with the optional index on checkpoints (checkpoint_id):")
         for line in explain_platform_query(conninfo, second.floor):
             print("   ", line)
+        rest = [t for t in others if t not in set(moved_alone)]
+        move_threads(conninfo, random.Random(13).sample(rest, args.moved))
+        indexed = scan(settings)
+        print(
+            f"(b2) incremental scan after {args.moved} more moved, with that index: "
+            f"{indexed.seconds * 1000:.0f} ms (query {indexed.query_seconds * 1000:.1f} ms): "
+            f"{indexed.projected} projected; ratio full read / it: {full / indexed.seconds:.0f}x"
+        )
         print("EXPLAIN of threads >= 85% on the projection:")
         plan = explain_hot_threads(settings)
         for line in plan:
@@ -347,10 +383,13 @@ def main() -> None:
     finally:
         close_platform_stores()
         db.forget_engines()
-        if args.keep:
-            print(f"kept: platform {conninfo_of(platform_url)}, dashboard {dashboard_url}")
+        if keep_platform:
+            print(f"kept: platform {platform_url} (reuse it with --platform)")
         else:
             drop_database(ADMIN_URL, platform_url)
+        if args.keep:
+            print(f"kept: dashboard {dashboard_url}")
+        else:
             drop_database(ADMIN_URL, dashboard_url)
             shutil.rmtree(workdir.parent, ignore_errors=True)
 

@@ -245,8 +245,11 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
     Each part is a wrapped call timed with the process CPU clock (a profiler's own
     overhead would inflate the Python parts); per part, the best of ``rounds`` runs.
     """
+    import ast
+
     import yuxi_dash.compression.compaction as compaction
     import yuxi_dash.compression.preview as preview
+    import yuxi_dash.compression.salvage as salvage
 
     spent: dict[str, float] = {}
 
@@ -271,7 +274,8 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
             wrap(Workdir, "prepare_tool_result", "encode + sha256"),
             wrap(Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
             wrap(compaction, "tool_result_preview", "preview, all"),
-            wrap(json, "loads", "  of which json.loads"),
+            wrap(salvage, "_decode", "  of which JSON decoding"),
+            wrap(ast, "literal_eval", "  of which Python reprs (salvage)"),
             wrap(preview, "_fit_evidence", "  of which fitting the records"),
             wrap(compaction, "saved_result_header", "saved-result header"),
             wrap(ToolMessage, "model_copy", "message copy"),
@@ -327,7 +331,8 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         "encode + sha256",
         "file write (Workdir.write_prepared)",
         "preview, all",
-        "  of which json.loads",
+        "  of which JSON decoding",
+        "  of which Python reprs (salvage)",
         "  of which fitting the records",
         "saved-result header",
         "message copy",

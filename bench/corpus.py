@@ -24,7 +24,8 @@ Shapes (``SHAPES``):
 - ``mcp_blocks``: MCP-named tools (``mcp__kb__query_kb``) whose content is a
   list of text blocks that split the JSON anywhere;
 - ``broken_json``: query_kb / web_search text that does not parse: cut
-  mid-record, trailing text after the JSON, or a Python repr;
+  mid-record, trailing text after the JSON, or a Python repr (our engine
+  salvages the leading complete records);
 - ``mixed``: all of the above interleaved with command output, small results
   under the limit, a repeated result and long ``write_file`` arguments.
 
@@ -445,7 +446,7 @@ SHAPES: dict[str, tuple[str, Callable[[_Thread, int], None]]] = {
     "web_no_snippets": ("web_search, title/url/score only, bare lists", _web_no_snippets),
     "nested_json": ("query_kb in a data envelope, nested metadata, JSON bodies", _nested),
     "mcp_blocks": ("MCP tools, JSON split over text blocks", _mcp),
-    "broken_json": ("cut, trailing text, Python repr (generic preview)", _broken),
+    "broken_json": ("cut, trailing text, Python repr (salvaged records)", _broken),
     "mixed": ("all shapes, command output, small results, repeats, write_file", _mixed),
 }
 

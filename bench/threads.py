@@ -21,7 +21,6 @@ import io
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 from yuxi_dash.store import db, queries  # noqa: E402
 
@@ -49,31 +49,7 @@ PAGE = 50
 
 
 def _psycopg_url(url: str) -> str:
-    return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(False)
-
-
-def create_database(admin_url: str) -> str:
-    name = f"yuxi_bench_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return sa.engine.make_url(admin_url).set(database=name).render_as_string(False)
-
-
-def drop_database(admin_url: str, url: str) -> None:
-    name = sa.engine.make_url(url).database
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(
-            sa.text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = :n AND pid <> pg_backend_pid()"
-            ),
-            {"n": name},
-        )
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-    admin.dispose()
+    return psycopg_conninfo(url)
 
 
 def _copy_frame(cur: psycopg.Cursor, table: str, frame: pd.DataFrame, chunk: int = 200_000) -> None:

@@ -1,14 +1,28 @@
-"""Facts: relation-name distribution (over-extraction) and likely duplicates, counted directed."""
+"""Facts: one fact's provenance and corrections; relation-name distribution and duplicates.
+
+Pick a user, then a fact: its provenance (episodes, the chat message and the
+words it came from) and, for operators, the corrections (retract, supersede,
+restore, reject) with Undo. Below: facts per relation name and likely
+duplicates, counted directed.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui import memory_desk as desk
 from yuxi_dash.ui.format import md
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Facts", "facts")
+
+fact_uuid = desk.fact_picker(access)
+if fact_uuid:
+    provenance = desk.draw_provenance(actor, access, fact_uuid)
+    if provenance is not None:
+        desk.draw_corrections(actor, access.user_id, provenance["fact"])
+
 data = ui.load_facts(access)
 
 names = {row["name"]: row["facts"] for row in data["names"]}

@@ -67,9 +67,7 @@ def pressure_panel() -> None:
         f"{count(kpis['compressions_auto'])} / {count(kpis['compressions_manual'])}",
     )
     if status is None:  # so this count and a count of every thread can be reconciled
-        deleted = loaders.pressure_overview(
-            agent=agent, user_id=user_id, status="deleted", active_since=active_since
-        )["kpis"]["threads"]
+        deleted = data["deleted"]
         if deleted:
             st.caption(
                 md(

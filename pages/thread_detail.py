@@ -131,6 +131,12 @@ with chat_tab:
         st.caption(
             md("{:,} messages, never compressed: what the user and agent actually said.", len(chat))
         )
+        linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
+        if linked and linked.isdigit():
+            hit = chat[chat["sequence"] == int(linked)]
+            if not hit.empty:
+                row = hit.iloc[0]
+                st.info(md("Linked message #{} ({}): {}", int(linked), row["role"], row["content"]))
         st.dataframe(
             chat.assign(at=[stamp(moment) for moment in chat["created_at"]])[
                 ["sequence", "role", "at", "content"]

@@ -17,6 +17,7 @@ from yuxi_dash.workdir import Workdir
 pytest_plugins = [
     "tests.fixtures.database",
     "tests.fixtures.graph",
+    "tests.fixtures.desk",
     "tests.fixtures.app",
 ]
 

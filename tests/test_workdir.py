@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.workdir import MARKER_NAME, SavedFile, Workdir, history_relpath
@@ -280,3 +282,123 @@ def test_ensure_writable_from_many_threads_at_once(tmp_path: Path) -> None:
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: workdir.ensure_writable(), range(400)))
     assert sorted(p.name for p in workdir.root.iterdir()) == [MARKER_NAME, "outputs"]
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_a_writing_pass_walks_each_directory_once_and_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yuxi_dash import safe_fs
+
+    workdir = _initialized(tmp_path / "wd")
+    walks: list[tuple[str, ...]] = []
+    real_open_dirs = safe_fs.open_dirs
+
+    def counting(root_fd: int, parts: tuple[str, ...], *, create: bool = False) -> int:
+        walks.append(parts)
+        return real_open_dirs(root_fd, parts, create=create)
+
+    monkeypatch.setattr(safe_fs, "open_dirs", counting)
+    before = _open_fds()
+    prepared = [workdir.prepare_tool_result("run", f"result {n} " * 500) for n in range(6)]
+    with workdir.writing_pass():
+        for saved, data in prepared:
+            workdir.write_prepared(saved, data)
+        with workdir.writing_pass():  # nested: the outer pass's descriptor
+            workdir.write_prepared(*prepared[0])
+    assert walks == [("outputs", "large_tool_results")]
+    assert _open_fds() == before  # every descriptor of the pass is closed
+    for saved, data in prepared:
+        assert (workdir.root / saved.path).read_bytes() == data
+    walks.clear()
+    for saved, data in prepared:  # outside a pass: one walk per file, as before
+        workdir.write_prepared(saved, data)
+    assert len(walks) == len(prepared)
+
+
+def test_a_pass_never_writes_through_a_symlink_swapped_in(tmp_path: Path) -> None:
+    """The results directory is swapped for a symlink to an outside directory before a
+    pass (refused, nothing written) and during one (the files go to the directory the
+    walk found, never to the link's target)."""
+    workdir = _initialized(tmp_path / "wd")
+    workdir.ensure_writable()
+    results = workdir.root / "outputs/large_tool_results"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    first, second = (workdir.prepare_tool_result("run", f"{n}" * 5000) for n in (1, 2))
+    parked = results.with_name("parked")
+    results.rename(parked)
+    results.symlink_to(outside)
+    with workdir.writing_pass(), pytest.raises(PathRefused):
+        workdir.write_prepared(*first)
+    results.unlink()
+    parked.rename(results)
+    with workdir.writing_pass():
+        workdir.write_prepared(*first)
+        results.rename(parked)  # swapped mid-pass
+        results.symlink_to(outside)
+        workdir.write_prepared(*second)
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in parked.iterdir()) == sorted(
+        Path(saved.path).name for saved, _ in (first, second)
+    )
+
+
+def test_a_failed_write_in_a_pass_walks_again_for_the_next(tmp_path: Path) -> None:
+    """The results directory is removed mid-pass: the write into the removed directory
+    fails (OSError, nothing written), the next one walks again and makes it anew."""
+    import shutil
+
+    workdir = _initialized(tmp_path / "wd")
+    prepared = [workdir.prepare_tool_result("run", f"{n}" * 5000) for n in range(3)]
+    results = workdir.root / "outputs/large_tool_results"
+    before = _open_fds()
+    with workdir.writing_pass():
+        workdir.write_prepared(*prepared[0])
+        shutil.rmtree(results)
+        with pytest.raises(OSError):
+            workdir.write_prepared(*prepared[1])
+        workdir.write_prepared(*prepared[2])
+    assert _open_fds() == before
+    assert sorted(p.name for p in results.iterdir()) == [Path(prepared[2][0].path).name]
+
+
+def test_passes_in_threads_side_by_side_share_nothing(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    workdir = _initialized(tmp_path / "wd")
+    before = _open_fds()
+
+    def one_pass(worker: int) -> list[SavedFile]:
+        saved_files = []
+        with workdir.writing_pass():
+            for n in range(20):
+                saved, data = workdir.prepare_tool_result("run", f"{worker}:{n} " * 400)
+                workdir.write_prepared(saved, data)
+                saved_files.append(saved)
+        return saved_files
+
+    with ThreadPoolExecutor(4) as pool:
+        written = [saved for batch in pool.map(one_pass, range(8)) for saved in batch]
+    assert _open_fds() == before
+    assert all(workdir.verify(saved.path, saved.sha256) == "ok" for saved in written)
+    assert len(list((workdir.root / "outputs/large_tool_results").iterdir())) == 160
+
+
+@given(st.text(max_size=40) | st.sampled_from(["..", ".", "a/../..", "x.txt", "a\\b", "-x.txt"]))
+@settings(max_examples=300, deadline=None)
+def test_the_saved_path_fast_split_agrees_with_the_general_one(name: str) -> None:
+    from yuxi_dash import safe_fs
+    from yuxi_dash.workdir import _split_saved_path
+
+    path = f"outputs/large_tool_results/{name}"
+    try:
+        *dirs, last = safe_fs.split_relative(path)
+    except PathRefused:
+        with pytest.raises(PathRefused):
+            _split_saved_path(path)
+        return
+    assert _split_saved_path(path) == (tuple(dirs), last)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from yuxi_dash.audit import record_audit
+from yuxi_dash.audit import audited_refusals, record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, YuxiDashError
+from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -92,19 +92,11 @@ def _audited_read(
 
     settings = settings or get_settings()
     detail = {**filters.described(), "role": actor.role.label}
-    try:
+    with audited_refusals(
+        actor=actor.id, action=action, target=TARGET, detail=detail, settings=settings
+    ):
         require_role(actor, Role.ADMIN, action="reading the audit log")
         _check(filters)
-    except YuxiDashError as exc:
-        record_audit(
-            actor=actor.id,
-            action=action,
-            target=TARGET,
-            outcome="refused",
-            detail={**detail, "code": exc.code},
-            settings=settings,
-        )
-        raise
     with session_scope(settings) as session:
         rows = list_audit(
             session,

@@ -39,7 +39,7 @@ def absent(value: object) -> bool:
 
 def percent_value(ratio: float | None) -> float | None:
     """``ratio`` as a percentage rounded half up to one decimal: 1.6225 -> 162.3."""
-    if absent(ratio) or (isinstance(ratio, float) and not math.isfinite(ratio)):
+    if ratio is None or absent(ratio) or (isinstance(ratio, float) and not math.isfinite(ratio)):
         return None
     try:
         exact = Decimal(repr(float(ratio))) * 100
@@ -56,14 +56,14 @@ def pct(ratio: float | None, *, missing: str = MISSING) -> str:
 
 def count(value: float | None, *, missing: str = MISSING) -> str:
     """A count of tokens, characters, facts or threads: 102400 -> "102,400"."""
-    if absent(value) or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or absent(value) or (isinstance(value, float) and not math.isfinite(value)):
         return missing
     return f"{int(value):,}"
 
 
 def decimal(value: float | None, *, places: int = 1, missing: str = MISSING) -> str:
     """A measured quantity (an age in days, say): 109.6 -> "109.6"; 1234.5 -> "1,234.5"."""
-    if absent(value) or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or absent(value) or (isinstance(value, float) and not math.isfinite(value)):
         return missing
     return f"{float(value):,.{places}f}"
 
@@ -81,13 +81,14 @@ def stamp(
     ISO text (with or without an offset) is read as a moment; text that is no moment is
     returned as it is. A moment without a zone is taken to be UTC, as the store writes them.
     """
-    if absent(moment):
+    if moment is None or absent(moment):
         return missing
     if isinstance(moment, str):
+        text = moment
         try:
-            moment = datetime.fromisoformat(moment)
+            moment = datetime.fromisoformat(text)
         except ValueError:
-            return moment
+            return text
     if not isinstance(moment, datetime):
         moment = datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
     if moment.tzinfo is None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 class Record:
     """Mixin for dataclasses whose JSON form is exactly their fields (`dataclasses.asdict`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(cast("DataclassInstance", self))  # every Record is a dataclass

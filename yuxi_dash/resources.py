@@ -3,10 +3,11 @@
 A process (the dashboard, one CLI command, a test run) holds a few things that
 outlive a single call: SQLAlchemy engines, the LangGraph checkpoint stores of
 our own database, FalkorDB graph clients, the handles of FalkorDB servers this
-process started, LaunchDarkly flag evaluators and the audit log's background
-writer. Each is created here lazily, on its first use, under a key made of the
-settings that matter for it (a database URL, a server address, a flag file and
-its mtime), and registered with the function that closes it.
+process started, LaunchDarkly flag evaluators, the audit log's background
+writer and the memory views' cached distribution summaries. Each is created
+here lazily, on its first use, under a key made of the settings that matter
+for it (a database URL, a server address, a flag file and its mtime), and
+registered with the function that closes it.
 
 `close_all()` closes everything, newest first: a graph client is closed before
 the server it talks to is let go, the audit writer drains its queue while the
@@ -53,6 +54,8 @@ FALKORDB_CHILDREN: Kind[Any] = Kind("falkordb-child")  # subprocess.Popen of a s
 GRAPH_CLIENTS: Kind[Any] = Kind("graph-client")  # memory.client.GraphClient per server
 FLAG_EVALUATORS: Kind[Any] = Kind("flag-evaluator")  # flags.FlagEvaluator per flag source
 AUDIT_WRITER: Kind[Any] = Kind("audit-writer")  # the background audit writer thread
+# memory.distributions.SummaryCache: per-graph distributions keyed by a change fingerprint
+MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
 
 
 @dataclass

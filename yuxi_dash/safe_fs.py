@@ -88,15 +88,30 @@ def open_dir(parent_fd: int, name: str, *, create: bool = False) -> int:
     return open_dir(parent_fd, name, create=False)
 
 
-@contextmanager
-def walk(root_fd: int, dir_parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
-    """The fd of the directory ``root/dir_parts``, each step opened with O_NOFOLLOW."""
-    fd = os.dup(root_fd)
+def open_dirs(root_fd: int, dir_parts: tuple[str, ...], *, create: bool = False) -> int:
+    """A new fd of the directory ``root/dir_parts``, each step opened with O_NOFOLLOW.
+
+    The caller owns (and closes) the returned descriptor; ``root_fd`` stays open.
+    """
+    if not dir_parts:
+        return os.dup(root_fd)
+    fd = open_dir(root_fd, dir_parts[0], create=create)
     try:
-        for name in dir_parts:
+        for name in dir_parts[1:]:
             child = open_dir(fd, name, create=create)
             os.close(fd)
             fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def walk(root_fd: int, dir_parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+    """The fd of the directory ``root/dir_parts`` (see ``open_dirs``), closed on exit."""
+    fd = open_dirs(root_fd, dir_parts, create=create)
+    try:
         yield fd
     finally:
         os.close(fd)

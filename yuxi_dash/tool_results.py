@@ -197,18 +197,16 @@ def count_tool_results(
     tool_name: str | None = None,
     min_chars: int | None = None,
 ) -> int:
-    return int(
-        session.scalar(
-            sa.select(sa.func.count())
-            .select_from(ToolResult)
-            .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
-            .where(
-                *_filters(
-                    thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=min_chars
-                )
+    return session.execute(
+        sa.select(sa.func.count())
+        .select_from(ToolResult)
+        .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+        .where(
+            *_filters(
+                thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=min_chars
             )
         )
-    )
+    ).scalar_one()
 
 
 def _verify_one(workdir: Workdir, path: str, sha256: str) -> VerifyStatus:

@@ -16,6 +16,9 @@ Every read and write below the root goes through :mod:`yuxi_dash.safe_fs`: each
 path component is opened relative to its parent's directory descriptor with
 ``O_NOFOLLOW``, so a symlink anywhere (even one swapped in mid-operation) is
 refused with ``PathRefused`` and nothing outside the root is read or written.
+A compaction pass (:meth:`Workdir.writing_pass`) walks to each directory it
+writes into once and keeps that descriptor for every file of the pass, so the
+walk is paid per pass, not per file.
 :meth:`Workdir.resolve` only validates and displays a relative path; nothing
 opens the path it returns. A missing root raises ``WorkdirUnavailable``; other
 write failures surface as ``OSError`` so the engine can leave the message it was
@@ -28,6 +31,7 @@ import hashlib
 import math
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +50,9 @@ _MARKER_TEXT = b"yuxi-dash workdir: created by `yuxi-dash db upgrade` or the dem
 _ENCODING = "utf-8"
 _ENCODING_ERRORS = "surrogatepass"  # lone surrogates round-trip byte for byte instead of raising
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+_TOOL_RESULTS_PREFIX = TOOL_RESULTS_DIR + "/"
+_TOOL_RESULTS_PARTS = tuple(TOOL_RESULTS_DIR.split("/"))
+_PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # no separator, dot or NUL first
 _HASH_CHUNK = 1 << 20
 _MAX_KEY = 2**63 - 1
 
@@ -155,11 +162,18 @@ def _unavailable(root: Path) -> WorkdirUnavailable:
     )
 
 
+class _PassDirs(threading.local):
+    """The directory descriptors of the writing pass open in this thread (None: no pass)."""
+
+    dirs: dict[tuple[str, ...], int] | None = None
+
+
 class Workdir:
     """A directory the engine may write offloaded results and history files under."""
 
     def __init__(self, root: Path | str) -> None:
         self.root: Path = Path(root).expanduser().absolute()
+        self._pass = _PassDirs()  # per thread: a pass in one thread never lends another its fds
 
     def __repr__(self) -> str:
         return f"Workdir({str(self.root)!r})"
@@ -256,19 +270,53 @@ class Workdir:
         )
         return saved, data
 
+    @contextmanager
+    def writing_pass(self) -> Iterator[None]:
+        """One pass of writes (a compaction): each directory walked once, not once per file.
+
+        Inside the pass, ``write_prepared`` opens a directory the first time it writes
+        there (the same symlink-proof walk from a freshly opened root) and reuses that
+        descriptor for every later file of the pass, in this thread; all are closed
+        when the pass ends. A write that fails drops its directory's descriptor, so the
+        next one walks again (and makes the directory again if it was removed). The
+        directory written to is the one the walk found: renaming it meanwhile moves
+        the pass's files with it, as renaming it after the pass would. Nested passes
+        share the outer one.
+        """
+        state = self._pass
+        if state.dirs is not None:
+            yield
+            return
+        state.dirs = {}
+        try:
+            yield
+        finally:
+            dirs, state.dirs = state.dirs, None
+            for fd in dirs.values():
+                os.close(fd)
+
     def write_prepared(self, saved: SavedFile, data: bytes) -> None:
         """Write a prepared result unless an identical copy exists (the I/O half).
 
         OSError on a failed write; PathRefused if a link sits on the path;
         WorkdirUnavailable if the root is gone.
         """
-        *dirs, name = safe_fs.split_relative(saved.path)
-        with self._dir_fd(tuple(dirs), create=True) as dir_fd:
-            if safe_fs.link_new_file(dir_fd, name, data):
-                return
-            if _sha256_at(dir_fd, name) != saved.sha256:
-                # a tampered (or old partial) copy: replace it whole
-                safe_fs.replace_file(dir_fd, name, data)
+        parts, name = _split_saved_path(saved.path)
+        opened = self._pass.dirs
+        if opened is None:
+            with self._dir_fd(parts, create=True) as dir_fd:
+                _publish(dir_fd, name, saved.sha256, data)
+            return
+        held = opened.get(parts)
+        if held is None:
+            with self._root_fd() as root_fd:
+                held = opened[parts] = safe_fs.open_dirs(root_fd, parts, create=True)
+        try:
+            _publish(held, name, saved.sha256, data)
+        except BaseException:
+            del opened[parts]  # the next write of the pass walks (and checks) the path again
+            os.close(held)
+            raise
 
     # -- history ---------------------------------------------------------------
     def write_history_section(self, session_id: str, key: int, text: str) -> str:
@@ -374,6 +422,29 @@ class Workdir:
         except (FileNotFoundError, NotADirectoryError):
             return False
         return True
+
+
+def _split_saved_path(relative_path: str) -> tuple[tuple[str, ...], str]:
+    """(directories, file name) of a saved file's path; PathRefused if it leaves the root.
+
+    A plain name directly in the results directory (what ``tool_result_relpath``
+    makes) is split without the general parser; anything else goes through it.
+    """
+    if relative_path.startswith(_TOOL_RESULTS_PREFIX):
+        name = relative_path[len(_TOOL_RESULTS_PREFIX) :]
+        if _PLAIN_FILE_NAME.fullmatch(name):
+            return _TOOL_RESULTS_PARTS, name
+    *dirs, name = safe_fs.split_relative(relative_path)
+    return tuple(dirs), name
+
+
+def _publish(dir_fd: int, name: str, sha256: str, data: bytes) -> None:
+    """``data`` under ``name`` in ``dir_fd``, whole: kept if an intact copy is there."""
+    if safe_fs.link_new_file(dir_fd, name, data):
+        return
+    if _sha256_at(dir_fd, name) != sha256:
+        # a tampered (or old partial) copy: replace it whole
+        safe_fs.replace_file(dir_fd, name, data)
 
 
 def _sha256_at(dir_fd: int, name: str) -> str:

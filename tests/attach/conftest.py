@@ -77,8 +77,13 @@ class Platform:
         return str(rows[0][0])
 
 
-def _conninfo(url: str, **parts: str) -> str:
-    return sa.engine.make_url(url).set(drivername="postgresql", **parts).render_as_string(False)
+def _conninfo(url: str, *, username: str | None = None, password: str | None = None) -> str:
+    parsed = sa.engine.make_url(url).set(drivername="postgresql")
+    if username is not None:
+        parsed = parsed.set(username=username)
+    if password is not None:
+        parsed = parsed.set(password=password)
+    return parsed.render_as_string(False)
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def skew_clock(offset_seconds: float) -> None:
         return
     real = checkpoint_ids.time.time_ns
     offset = int(offset_seconds * 1_000_000_000)
-    checkpoint_ids.time = types.SimpleNamespace(time_ns=lambda: real() + offset)  # type: ignore[attr-defined]
+    checkpoint_ids.time = types.SimpleNamespace(time_ns=lambda: real() + offset)  # type: ignore[attr-defined,assignment]
 
 
 def run_thread(saver: PostgresSaver, workdir: Path, spec: dict[str, Any]) -> dict[str, Any]:

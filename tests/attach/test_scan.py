@@ -283,3 +283,90 @@ def test_a_thread_whose_row_is_locked_fails_alone_and_is_read_again(
         "plat-one": moved["plat-one"]["checkpoint_id"],
         "plat-two": moved["plat-two"]["checkpoint_id"],
     }
+
+
+def _conversation(thread_id: str) -> Conversation:
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        assert conv is not None
+        session.expunge(conv)
+        return conv
+
+
+def test_a_thread_the_platform_deleted_is_marked_deleted_by_a_full_scan(
+    db_url: str, attached: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    attached.run(ROUND_ONE[:2])
+    assert cli(capsys, "attach", "scan")[0] == 0
+    with Connection.connect(attached.owner_conninfo, autocommit=True, row_factory=dict_row) as conn:
+        saver = PostgresSaver(conn)  # type: ignore[arg-type]
+        saver.delete_thread("plat-cool")  # the platform's own delete
+    assert attached.rows("SELECT count(*) FROM checkpoints WHERE thread_id = 'plat-cool'") == [(0,)]
+
+    code, report = cli(capsys, "attach", "scan")  # an incremental scan only reads what moved
+    assert (code, report["deleted"]) == (0, 0)
+    assert _conversation("plat-cool").status == "active"
+
+    code, report = cli(capsys, "attach", "scan", "--full")
+    assert code == 0, report
+    assert (report["threads_seen"], report["deleted"], report["attached_threads"]) == (1, 1, 1)
+    gone = _conversation("plat-cool")
+    assert gone.status == "deleted" and gone.deleted_at is not None
+    assert _conversation("plat-hot").status == "active"
+    code, threads = cli(capsys, "threads")
+    assert [t["thread_id"] for t in threads] == ["plat-hot"]
+    code, refused = cli(capsys, "context", "plat-cool")
+    assert (code, refused["error"]["code"]) == (3, "thread_deleted")
+    code, report = cli(capsys, "attach", "scan", "--full")  # once is enough
+    assert report["deleted"] == 0
+
+    # the platform starts a thread with that id again: it is projected and active again
+    again = attached.run([{**ROUND_ONE[1], "round": 2}])
+    code, report = cli(capsys, "attach", "scan")
+    assert (code, report["projected"], report["failed"]) == (0, 1, 0)
+    back = _conversation("plat-cool")
+    assert (back.status, back.deleted_at) == ("active", None)
+    assert back.checkpoint_id == again["plat-cool"]["checkpoint_id"]
+    code, threads = cli(capsys, "threads")
+    assert {t["thread_id"] for t in threads} == {"plat-hot", "plat-cool"}
+
+
+def test_a_thread_projected_again_after_the_platform_pruned_it_gets_no_duplicates(
+    db_url: str, attached: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checkpoint the scan projected last is pruned: the thread is projected from scratch."""
+    first = attached.run(ROUND_ONE[:1])
+    assert cli(capsys, "attach", "scan")[0] == 0
+    snapshot = sa.select(
+        UsageSnapshotRow.measured_at,
+        UsageSnapshotRow.source,
+        UsageSnapshotRow.next_llm_input_tokens,
+        UsageSnapshotRow.summary_active,
+    ).where(UsageSnapshotRow.thread_id == "plat-hot")
+    with session_scope() as session:
+        before = [tuple(row) for row in session.execute(snapshot)]
+    second = attached.run([{**ROUND_ONE[0], "round": 2}])
+    pruned = first["plat-hot"]["checkpoint_id"]
+    with Connection.connect(attached.owner_conninfo, autocommit=True) as conn:  # as its owner
+        conn.execute("DELETE FROM checkpoint_writes WHERE checkpoint_id = %s", (pruned,))
+        conn.execute("DELETE FROM checkpoints WHERE checkpoint_id = %s", (pruned,))
+    left = attached.rows("SELECT count(*) FROM checkpoints WHERE thread_id = 'plat-hot'")[0][0]
+    assert left == second["plat-hot"]["checkpoints"] - 1
+
+    code, report = cli(capsys, "attach", "scan")
+    assert (code, report["projected"], report["failed"]) == (0, 1, 0), report
+    assert report["checkpoints_read"] == left  # read again from the start
+    with session_scope() as session:
+        after = [tuple(row) for row in session.execute(snapshot)]
+        chat = list(
+            session.scalars(
+                sa.select(ChatMessage.content)
+                .where(ChatMessage.thread_id == "plat-hot")
+                .order_by(ChatMessage.sequence)
+            )
+        )
+    assert len(after) == len(set(after))  # no checkpoint's snapshot twice
+    assert set(before) <= set(after) and len(after) > len(before)
+    questions = [c for c in chat if "question" in c]
+    assert questions == [f"plat-hot-r{r}-question {t}" for r in (1, 2) for t in range(3)]
+    assert _conversation("plat-hot").checkpoint_id == second["plat-hot"]["checkpoint_id"]

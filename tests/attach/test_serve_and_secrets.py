@@ -170,7 +170,8 @@ def test_the_scan_floor_steps_back_the_overlap_on_the_ids_clock() -> None:
     ids = [str(uuid6(clock_seq=step)) for step in range(-1, 5)]
     assert ids == sorted(ids)  # created in order, sorted as strings
     ticks = [checkpoint_time(i) for i in ids]
-    assert all(t is not None for t in ticks) and ticks == sorted(ticks)
+    assert all(t is not None for t in ticks)
+    assert ticks == sorted(t or 0 for t in ticks)
     for checkpoint_id, tick in zip(ids, ticks, strict=True):
         assert tick is not None
         assert floor_id(tick) <= checkpoint_id < floor_id(tick + 1)

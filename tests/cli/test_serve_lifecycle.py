@@ -15,9 +15,7 @@ import contextlib
 import os
 import queue
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.live_server import free_port, yuxi_dash_command
 from yuxi_dash.memory.server import PIDFILE_NAME, ensure_server, stop_server
 from yuxi_dash.settings import Settings
 
@@ -32,12 +31,6 @@ STARTUP_SECONDS = 240
 STOP_SECONDS = 60
 
 pytestmark = pytest.mark.services
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _alive(pid: int) -> bool:
@@ -71,9 +64,8 @@ class Served:
             "YUXI_DASH_AUTH_MODE": "local",
             "GRAPHITI_TELEMETRY_ENABLED": "false",
         }
-        script = Path(sys.executable).with_name("yuxi-dash")
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "yuxi_dash"]
-        port = str(_free_port())
+        command = yuxi_dash_command()
+        port = str(free_port())
         self.process = subprocess.Popen(
             [*command, "serve", *extra, "--server.port", port, "--server.headless", "true"],
             cwd=root,

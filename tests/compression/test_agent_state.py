@@ -15,30 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepagents.backends import FilesystemBackend
-from deepagents.middleware import SummarizationMiddleware
-from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.compression.agents import query_kb_tool, scripted_model
+from tests.compression.agents import scripted_model
+from tests.compression.deep_agent import claude_script, play, summarizing_agent
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, context_state
-
-
-def claude_script(turns: int) -> Iterator[AIMessage]:
-    for turn in range(turns):
-        yield AIMessage(
-            [
-                {"type": "thinking", "thinking": f"plan {turn}", "signature": "sig"},
-                {"type": "text", "text": f"looking up {turn}"},
-            ],
-            tool_calls=[{"name": "query_kb", "args": {"q": f"q{turn}"}, "id": f"c{turn}"}],
-            response_metadata={"model_provider": "anthropic", "model_name": "claude-x"},
-        )
-        yield AIMessage(f"answer {turn}")
 
 
 @contextmanager
@@ -64,24 +48,11 @@ def test_our_reader_sees_what_deepagents_gave_its_model(
 ) -> None:
     turns = 7
     model = scripted_model(claude_script(turns))
-    summaries = GenericFakeChatModel(messages=iter([AIMessage(f"summary {i}") for i in range(9)]))
-    middleware = SummarizationMiddleware(
-        model=summaries,
-        backend=FilesystemBackend(root_dir=tmp_path / "fs", virtual_mode=True),
-        trigger=("tokens", 700),
-        keep=("messages", 5),
-    )
     config: Any = {"configurable": {"thread_id": f"deep-{kind}"}}
     with checkpointer(kind, tmp_path, request) as saver:
         assert isinstance(saver, BaseCheckpointSaver)
-        agent = create_agent(
-            model,
-            [query_kb_tool(lambda q: f"result {q} " + "x" * 400)],
-            middleware=[middleware],
-            checkpointer=saver,
-        )
-        for turn in range(turns):
-            agent.invoke({"messages": [HumanMessage(f"question {turn}")]}, config)
+        agent = summarizing_agent(model, saver, tmp_path / "fs")
+        play(agent, config["configurable"]["thread_id"], turns)
         values = agent.get_state(config).values
     event = values[SUMMARIZATION_EVENT_KEY]
     assert event is not None and event["cutoff_index"] > 0

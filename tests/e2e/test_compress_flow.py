@@ -9,104 +9,29 @@ in test-artifacts/.
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.live_server import REPO, dashboard_env, launch_chromium, serve_dashboard
+
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STARTUP_DEADLINE_SECONDS = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _yuxi_dash_command() -> list[str]:
-    script = Path(sys.executable).with_name("yuxi-dash")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "yuxi_dash"]
 
 
 @pytest.fixture
 def served_demo(tmp_path: Path) -> Iterator[str]:
     """URL of `yuxi-dash serve --demo` running on a fresh temp database."""
-    port = _free_port()
-    env = {
-        **os.environ,
-        "YUXI_DASH_DATABASE_URL": f"sqlite:///{tmp_path / 'yuxi_dash.db'}",
-        "YUXI_DASH_WORKDIR": str(tmp_path / "workdir"),
-        "YUXI_DASH_FALKORDB_DIR": str(tmp_path / "falkordb"),
-        "YUXI_DASH_AUTH_MODE": "local",
-        "GRAPHITI_TELEMETRY_ENABLED": "false",
-    }
-    command = [*_yuxi_dash_command(), "serve", "--demo", "--server.port", str(port)]
-    server = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    output: list[str] = []
-
-    def pump() -> None:
-        assert server.stdout is not None
-        for line in server.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    env = dashboard_env(tmp_path, YUXI_DASH_AUTH_MODE="local")
     try:
-        deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                pytest.fail("yuxi-dash serve did not start:\n" + "".join(output[-40:]))
-            try:
-                line = lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                pytest.fail(f"yuxi-dash serve exited ({server.wait()}):\n" + "".join(output[-40:]))
-            output.append(line)
-            if "You can now view" in line:
-                break
-        yield f"http://127.0.0.1:{port}"
+        with serve_dashboard(
+            tmp_path, env, "--demo", startup_seconds=STARTUP_DEADLINE_SECONDS
+        ) as url:
+            yield url
     finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=20)
         # the demo's memory seeding started an embedded FalkorDB server of its own (own session)
         from yuxi_dash.memory.server import stop_server
         from yuxi_dash.settings import Settings
@@ -119,7 +44,7 @@ def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.goto(f"{served_demo}/threads")

@@ -54,3 +54,39 @@ def test_hostile_query_text_is_harmless(demo_graphs, graph_client) -> None:
     )
     assert context.block.startswith("<temporal_context>")
     assert graph_client.ro_value("user_alice_chen", "MATCH (n) RETURN count(n)") == before
+
+
+# graphiti-core's edge_fulltext_search shape: filter every hit, then sort (the statement
+# FACT_FULLTEXT_SEARCH sorts first so the filter stops at the LIMIT).
+_FILTER_THEN_SORT = """\
+CALL db.idx.fulltext.queryRelationships('RELATES_TO', $query)
+YIELD relationship AS rel, score
+WITH rel AS e, score, startNode(rel) AS n, endNode(rel) AS m
+WHERE n:Entity AND m:Entity AND e.group_id IN $group_ids
+RETURN e.uuid AS uuid, e.name AS name, e.fact AS fact,
+       e.valid_at AS valid_at, e.invalid_at AS invalid_at
+ORDER BY score DESC
+LIMIT $limit"""
+
+
+def test_sorting_before_the_filter_finds_the_same_facts(demo_graphs, graph_client) -> None:
+    from graphiti_core.driver.falkordb.fulltext import build_falkor_fulltext_query
+
+    from yuxi_dash.memory.warm_context import bm25_fact_search
+
+    group = "user_alice_chen"
+    stored = graph_client.ro_rows(group, "MATCH ()-[e:RELATES_TO]->() RETURN e.fact AS f LIMIT 3")
+    texts = ["dark mode", *(" ".join(row["f"].split()[:3]) for row in stored)]
+    for text in texts:
+        query = build_falkor_fulltext_query(text, [group])
+        params = {"query": query, "group_ids": [group], "limit": 500}
+        old = graph_client.ro_rows(group, _FILTER_THEN_SORT, params)
+        new = bm25_fact_search(graph_client, group, text, limit=500)
+        assert old and sorted(map(str, old)) == sorted(map(str, new))
+        scored = graph_client.ro_rows(
+            group, _FILTER_THEN_SORT.replace("e.invalid_at AS invalid_at", "score"), params
+        )
+        score = {row["uuid"]: row["score"] for row in scored}
+        first = bm25_fact_search(graph_client, group, text, limit=3)
+        best = sorted(score.values(), reverse=True)[:3]  # ties may come in any order
+        assert sorted((score[row["uuid"]] for row in first), reverse=True) == best

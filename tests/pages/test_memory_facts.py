@@ -11,3 +11,78 @@ def test_facts_page(memory_pages) -> None:
     assert "Same source, name and target" in texts and "Mirrored edges" in texts
     assert len(at.dataframe) == 3
     assert len(at.dataframe[2].value) >= 3  # planted mirrored pairs
+
+
+# --- the memory desk: provenance, corrections, undo ------------------------------
+def _desk_page(memory_pages, desk_graph, fact: str):
+    return memory_pages("memory_facts.py", desk_graph.user_id, desk_fact=fact)
+
+
+def _texts(at) -> str:
+    return " ".join(str(m.value) for m in [*at.markdown, *at.caption, *at.success, *at.error])
+
+
+def test_a_fact_shows_its_message_and_words(memory_pages, desk_graph) -> None:
+    at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
+    assert not at.exception
+    texts = _texts(at)
+    assert "Where this fact came from" in [s.value for s in at.subheader]
+    assert "said by **user**" in texts
+    assert "**dark** **mode**" in texts  # the key words in bold inside the user's own message
+    assert "message #1" in texts
+    # run alone (outside st.navigation) the link to the thread is a plain one
+    assert "(thread_detail?thread=desk-t1&message=1)" in texts
+
+
+def test_hostile_strings_are_shown_literally(memory_pages, desk_graph) -> None:
+    at = _desk_page(memory_pages, desk_graph, "![x](https://evil.example/a.png)")
+    assert not at.exception
+    assert "invalid_fact_uuid" in _texts(at) or any(
+        "the fact uuid must be" in str(e.value) for e in at.error
+    )
+    assert "![x](https" not in " ".join(str(m.value) for m in at.markdown)
+
+
+def test_operator_retracts_then_undoes(memory_pages, desk_graph) -> None:
+    at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
+    at.radio(key="desk_action").set_value("retract").run()
+    at.text_input(key="desk_reason").input("the user never said this at all")
+    at.text_input(key="desk_ticket").input("SUP-9")
+    at.checkbox(key="desk_confirm").check()
+    [submit] = [b for b in at.button if "Apply" in str(b.label)]
+    at = submit.click().run()
+    assert not at.exception
+    done = " ".join(str(s.value) for s in at.success)
+    assert "retract done — audit row" in done
+    assert "retracted" in " ".join(str(m.value) for m in at.metric)
+    at = at.button(key="desk_undo").click().run()
+    assert not at.exception
+    assert "undo done — audit row" in " ".join(str(s.value) for s in at.success)
+    assert "active" in " ".join(str(m.value) for m in at.metric)
+
+
+def test_a_short_reason_is_one_line_and_changes_nothing(memory_pages, desk_graph) -> None:
+    at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
+    at.radio(key="desk_action").set_value("retract").run()
+    at.text_input(key="desk_reason").input("bad")
+    at.checkbox(key="desk_confirm").check()
+    [submit] = [b for b in at.button if "Apply" in str(b.label)]
+    at = submit.click().run()
+    assert any(
+        "reason_required" in str(e.value) or "at least 3 words" in str(e.value) for e in at.error
+    )
+    assert "active" in " ".join(str(m.value) for m in at.metric)
+
+
+def test_a_viewer_sees_provenance_but_no_correction_form(
+    memory_pages, desk_graph, monkeypatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")
+    from yuxi_dash.settings import get_settings
+
+    get_settings.cache_clear()
+    at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
+    assert not at.exception
+    assert "said by **user**" in _texts(at)
+    assert "Corrections need the operator role." in _texts(at)
+    assert not [b for b in at.button if "Apply" in str(b.label)]

@@ -31,6 +31,19 @@ def test_overview_kpis_match_the_store(
     assert len(at.get("vega_lite_chart")) == 1
 
 
+def test_overview_names_the_deleted_threads_it_leaves_out(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test("pages/overview.py")
+    assert not at.exception
+    with session_scope(demo_env) as session:
+        total = count_threads(session)
+        deleted = count_threads(session, status="deleted")
+    assert deleted > 1, "the demo deletes one thread in 40"
+    captions = " ".join(c.value for c in at.caption)
+    assert f"{total:,} active and archived threads; {deleted:,} deleted threads are" in captions
+
+
 def test_overview_filter_by_agent_narrows_the_kpis(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:

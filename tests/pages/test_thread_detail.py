@@ -70,3 +70,26 @@ def test_context_is_shown_as_the_next_call_gets_it(
     assert not at.exception
     code = "\n".join(c.value for c in at.code)
     assert "...(argument truncated for context view)" in code
+
+
+def test_a_message_linked_from_a_facts_provenance_is_shown(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """`?message=N` (the link from a fact's provenance on the Facts page) shows that message."""
+    import sqlalchemy as sa
+
+    from yuxi_dash.store.models import ChatMessage
+
+    with session_scope(demo_env) as session:
+        hottest = list_threads(session, limit=1)[0]
+        sequence = session.scalar(
+            sa.select(sa.func.max(ChatMessage.sequence)).where(
+                ChatMessage.thread_id == hottest.thread_id
+            )
+        )
+    at = app_test()
+    at.query_params["thread"] = hottest.thread_id
+    at.query_params["message"] = str(sequence)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any(f"Linked message #{sequence}" in str(i.value) for i in at.info)

@@ -123,14 +123,11 @@ def test_the_page_records_each_read_not_each_rerun(
 def test_clicking_export_in_the_browser_records_the_export(tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.security.browser import CHROMIUM, CHROMIUM_ARGS
-    from tests.security.live import dashboard_env, free_port, serving, yuxi_dash_command
+    from tests.fixtures.live_server import dashboard_env, launch_chromium, serve_dashboard
 
-    port = free_port()
     env = dashboard_env(tmp_path, YUXI_DASH_AUTH_MODE="local")
     database = Settings(database_url=env["YUXI_DASH_DATABASE_URL"])
-    command = [*yuxi_dash_command(), "serve", "--server.port", str(port)]
-    with serving(command, cwd=tmp_path, env=env), sync_playwright() as playwright:
+    with serve_dashboard(tmp_path, env) as url, sync_playwright() as playwright:
         record_audit(
             actor="kim@example.com",
             action="compress",
@@ -138,10 +135,10 @@ def test_clicking_export_in_the_browser_records_the_export(tmp_path: Path) -> No
             outcome="ok",
             settings=database,
         )
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page(accept_downloads=True)
-            page.goto(f"http://127.0.0.1:{port}/audit")
+            page.goto(f"{url}/audit")
             expect(page.get_by_role("heading", name="Audit log")).to_be_visible(timeout=90_000)
             with page.expect_download(timeout=60_000) as download:
                 page.get_by_role("button", name="Export CSV").click()

@@ -27,15 +27,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.browser import CHROMIUM, CHROMIUM_ARGS
-from tests.security.forwarder import Forwarder
-from tests.security.live import (
+from tests.fixtures.live_server import (
     dashboard_env,
     free_port,
+    launch_chromium,
     started,
     wait_until_serving,
     yuxi_dash_command,
 )
+from tests.security.forwarder import Forwarder
 
 pytestmark = pytest.mark.browser
 
@@ -149,7 +149,7 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = launch_chromium(playwright)
         try:
             yield chromium
         finally:

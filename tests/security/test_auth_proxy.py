@@ -26,16 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.live import (
+from tests.fixtures.live_server import (
     dashboard_env,
     free_port,
     serving,
-    signed_in_line,
     streamlit_command,
-    texts,
-    visit,
     yuxi_dash_command,
 )
+from tests.security.live import signed_in_line, texts, visit
 
 SECRET = "s3cret-proxy-token"
 ADMIN = "boss@example.com"

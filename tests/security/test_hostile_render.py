@@ -55,7 +55,7 @@ from tests.security.hostile_world import (
     walk_tokens,
 )
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.ui.format import WORD_JOINER, code, markdown_literal, md
+from yuxi_dash.ui.format import WORD_JOINER, code, highlighted, markdown_literal, md
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app.py"
@@ -258,6 +258,57 @@ def test_markdown_literal_shows_any_text_as_written(text: str) -> None:
     assert not live_markdown(markdown_literal(text))
 
 
+def _shown_with_bold(markdown: str) -> tuple[str, list[str]]:
+    """The plain text CommonMark shows, and the bold runs; fails on anything else."""
+    shown: list[str] = []
+    bold: list[str] = []
+    depth = 0
+    for token in PARSER.parse(markdown):
+        if token.type in ("paragraph_open", "paragraph_close"):
+            continue
+        assert token.type == "inline", (token.type, markdown)
+        for child in token.children or []:
+            if child.type == "strong_open":
+                depth += 1
+                bold.append("")
+            elif child.type == "strong_close":
+                depth -= 1
+            elif child.type == "text" or (child.type == "text_special" and child.info == "escape"):
+                shown.append(child.content)
+                if depth:
+                    bold[-1] += child.content
+            elif child.type in ("softbreak", "hardbreak"):
+                shown.append("\n")
+            else:
+                raise AssertionError((child.type, markdown))
+        shown.append("\n")
+    return "".join(shown).replace(WORD_JOINER, ""), [b.replace(WORD_JOINER, "") for b in bold]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(MARKDOWN_PIECES), max_size=30).map("".join),
+    st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80)), max_size=4),
+)
+def test_highlighted_shows_any_text_as_written_with_only_bold_added(
+    text: str, spans: list[tuple[int, int]]
+) -> None:
+    """The words behind a fact are bold; the message around them still shows exactly as written."""
+    built = highlighted(text, spans)
+    shown, _bold = _shown_with_bold(built)
+    assert _lines(shown) == _lines(text)
+    assert not live_markdown(built)
+    assert highlighted(text, []) == markdown_literal(text)
+
+
+def test_highlighted_makes_the_span_bold() -> None:
+    text = "I moved to Berlin_now [x](http://127.0.0.1:9/p) last *week*"
+    start = text.index("Berlin")
+    shown, bold = _shown_with_bold(highlighted(text, [(start, start + 6), (start + 2, start + 4)]))
+    assert bold == ["Berlin"]
+    assert _lines(shown) == _lines(text)
+
+
 def test_md_and_code_keep_values_literal() -> None:
     value = "![x](http://127.0.0.1:9/p.png) `tick` <b>"
     built = md("User **{}** · {:,} facts · {}", value, 12345, code(value))
@@ -275,7 +326,9 @@ def test_md_and_code_keep_values_literal() -> None:
 
 
 # --- no page can forget it ---------------------------------------------------------------------
-SAFE_BUILDERS = frozenset({"md", "literal", "code", "markdown_literal", "MarkdownSafe"})
+SAFE_BUILDERS = frozenset(
+    {"md", "literal", "code", "markdown_literal", "highlighted", "MarkdownSafe"}
+)
 FIRST_ARG_CALLS = frozenset(
     {
         "markdown",
@@ -403,10 +456,8 @@ def test_hostile_text_stays_text_in_chromium(
     script or math appears, and the browser asks no hostile host for anything."""
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.security.browser import CHROMIUM, CHROMIUM_ARGS
-    from tests.security.live import dashboard_env, free_port, serving, yuxi_dash_command
+    from tests.fixtures.live_server import dashboard_env, launch_chromium, serve_dashboard
 
-    port = free_port()
     env = dashboard_env(
         tmp_path,
         YUXI_DASH_DATABASE_URL=hostile_world.database_url,
@@ -414,16 +465,15 @@ def test_hostile_text_stays_text_in_chromium(
         YUXI_DASH_FALKORDB_DIR=str(falkordb_dir),
         YUXI_DASH_LD_FLAGS_FILE=str(tmp_path / "flags.json"),
     )
-    command = [*yuxi_dash_command(), "serve", "--server.port", str(port)]
     requested: list[str] = []
     findings: list[str] = []
-    with serving(command, cwd=tmp_path, env=env), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with serve_dashboard(tmp_path, env) as url, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.on("request", lambda request: requested.append(request.url))
             for path, drawn in BROWSER_PAGES:
-                page.goto(f"http://127.0.0.1:{port}/{path}")
+                page.goto(f"{url}/{path}")
                 expect(page.get_by_text(drawn).first).to_be_attached(timeout=60_000)
                 for tab in page.get_by_role("tab").all():  # draw every tab's content
                     tab.click()

@@ -142,6 +142,58 @@ def test_heatmap_bins_every_thread_once_in_sql(settings: Settings) -> None:
         assert cell.y1 - cell.y0 == pytest.approx(overview.HEATMAP_Y_STEP)
 
 
+def test_population_is_the_kpis_heatmap_points_and_deleted_from_one_read(
+    settings: Settings,
+) -> None:
+    agent = _seed(settings)
+    with session_scope(settings) as session:  # a deleted thread alone in its bin
+        session.add(
+            Conversation(
+                thread_id=f"{agent}-deleted-alone",
+                user_id="user1",
+                agent_slug=agent,
+                status="deleted",
+                summary_pressure_ratio=0.02,
+                context_usage_ratio=0.9,
+                last_activity_at=NOW,
+            )
+        )
+    filters = [
+        overview.ThreadFilter(agent=agent),
+        overview.ThreadFilter(agent=agent, status="archived"),
+        overview.ThreadFilter(agent=agent, status="deleted"),
+        overview.ThreadFilter(agent=agent, active_since=NOW - timedelta(days=2, hours=1)),
+        overview.ThreadFilter(agent=agent, user_id="user0"),
+        overview.ThreadFilter(agent=agent, user_id="no-such-user"),
+    ]
+    with session_scope(settings) as session:
+        for where in filters:
+            population = overview.pressure_population(session, where=where, now=NOW)
+            assert population.kpis == overview.overview_kpis(session, where=where, now=NOW)
+            assert population.cells == overview.pressure_heatmap(session, where=where)
+            assert population.at_or_above_points_floor == overview.count_at_or_above(
+                session, where=where
+            )
+            deleted = overview.ThreadFilter(
+                agent=where.agent,
+                user_id=where.user_id,
+                status="deleted",
+                active_since=where.active_since,
+            )
+            assert population.deleted == (
+                None
+                if where.status
+                else overview.overview_kpis(session, where=deleted, now=NOW).threads
+            )
+        population = overview.pressure_population(session, where=filters[0], now=NOW)
+    kpis = population.kpis
+    assert (kpis.threads, kpis.at_or_over_suggestion, kpis.over_threshold) == (10, 5, 2)
+    assert (kpis.summary_active, kpis.compressions_auto, kpis.compressions_manual) == (3, 2, 1)
+    assert (population.at_or_above_points_floor, population.deleted) == (7, 2)
+    assert sum(c.threads for c in population.cells) == 10
+    assert (0.9, 0.0) not in {(c.x0, c.y0) for c in population.cells}  # only a deleted thread
+
+
 def test_points_are_the_threads_above_the_floor_highest_first(settings: Settings) -> None:
     agent = _seed(settings)
     where = overview.ThreadFilter(agent=agent)

@@ -10,7 +10,10 @@ of an attached thread is refused (`ThreadAttached`).
 
 - `ids`: UUIDv6 checkpoint ids as a clock, and the scan window's floor.
 - `stores`: the platform's conninfo, its secret-free label, its read-only store.
-- `scanner`: `scan(settings) -> ScanReport`.
+- `scanner`: `scan(settings) -> ScanReport`: what moved, the watermark, deleted threads.
+- `projector`: a batch of moved threads projected in one transaction (or one by one).
+- `batch`: the batch's new checkpoints read in two or three platform queries.
+- `reader`: one thread's new checkpoints, read in pages (the per-thread path).
 - `loop`: the scan every `YUXI_DASH_ATTACH_SCAN_SECONDS` inside `yuxi-dash serve`.
 """
 

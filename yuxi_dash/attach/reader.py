@@ -22,7 +22,7 @@ It never writes: a write is ThreadAttached.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -78,25 +78,34 @@ class ProjectionReader(CheckpointStore):
                     return
                 yield checkpoint
             return
-        newest: str | None = None
-        pending: ThreadCheckpoint | None = None  # waits for the one before it
-        for checkpoint in self.pages(thread_id, before=before):
-            if pending is not None and (
-                pending.checkpoint_id == newest or _usage(pending) != _usage(checkpoint)
-            ):
-                yield pending
-            if checkpoint.checkpoint_id == self.since:
-                yield checkpoint
-                return
-            newest = newest or checkpoint.checkpoint_id
-            pending = checkpoint
-        if pending is not None:
-            yield pending  # the oldest: projected from nothing
+        yield from fold(self.pages(thread_id, before=before), self.since)
 
     def write(
         self, thread_id: str, update: Mapping[str, Any], *, expected_checkpoint_id: str | None
     ) -> ThreadCheckpoint:
         raise ThreadAttached(f"thread {thread_id} belongs to the attached platform")
+
+
+def fold(newest_first: Iterable[ThreadCheckpoint], since: str | None) -> Iterator[ThreadCheckpoint]:
+    """The newest, ``since``, and every model call between them (newest first); stops at ``since``.
+
+    A checkpoint is kept when its ``token_usage`` differs from the one before
+    it; the steps in between are folded into the next kept one.
+    """
+    newest: str | None = None
+    pending: ThreadCheckpoint | None = None  # waits for the one before it
+    for checkpoint in newest_first:
+        if pending is not None and (
+            pending.checkpoint_id == newest or _usage(pending) != _usage(checkpoint)
+        ):
+            yield pending
+        if checkpoint.checkpoint_id == since:
+            yield checkpoint
+            return
+        newest = newest or checkpoint.checkpoint_id
+        pending = checkpoint
+    if pending is not None:
+        yield pending  # the oldest: projected from nothing
 
 
 def _usage(checkpoint: ThreadCheckpoint) -> Any:

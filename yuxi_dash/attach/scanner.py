@@ -7,26 +7,33 @@ than the last scan with ONE read-only, parameterized query on its
     SELECT thread_id, max(checkpoint_id), count(*) FROM checkpoints
     WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s GROUP BY thread_id
 
-The floor is the stored watermark (the newest checkpoint id seen) minus an
-overlap (`attach.ids`): checkpoint ids are UUIDv6, ordered by the creating
+(on the platform store's pool once a scan of this process has opened it,
+else on a connection of its own). The floor is the stored watermark (the
+newest checkpoint id seen) minus an overlap (`attach.ids`): checkpoint ids
+are UUIDv6, ordered by the creating
 process's clock, so a checkpoint committed late or by a replica whose clock
 runs behind can carry an id below the watermark; the overlap keeps reading
 those. A thread the window returns whose newest checkpoint is the one already
 projected (``conversations.checkpoint_id``) is skipped without reading its
 state, so the overlap costs one row per thread, not a state read.
 
-Each changed thread is then projected under its row lock: a missing row is
-created with origin "attached" (user id from the checkpoint metadata's
-``user_id``, else "unknown"; agent from ``assistant_id`` or ``graph_id``,
-else "attached"; no title), and `service.projection.project_thread` reads the
-checkpoints newer than the projected one through the platform's read-only
-store (`attach.reader`: in pages, one step per model call). Threads go in
-batches of `BATCH`, their rows locked together in one transaction (in thread
-id order, with the service's lock timeout); a batch that fails in any way is
-rolled back and redone one thread at a time under the service's
-`thread_lock`, so a failure stays with its thread. A thread id that already
-belongs to one of our own (origin "dashboard") threads is never mixed with
-the platform's: it is skipped and counted as a conflict.
+The threads that moved are projected in batches of `BATCH` (`attach.projector`):
+per batch two or three queries read the new checkpoints of all its threads from the
+platform and one statement per table writes their projection here, in one
+transaction holding the batch's row locks (``FOR UPDATE SKIP LOCKED``); a
+thread whose row another transaction holds, or that the batch cannot stand
+for, is projected alone afterwards under the service's `thread_lock` (as is
+every thread of a batch whose transaction failed), so a failure stays with
+its thread. Each thread's user id comes from the checkpoint metadata's
+``user_id`` (else "unknown"), its agent from ``assistant_id`` or ``graph_id``
+(else "attached"). A thread id that already belongs to one of our own
+(origin "dashboard") threads is skipped and counted as a conflict.
+
+A full scan (``full=True``) lists every thread the platform holds; a
+projected thread that is not among them any more (the platform deleted it) is
+marked ``deleted`` (with ``deleted_at``): the lists leave it out and its
+detail says it is deleted, instead of showing it as last seen. If the
+platform writes to it again, the next scan projects it and it is active again.
 
 The watermark is stored in ``scan_watermarks`` under `source_label` (host,
 port and database; never the URL or password), during long scans too: the
@@ -42,32 +49,29 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from yuxi_dash import validation
 from yuxi_dash.attach.ids import OVERLAP_SECONDS, scan_floor
-from yuxi_dash.attach.reader import ProjectionReader
+from yuxi_dash.attach.projector import DELETED, ChangedThread, Tally, run_batch
 from yuxi_dash.attach.stores import (
+    PlatformStore,
     attach_conninfo,
     connect,
+    opened_platform_store,
     platform_store,
     source_label,
     unavailable,
 )
-from yuxi_dash.errors import AttachUnavailable, InvalidInput, YuxiDashError
 from yuxi_dash.records import Record
-from yuxi_dash.service.locking import thread_lock
-from yuxi_dash.service.projection import project_thread
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
-from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session, session_scope
+from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation, ScanWatermark, utcnow
 
 log = logging.getLogger(__name__)
@@ -78,25 +82,10 @@ FROM checkpoints
 WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s
 GROUP BY thread_id
 """
-UNKNOWN_USER = "unknown"
-ATTACHED_AGENT = "attached"
-USER_KEYS = ("user_id",)
-AGENT_KEYS = ("assistant_id", "graph_id")
-BATCH = 25  # threads projected in one transaction (their row locks held together)
+BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on PostgreSQL (SQLite has one writer: one at a time)
-DEADLOCK = "40P01"
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
 _LOOKUP_CHUNK = 1000
-_CONFLICTS_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class ChangedThread:
-    """One row of the platform query: a thread with a checkpoint in the scan window."""
-
-    thread_id: str
-    newest: str  # the thread's newest checkpoint id (the saver's "latest")
-    checkpoints: int  # its checkpoints in the window
 
 
 @dataclass(frozen=True)
@@ -120,240 +109,53 @@ class ScanReport(Record):
     query_seconds: float
     seconds: float
     stopped: bool = False  # asked to stop before the end (the watermark says how far it got)
+    deleted: int = 0  # a full scan: projected threads the platform no longer has, marked deleted
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # error code -> threads
 
 
-@dataclass
-class _Tally:
-    projected: int = 0
-    unchanged: int = 0
-    conflicts: int = 0
-    failed: int = 0
-    checkpoints_read: int = 0
-    new_checkpoints: int = 0
-    conflict_threads: list[str] = field(default_factory=list)
-    failures: dict[str, int] = field(default_factory=dict)
-    held_back: str | None = None  # the smallest newest id of a thread that failed
+def changed_threads(
+    conninfo: str, *, floor: str, store: PlatformStore | None = None
+) -> list[ChangedThread]:
+    """The platform's threads with a root checkpoint id above ``floor`` (one read-only query).
 
-    def conflict(self, thread_id: str) -> None:
-        self.conflicts += 1
-        if len(self.conflict_threads) < _CONFLICTS_SHOWN:
-            self.conflict_threads.append(thread_id)
-
-    def merge(self, other: _Tally) -> None:
-        self.projected += other.projected
-        self.unchanged += other.unchanged
-        self.checkpoints_read += other.checkpoints_read
-        self.new_checkpoints += other.new_checkpoints
-        for thread_id in other.conflict_threads:
-            self.conflict(thread_id)
-        self.conflicts += other.conflicts - len(other.conflict_threads)
-        self.failed += other.failed
-        for code, count in other.failures.items():
-            self.failures[code] = self.failures.get(code, 0) + count
-        if other.held_back is not None and (
-            self.held_back is None or other.held_back < self.held_back
-        ):
-            self.held_back = other.held_back
-
-    def fail(self, code: str, newest: str | None) -> None:
-        self.failed += 1
-        self.failures[code] = self.failures.get(code, 0) + 1
-        if newest is not None and (self.held_back is None or newest < self.held_back):
-            self.held_back = newest
-
-
-def changed_threads(conninfo: str, *, floor: str) -> list[ChangedThread]:
-    """The platform's threads with a root checkpoint id above ``floor`` (one read-only query)."""
+    Asked on ``store``'s pool when given (read-only, the same statement
+    timeout; planned for its floor every time), else on a connection of its own.
+    """
+    params = {"floor": floor}
+    if store is not None:
+        rows = store.fetch(CHANGED_THREADS_SQL, params, prepare=False)
+        return [
+            ChangedThread(str(r["thread_id"]), str(r["newest"]), int(r["checkpoints"]))
+            for r in rows
+        ]
     try:
         with connect(conninfo) as conn, conn.cursor() as cursor:
-            cursor.execute(CHANGED_THREADS_SQL, {"floor": floor})
+            cursor.execute(CHANGED_THREADS_SQL, params)
             return [ChangedThread(str(t), str(n), int(c)) for t, n, c in cursor.fetchall()]
     except psycopg.Error as exc:
         raise unavailable(exc, conninfo) from None
 
 
 def _projected(session: Session, thread_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    """thread id -> (origin, projected checkpoint id) for the ones we hold."""
+    """thread id -> (origin, projected checkpoint id) for the ones we hold.
+
+    PostgreSQL gets the ids as one array parameter (``= ANY``), not one
+    parameter per id; SQLite an ``IN`` list per `_LOOKUP_CHUNK` ids.
+    """
+    columns = (Conversation.thread_id, Conversation.origin, Conversation.checkpoint_id)
+    if not thread_ids:
+        return {}
+    if not is_sqlite(session):
+        ids = sa.bindparam("ids", list(thread_ids), type_=postgresql.ARRAY(sa.String()))
+        rows = session.execute(sa.select(*columns).where(Conversation.thread_id == sa.any_(ids)))
+        return {t: (origin, checkpoint) for t, origin, checkpoint in rows}
     found: dict[str, tuple[str, str | None]] = {}
     for start in range(0, len(thread_ids), _LOOKUP_CHUNK):
         chunk = list(thread_ids[start : start + _LOOKUP_CHUNK])
-        rows = session.execute(
-            sa.select(
-                Conversation.thread_id, Conversation.origin, Conversation.checkpoint_id
-            ).where(Conversation.thread_id.in_(chunk))
-        )
+        rows = session.execute(sa.select(*columns).where(Conversation.thread_id.in_(chunk)))
         found.update({t: (origin, checkpoint) for t, origin, checkpoint in rows})
     return found
-
-
-def _metadata_identifier(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = metadata.get(key)
-        if isinstance(value, int | str) and not isinstance(value, bool):
-            try:
-                return validation.identifier(str(value), key)
-            except InvalidInput:
-                continue
-    return None
-
-
-def _adopt(conv: Conversation, latest: ThreadCheckpoint) -> None:
-    """Who and which agent the platform's newest checkpoint names, and when it was written."""
-    user = _metadata_identifier(latest.metadata, USER_KEYS)
-    agent = _metadata_identifier(latest.metadata, AGENT_KEYS)
-    if user is not None:
-        conv.user_id = user
-    if agent is not None:
-        conv.agent_slug = agent
-    if latest.created_at is not None:
-        conv.last_activity_at = latest.created_at
-
-
-def _new_row(session: Session, thread_id: str) -> Conversation:
-    conv = Conversation(
-        thread_id=thread_id,
-        user_id=UNKNOWN_USER,
-        agent_slug=ATTACHED_AGENT,
-        title="",
-        origin=ORIGIN_ATTACHED,
-    )
-    session.add(conv)
-    session.flush()  # another scanner creating it too: IntegrityError here
-    return conv
-
-
-def _apply(
-    session: Session,
-    store: CheckpointStore,
-    thread: ChangedThread,
-    conv: Conversation | None,
-    tally: _Tally,
-) -> None:
-    """Project one platform thread whose row the session holds locked (or creates)."""
-    if conv is None:
-        conv = _new_row(session, thread.thread_id)
-    elif conv.origin != ORIGIN_ATTACHED:
-        tally.conflict(thread.thread_id)
-        return
-    elif conv.checkpoint_id == thread.newest:
-        tally.unchanged += 1
-        return
-    reader = ProjectionReader(store, since=conv.checkpoint_id)
-    latest = project_thread(session, conv, reader)
-    if latest is not None:
-        _adopt(conv, latest)
-    if reader.first_at is not None and reader.since is None:
-        conv.created_at = reader.first_at  # when the platform started it, not when we saw it
-    tally.checkpoints_read += reader.read
-    tally.new_checkpoints += reader.new
-    tally.projected += 1
-
-
-def _project_one(
-    settings: Settings, store: CheckpointStore, thread: ChangedThread, tally: _Tally
-) -> None:
-    """Project one platform thread under its row lock (the service's `thread_lock`)."""
-    for attempt in (1, 2):
-        try:
-            with thread_lock(thread.thread_id, settings=settings) as (session, conv):
-                _apply(session, store, thread, conv, tally)
-                return
-        except sa.exc.IntegrityError:  # another scanner created the row first: lock it, go on
-            if attempt == 2:
-                tally.fail("integrity_error", thread.newest)
-
-
-def _project_batch(
-    settings: Settings, store: CheckpointStore, batch: Sequence[ChangedThread], tally: _Tally
-) -> bool:
-    """Project ``batch`` in one transaction holding every row's lock; False: do them one by one.
-
-    The rows are locked together (``FOR UPDATE`` in thread id order, so two
-    scanners never deadlock) with the service's lock timeout, and released at
-    the commit. Anything going wrong (a row lock busy, a row another scanner
-    just created, one thread that cannot be projected) rolls the whole batch
-    back, and the caller projects its threads one by one, each under
-    `thread_lock`, where a failure stays with its thread.
-    """
-    local = _Tally()
-    wait = settings.lock_timeout_seconds
-    try:
-        with locked_session(settings, wait_seconds=wait) as session:
-            if not is_sqlite(session):
-                session.execute(
-                    sa.text("SELECT set_config('lock_timeout', :timeout, true)"),
-                    {"timeout": f"{max(1, int(wait * 1000))}ms"},
-                )
-            rows = {
-                conv.thread_id: conv
-                for conv in session.scalars(
-                    sa.select(Conversation)
-                    .where(Conversation.thread_id.in_([t.thread_id for t in batch]))
-                    .order_by(Conversation.thread_id)
-                    .with_for_update()
-                )
-            }
-            for thread in batch:
-                _apply(session, store, thread, rows.get(thread.thread_id), local)
-    except AttachUnavailable:
-        raise  # the platform is gone: one by one would fail the same way
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        if is_lock_failure(exc) or getattr(exc.orig, "sqlstate", None) == DEADLOCK:
-            return False
-        raise  # our own database is down
-    except Exception:  # noqa: BLE001 - one by one finds the thread that failed
-        return False
-    tally.merge(local)
-    return True
-
-
-def _run_batch(
-    settings: Settings,
-    store: CheckpointStore,
-    batch: Sequence[ChangedThread],
-    should_stop: Callable[[], bool] | None,
-) -> _Tally | None:
-    """One batch, in a worker: together if it can, else one by one; None when asked to stop."""
-    if should_stop is not None and should_stop():
-        return None
-    tally = _Tally()
-    valid = _valid(batch, tally)
-    if valid and not _project_batch(settings, store, valid, tally):
-        for thread in valid:
-            _project_guarded(settings, store, thread, tally)
-    return tally
-
-
-def _valid(batch: Sequence[ChangedThread], tally: _Tally) -> list[ChangedThread]:
-    """The threads whose ids we can hold; the others fail once and are never retried."""
-    valid = []
-    for thread in batch:
-        try:
-            validation.thread_id(thread.thread_id)
-        except InvalidInput:
-            tally.fail("invalid_input", None)
-            continue
-        valid.append(thread)
-    return valid
-
-
-def _project_guarded(
-    settings: Settings, store: CheckpointStore, thread: ChangedThread, tally: _Tally
-) -> None:
-    """`_project_one` where a failure stays with its thread (and holds the watermark back)."""
-    try:
-        _project_one(settings, store, thread, tally)
-    except AttachUnavailable:
-        raise
-    except YuxiDashError as exc:  # its row lock busy, say: read it again next time
-        tally.fail(exc.code, thread.newest)
-    except (sa.exc.OperationalError, sa.exc.InterfaceError):
-        raise  # our own database is down: no point going on
-    except Exception as exc:  # noqa: BLE001 - one odd thread must not stop the others
-        log.warning("attach scan: a thread failed to project (%s)", type(exc).__name__)
-        tally.fail("projection_error", thread.newest)
 
 
 def _attached_count(session: Session) -> int:
@@ -361,10 +163,35 @@ def _attached_count(session: Session) -> int:
         session.scalar(
             sa.select(sa.func.count())
             .select_from(Conversation)
-            .where(Conversation.origin == ORIGIN_ATTACHED)
+            .where(Conversation.origin == ORIGIN_ATTACHED, Conversation.status != DELETED)
         )
         or 0
     )
+
+
+def mark_deleted(settings: Settings, present: Sequence[str]) -> int:
+    """Mark deleted every projected thread not in ``present`` (all the platform holds)."""
+    listed = set(present)
+    with session_scope(settings) as session:
+        held = session.scalars(
+            sa.select(Conversation.thread_id).where(
+                Conversation.origin == ORIGIN_ATTACHED, Conversation.status != DELETED
+            )
+        )
+        gone = sorted(t for t in held if t not in listed)
+        now = utcnow()
+        for start in range(0, len(gone), _LOOKUP_CHUNK):
+            session.execute(
+                sa.update(Conversation)
+                .where(
+                    Conversation.thread_id.in_(gone[start : start + _LOOKUP_CHUNK]),
+                    Conversation.origin == ORIGIN_ATTACHED,
+                    Conversation.status != DELETED,
+                )
+                .values(status=DELETED, deleted_at=now, updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+    return len(gone)
 
 
 def read_watermark(settings: Settings, source: str) -> ScanWatermark | None:
@@ -396,7 +223,7 @@ def _save_watermark(settings: Settings, source: str, checkpoint_id: str) -> int:
     return 0  # pragma: no cover - the loop returns or raises
 
 
-def _next_watermark(before: str, reached: str | None, tally: _Tally) -> str:
+def _next_watermark(before: str, reached: str | None, tally: Tally) -> str:
     """The watermark after projecting up to ``reached``: never past a thread that failed."""
     watermark = max(before, reached or "")
     if tally.held_back is not None:
@@ -411,8 +238,13 @@ def scan(
     full: bool = False,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[str], None] | None = None,
+    together: bool = True,
 ) -> ScanReport:
-    """Project every platform thread that moved since the last scan (all of them with ``full``)."""
+    """Project every platform thread that moved since the last scan (all of them with ``full``).
+
+    ``together=False`` projects each thread alone under its row lock (the
+    per-thread path the batches give the same rows as; for tests and the bench).
+    """
     settings = settings or get_settings()
     conninfo = attach_conninfo(settings)
     source = source_label(conninfo)
@@ -421,12 +253,13 @@ def scan(
     before = stored.checkpoint_id if stored is not None else ""
     floor = scan_floor(before, OVERLAP_SECONDS)
     query_started = time.perf_counter()
-    seen = changed_threads(conninfo, floor=floor)
+    seen = changed_threads(conninfo, floor=floor, store=opened_platform_store(conninfo))
     query_seconds = time.perf_counter() - query_started
-    tally = _Tally()
+    tally = Tally()
     with session_scope(settings) as session:
         projected = _projected(session, [t.thread_id for t in seen])
     changed: list[ChangedThread] = []
+    missing = {t.thread_id for t in seen if t.thread_id not in projected}
     for thread in seen:
         origin, checkpoint = projected.get(thread.thread_id, (ORIGIN_ATTACHED, None))
         if origin != ORIGIN_ATTACHED:
@@ -442,7 +275,10 @@ def scan(
         workers = 1 if is_sqlite(settings.database_url) else min(WORKERS, len(batches))
         unsaved = 0
         with ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan") as pool:
-            futures = [pool.submit(_run_batch, settings, store, b, should_stop) for b in batches]
+            futures = [
+                pool.submit(run_batch, settings, store, b, missing, should_stop, together=together)
+                for b in batches
+            ]
             try:
                 for done, (batch, future) in enumerate(zip(batches, futures, strict=True)):
                     result = future.result()  # in order: every batch before it is done too
@@ -468,6 +304,7 @@ def scan(
                 raise
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
+    deleted = mark_deleted(settings, [t.thread_id for t in seen]) if full and not stopped else 0
     watermark = _next_watermark(before, reached, tally)
     attached = _save_watermark(settings, source, watermark)
     report = ScanReport(
@@ -488,6 +325,7 @@ def scan(
         query_seconds=round(query_seconds, 4),
         seconds=round(time.perf_counter() - started, 4),
         stopped=stopped,
+        deleted=deleted,
         conflict_threads=tally.conflict_threads,
         failures=tally.failures,
     )

@@ -22,6 +22,8 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 
 from yuxi_dash.errors import AttachUnavailable, ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
@@ -118,6 +120,24 @@ class PlatformStore(CheckpointStore):
         except psycopg.Error as exc:
             raise unavailable(exc, self._conninfo) from None
 
+    def fetch(
+        self, sql: str, params: Mapping[str, Any], *, prepare: bool | None = None
+    ) -> list[dict[str, Any]]:
+        """Rows of one read-only query on the platform (the store's pool, its timeout).
+
+        ``prepare=False`` plans it for its parameters every time (never a
+        server-side prepared statement with a generic plan).
+        """
+        pool = getattr(self.saver, "conn", None)
+        if not isinstance(pool, ConnectionPool):  # pragma: no cover - open_postgres_store pools
+            raise AttachUnavailable("the attached checkpointer store has no connection pool")
+        try:
+            with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+                cursor.execute(sql, params, prepare=prepare)
+                return list(cursor.fetchall())
+        except psycopg.Error as exc:
+            raise unavailable(exc, self._conninfo) from None
+
     def write(
         self,
         thread_id: str,
@@ -143,6 +163,17 @@ def platform_store(settings: Settings | None = None) -> CheckpointStore:
         if store is None:
             store = _stores[conninfo] = PlatformStore(conninfo)
         return store
+
+
+def opened_platform_store(conninfo: str) -> PlatformStore | None:
+    """The store `platform_store` already opened on this platform in this process, else None.
+
+    The scan asks its window query on that store's pool (no new connection per
+    scan of a long-running loop); before the first scan it connects once instead.
+    """
+    with _lock:
+        store = _stores.get(conninfo)
+    return store if isinstance(store, PlatformStore) else None
 
 
 def close_platform_stores() -> None:

@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from yuxi_dash.cli.common import (
     ACTOR_HELP,
@@ -57,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
 
     json_requested = False  # set by main() from the argv it parses
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         if _Parser.json_requested:
             _print_json({"error": {"code": "usage", "status": 400, "message": message}})
         else:

@@ -56,3 +56,24 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or not 0 <= value <= 3600:
         raise argparse.ArgumentTypeError("must be between 0 and 3600 seconds")
     return value
+
+
+def add_page_flags(parser: argparse.ArgumentParser, *, limit: int, order: str = "") -> None:
+    """`--limit N` (at most N, default `limit`) and `--offset N` (skip the first N) of a listing.
+
+    `order` names the listing's order in the offset's help text ("newest first").
+    """
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        default=limit,
+        metavar="N",
+        help=f"at most N (default: {limit})",
+    )
+    parser.add_argument(
+        "--offset",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help=f"skip the first N{', ' + order if order else ''} (default: 0)",
+    )

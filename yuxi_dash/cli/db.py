@@ -8,6 +8,7 @@ are imported inside handlers so `yuxi-dash --help` stays fast.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from yuxi_dash.cli.common import CommandResult, add_json_flag, say_progress
 from yuxi_dash.cli.guards import store_errors
@@ -28,7 +29,7 @@ def _migrate(action: str, revision: str) -> CommandResult:
         raise InvalidInput(f"cannot {action} to {revision!r}: {exc}") from None
     db.forget_engines()  # the next engine must not assume the old schema
     after = db.current_revision(url)
-    data = {"action": action, "from_revision": before, "revision": after}
+    data: dict[str, Any] = {"action": action, "from_revision": before, "revision": after}
     text = f"database {action}: {before or 'base'} -> {after or 'base'}"
     if action == "upgrade":  # first set-up: the one command that creates the workdir
         from yuxi_dash.workdir import Workdir

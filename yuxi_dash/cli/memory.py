@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from yuxi_dash.cli import memory_desk, memory_support
 from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.display import count, plain, reason_text, stamp
@@ -153,12 +154,10 @@ def _server(args: argparse.Namespace) -> CommandResult:
         stopped = stop_server(settings)
         data = {"stopped": stopped, "data_dir": str(settings.falkordb_data_dir)}
         return CommandResult(data, "stopped" if stopped else "no embedded server was running")
-    if args.action == "start":
-        handle = ensure_server(settings)
+    if args.action != "start" and settings.falkordb_embedded:
+        handle = embedded_handle(settings)
     else:
-        handle = (
-            embedded_handle(settings) if settings.falkordb_embedded else ensure_server(settings)
-        )
+        handle = ensure_server(settings)
     if handle is None:
         data = {"running": False, "data_dir": str(settings.falkordb_data_dir)}
         return CommandResult(data, "no embedded server is running")
@@ -235,10 +234,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
     del repair
 
+    memory_support.register(memory_sub)  # forget, bundle
+
     server = memory_sub.add_parser("server", help="the embedded FalkorDB server: status|start|stop")
     server.add_argument("action", choices=["status", "start", "stop"])
     add_json_flag(server)
     server.set_defaults(handler=_server)
+
+    memory_desk.register(memory_sub)
 
     flags = sub.add_parser(
         "flags",

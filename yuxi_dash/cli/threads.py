@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from yuxi_dash.cli.arguments import non_negative_int, positive_int, ratio
+from yuxi_dash.cli.arguments import add_page_flags, ratio
+from yuxi_dash.cli.arguments import non_negative_int as non_negative_int  # re-exported
+from yuxi_dash.cli.arguments import positive_int as positive_int  # re-exported
 from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.cli.guards import store_errors as _store_errors
@@ -107,31 +109,20 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
 def _cmd_threads(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
-    from yuxi_dash.store.queries import count_threads, list_threads
+    from yuxi_dash.store.queries import ThreadWhere, count_threads, list_threads
 
     with cli_refusals(args, "cli.threads", "threads:*"):
         if args.user is not None:
             validation.text(args.user, "user id", limit=128, required=True)
         if args.agent is not None:
             validation.text(args.agent, "agent", limit=128, required=True)
+    where = ThreadWhere(
+        min_pressure=args.min_pressure, agent=args.agent, user_id=args.user, status=args.status
+    )
     with session_scope() as session:
-        items = list_threads(
-            session,
-            min_pressure=args.min_pressure,
-            agent=args.agent,
-            user_id=args.user,
-            status=args.status,
-            limit=args.limit,
-            offset=args.offset,
-        )
+        items = list_threads(session, limit=args.limit, offset=args.offset, **where)
         data = [thread_summary_to_dict(item) for item in items]
-        total = count_threads(
-            session,
-            min_pressure=args.min_pressure,
-            agent=args.agent,
-            user_id=args.user,
-            status=args.status,
-        )
+        total = count_threads(session, **where)
     rows = [
         (
             item["thread_id"],
@@ -203,6 +194,8 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     write_file arguments shortened), so the total equals the engine's count
     and the per-message counts add up to it.
     """
+    from langchain_core.messages import AIMessage, ToolMessage
+
     from yuxi_dash.attach import thread_store
     from yuxi_dash.compression import context_view
     from yuxi_dash.store.db import session_scope
@@ -224,8 +217,9 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
             "role": _message_role(message),
             "tokens": item.tokens,
             "preview": _message_preview(message),
+            "content": message.content,  # exactly what the model is sent (str or content blocks)
         }
-        if message.type == "tool":
+        if isinstance(message, ToolMessage):
             entry["tool_name"] = message.name
             entry["tool_call_id"] = message.tool_call_id
             entry["offloaded"] = item.saved is not None
@@ -242,7 +236,7 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
                         "preview": message.content,
                     }
                 )
-        if getattr(message, "tool_calls", None):
+        if isinstance(message, AIMessage) and message.tool_calls:
             entry["tool_calls"] = [call["name"] for call in message.tool_calls]
         messages.append(entry)
     total = view.total_tokens
@@ -398,16 +392,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         choices=("active", "archived", "deleted"),
         help="only this status (default: active and archived; deleted only when asked)",
     )
-    threads.add_argument(
-        "--limit", type=positive_int, default=50, metavar="N", help="at most N (default: 50)"
-    )
-    threads.add_argument(
-        "--offset",
-        type=non_negative_int,
-        default=0,
-        metavar="N",
-        help="skip the first N (default: 0)",
-    )
+    add_page_flags(threads, limit=50)
     add_json_flag(threads)
     threads.set_defaults(handler=_store_errors(_cmd_threads))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from yuxi_dash.cli.arguments import non_negative_int, positive_int
+from yuxi_dash.cli.arguments import add_page_flags
 from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
@@ -40,10 +40,10 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
             f"{data['missing']} missing, {data['mismatch']} mismatched"
         )
         if report.problems:
-            rows = [
+            problems = [
                 (item.status, item.thread_id, item.tool_name, item.path) for item in report.problems
             ]
-            text += "\n" + render_table(rows, ("CHECK", "THREAD", "TOOL", "PATH"))
+            text += "\n" + render_table(problems, ("CHECK", "THREAD", "TOOL", "PATH"))
         return CommandResult(data, text=text, exit_code=EXIT_OK if report.all_ok else EXIT_FAILURE)
 
     with session_scope() as session:
@@ -89,15 +89,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     tool_results.add_argument(
         "--verify", action="store_true", help="re-hash every file; exit 1 if any is bad"
     )
-    tool_results.add_argument(
-        "--limit", type=positive_int, default=200, metavar="N", help="at most N (default: 200)"
-    )
-    tool_results.add_argument(
-        "--offset",
-        type=non_negative_int,
-        default=0,
-        metavar="N",
-        help="skip the first N, newest first (default: 0)",
-    )
+    add_page_flags(tool_results, limit=200, order="newest first")
     add_json_flag(tool_results)
     tool_results.set_defaults(handler=store_errors(_cmd_tool_results))

@@ -110,7 +110,7 @@ def _make_fast_encoder() -> Callable[[Any, int], Any] | None:
             return None
     except Exception:
         return None
-    return encode  # type: ignore[no-any-return]
+    return encode
 
 
 _c_encode = _make_fast_encoder()

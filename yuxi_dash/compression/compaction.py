@@ -9,7 +9,8 @@
   content-block list made only of text blocks (as MCP tools return); a list
   holding anything else (an image) is left as it is. One pass writes as it
   goes (each result encoded and hashed once); the engine's summary path splits it into ``plan_offload`` (no I/O) and
-  ``write_offloads`` so a failed summary writes nothing.
+  ``write_offloads`` so a failed summary writes nothing. Both write inside one
+  ``Workdir.writing_pass``: the results directory is walked once per pass.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
   than the limit are shown as their first 20 chars plus a marker. This is the
   model's view only; the stored messages keep the full arguments.
@@ -264,15 +265,16 @@ def write_offloads(
     """
     result = list(messages)
     saved_records: list[SavedRecord] = []
-    for item in pending:
-        try:
-            workdir.write_prepared(item.saved, encode_text(item.text))
-        except _WRITE_FAILURES as exc:
-            # The message stays exactly as it was; the next compaction tries again.
-            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
-            result[item.index] = item.original
-            continue
-        saved_records.append((item.tool_call_id, item.tool_name, item.saved))
+    with workdir.writing_pass():  # the results directory is walked once, not per file
+        for item in pending:
+            try:
+                workdir.write_prepared(item.saved, encode_text(item.text))
+            except _WRITE_FAILURES as exc:
+                # The message stays exactly as it was; the next compaction tries again.
+                logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+                result[item.index] = item.original
+                continue
+            saved_records.append((item.tool_call_id, item.tool_name, item.saved))
     return result, saved_records
 
 
@@ -294,22 +296,23 @@ def offload_tool_results(
     saved_records: list[SavedRecord] = []
     if workdir is None:
         return result, saved_records
-    for index, message, tool_name, text in _offload_candidates(
-        result, start, tool_result_token_limit
-    ):
-        saved, data = workdir.prepare_tool_result(tool_name, text)
-        try:
-            workdir.write_prepared(saved, data)
-        except _WRITE_FAILURES as exc:
-            # The message stays exactly as it was; the next compaction tries again.
-            logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
-            continue
-        finally:
-            del data
-        result[index] = _saved_message(
-            message, text, tool_name, saved, tool_result_token_limit, preview_rule
-        )
-        saved_records.append((message.tool_call_id, tool_name, saved))
+    with workdir.writing_pass():  # the results directory is walked once, not per file
+        for index, message, tool_name, text in _offload_candidates(
+            result, start, tool_result_token_limit
+        ):
+            saved, data = workdir.prepare_tool_result(tool_name, text)
+            try:
+                workdir.write_prepared(saved, data)
+            except _WRITE_FAILURES as exc:
+                # The message stays exactly as it was; the next compaction tries again.
+                logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+                continue
+            finally:
+                del data
+            result[index] = _saved_message(
+                message, text, tool_name, saved, tool_result_token_limit, preview_rule
+            )
+            saved_records.append((message.tool_call_id, tool_name, saved))
     return result, saved_records
 
 

@@ -20,8 +20,9 @@ def tool_result_owners(messages: Sequence[BaseMessage]) -> dict[int, int]:
     for index, message in enumerate(messages):
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                if call.get("id"):
-                    latest_call[call["id"]] = index
+                call_id = call.get("id")
+                if call_id:
+                    latest_call[call_id] = index
         elif isinstance(message, ToolMessage) and message.tool_call_id in latest_call:
             owners[index] = latest_call[message.tool_call_id]
     return owners

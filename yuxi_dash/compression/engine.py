@@ -294,6 +294,19 @@ def _summary_body(text: str) -> str:
     return text
 
 
+def _plan_summary(
+    state: ThreadContextState, workdir: Workdir | None, keep: int, token_limit: int
+) -> tuple[int | None, list[BaseMessage], list[PendingOffload]]:
+    """Where a summary would cut, and the offloads it makes first: planned, nothing written."""
+    cutoff = plan_cutoff(state, keep)
+    if cutoff is None:
+        return None, [], []
+    planned, pending = plan_offload(
+        state.messages, workdir, tool_result_token_limit=token_limit, start=state.visible_start
+    )
+    return cutoff, planned, pending
+
+
 def prepare_summary(
     state: ThreadContextState,
     *,
@@ -310,15 +323,9 @@ def prepare_summary(
     once it has checked that the state did not move in between.
     """
     before = count_state_tokens(state, system=system, tools=tools)
-    cutoff = plan_cutoff(state, keep_messages)
+    cutoff, planned, pending = _plan_summary(state, workdir, keep_messages, tool_result_token_limit)
     if cutoff is None:
         return PreparedSummary(state, (), None, "", 0, before)
-    planned, pending = plan_offload(
-        state.messages,
-        workdir,
-        tool_result_token_limit=tool_result_token_limit,
-        start=state.visible_start,
-    )
     planned_state = replace(state, messages=planned)
     summary, count = _make_summary(planned_state, cutoff, summarizer)
     return PreparedSummary(planned_state, tuple(pending), cutoff, summary, count, before)
@@ -379,16 +386,11 @@ def estimate_summary(
     size of the previous summary, or a tenth of the summarized part.
     """
     before = count_state_tokens(state, system=system, tools=tools)
-    cutoff = plan_cutoff(state, keep_messages)
+    nowhere = Workdir(".")  # planning only hashes and names files: nothing is opened
+    cutoff, planned, _ = _plan_summary(state, nowhere, keep_messages, tool_result_token_limit)
     if cutoff is None:
         return SummaryEstimate(0, before, before)
     start = state.visible_start
-    planned, _pending = plan_offload(
-        state.messages,
-        Workdir("."),  # planning only hashes and names files: nothing is opened
-        tool_result_token_limit=tool_result_token_limit,
-        start=start,
-    )
     to_summarize = [m for m in planned[start:cutoff] if not is_summary_message(m)]
     if state.summary is not None:
         stand_in_text = message_text(state.summary.summary_message)

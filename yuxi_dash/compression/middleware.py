@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -42,7 +42,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langgraph.config import get_config
 from langgraph.types import Command
 
@@ -149,7 +149,10 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
     def _request_for(
         self, request: ModelRequest[Any], outcome: CompressionOutcome
     ) -> ModelRequest[Any]:
-        return request.override(messages=model_view(outcome.state, self.tool_arg_max_length))
+        # The state holds only langchain's concrete message classes (AnyMessage); model_view
+        # selects and copies them, so the list is AnyMessage though typed BaseMessage.
+        messages = cast(list[AnyMessage], model_view(outcome.state, self.tool_arg_max_length))
+        return request.override(messages=messages)
 
 
 class TokenUsageMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):

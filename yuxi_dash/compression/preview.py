@@ -23,13 +23,15 @@ then bodies (``yuxi_dash.compression.evidence``). It also finds the results one
 level inside an envelope (``{"code": 0, "data": {"query": …, "results": [...]}}``).
 Bodies are context; the full result is one file read away.
 
-No cut ever lands inside a character (``yuxi_dash.compression.clipping``). Bad or
+No cut ever lands inside a character (``yuxi_dash.compression.clipping``). Text
+that is not JSON but starts with records (cut short, trailing text, a Python
+repr) gets the compact rule's preview of its leading complete records, marked
+``"salvaged"`` in the header (``yuxi_dash.compression.salvage``); other bad or
 unexpected JSON falls back to the generic preview; a preview never raises.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -59,6 +61,7 @@ from yuxi_dash.compression.evidence import (
     _fit_evidence,
     _is_empty,
 )
+from yuxi_dash.compression.salvage import parse_records_text
 
 __all__ = [
     "CLIP_MARK",
@@ -163,10 +166,10 @@ def structured_preview(
     stripped = content.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
-    try:
-        payload = json.loads(stripped)
-    except (ValueError, TypeError, RecursionError):
+    parsed = parse_records_text(stripped)  # the one decode; salvaged when not JSON
+    if parsed is None or (parsed[1] is not None and rule != "compact"):
         return None
+    payload, salvaged = parsed
     located = _locate_records(payload, rule)
     if located is None:
         return None
@@ -174,7 +177,12 @@ def structured_preview(
     if not all(isinstance(record, dict) for record in records):
         return None
 
-    header: dict[str, Any] = {"kind": kind, "result_count": len(records)}
+    header: dict[str, Any] = {"kind": kind}
+    if salvaged is not None:
+        if not records:
+            return None  # nothing recovered: the generic preview says more
+        header["salvaged"] = salvaged
+    header["result_count"] = len(records)
     for key in HEADER_FIELDS:
         if key in header_source and not (rule == "compact" and _is_empty(header_source[key])):
             header[key] = _clip_field(header_source[key])

@@ -21,7 +21,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -30,6 +30,9 @@ from yuxi_dash.compression.preview import clip_head_tail
 from yuxi_dash.compression.state import message_text
 from yuxi_dash.errors import SummarizerFailed
 from yuxi_dash.settings import Settings
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 SECTIONS = (
     "SESSION INTENT",
@@ -138,7 +141,7 @@ class OpenAICompatibleSummarizer:
 
     def build_messages(
         self, messages: Sequence[BaseMessage], previous_summary: str | None
-    ) -> list[dict[str, str]]:
+    ) -> list[ChatCompletionMessageParam]:
         parts = []
         if previous_summary:
             parts.append(f"PREVIOUS SUMMARY:\n{previous_summary}")
@@ -155,7 +158,7 @@ class OpenAICompatibleSummarizer:
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
-                messages=self.build_messages(messages, previous_summary),  # type: ignore[arg-type]
+                messages=self.build_messages(messages, previous_summary),
                 temperature=0,
             )
             content = response.choices[0].message.content if response.choices else None
@@ -228,7 +231,8 @@ def _doc_ids(content: str) -> list[str]:
         kb_id = payload.get("kb_id")
         if isinstance(kb_id, str | int) and not isinstance(kb_id, bool) and kb_id != "":
             found.append(f"kb_id={kb_id}")
-        records = payload.get("results") if isinstance(payload.get("results"), list) else []
+        results = payload.get("results")
+        records = results if isinstance(results, list) else []
     elif isinstance(payload, list):
         records = payload
     for record in records[:50]:

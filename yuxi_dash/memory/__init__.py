@@ -2,7 +2,9 @@
 
 Public API: `derive_group_id` (other tools import it). Everything a page or the CLI calls
 goes through `yuxi_dash.memory.service`, which checks the LaunchDarkly gate
-before any graph query and audits every view of a user's memory.
+before any graph query and audits every view of a user's memory; the support
+bundle (`memory.bundle`) opens the same door, and `memory.forget` (admin only,
+audited) erases a user's memory and verifies it is gone.
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ VIEWS = frozenset(
         "chat",
         "warm_context",
         "index_health",
+        "provenance",
+        "bundle",
     }
 )
 COMMUNITY_VIEWS = frozenset({"communities"})

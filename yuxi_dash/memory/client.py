@@ -188,8 +188,7 @@ class GraphClient:
         timeout_ms: int | None = None,
     ) -> list[Row]:
         """A read-only query on the user's graph, as a list of {column: value}."""
-        header, rows = self._run(group_id, cypher, params, read_only=True, timeout_ms=timeout_ms)
-        return [dict(zip(header, row, strict=False)) for row in rows]
+        return _as_rows(*self._run(group_id, cypher, params, read_only=True, timeout_ms=timeout_ms))
 
     def ro_value(
         self, group_id: str, cypher: str, params: dict[str, Any] | None = None, **kw: Any
@@ -207,8 +206,9 @@ class GraphClient:
         timeout_ms: int | None = None,
     ) -> list[Row]:
         """A write statement (seeding, index repair); same retry and parameter rules."""
-        header, rows = self._run(group_id, cypher, params, read_only=False, timeout_ms=timeout_ms)
-        return [dict(zip(header, row, strict=False)) for row in rows]
+        return _as_rows(
+            *self._run(group_id, cypher, params, read_only=False, timeout_ms=timeout_ms)
+        )
 
     def explain(self, group_id: str, cypher: str, params: dict[str, Any] | None = None) -> str:
         """GRAPH.EXPLAIN of a statement (the bench prints these)."""
@@ -239,6 +239,11 @@ class GraphClient:
             log.debug("closing a FalkorDB client failed", exc_info=True)
 
 
+def _as_rows(header: list[str], rows: list[list[Any]]) -> list[Row]:
+    """A result set as a list of {column: value}."""
+    return [dict(zip(header, row, strict=False)) for row in rows]
+
+
 def _timeout(kw: dict[str, Any]) -> dict[str, Any]:
     return {"timeout_ms": kw.get("timeout_ms")}
 
@@ -247,7 +252,7 @@ def _connect(handle: ServerHandle) -> FalkorDB:
     kwargs = dict(handle.redis_kwargs())
     kwargs["socket_timeout"] = 60
     kwargs["socket_connect_timeout"] = 3
-    return FalkorDB(**kwargs)  # type: ignore[arg-type]
+    return FalkorDB(**kwargs)
 
 
 def _client_key(handle: ServerHandle, settings: Settings) -> tuple[Any, ...]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+Reason = Literal["no_episodes", "no_new_episodes", "below_threshold", "first_build", "enough_new"]
+
 
 @dataclass(frozen=True)
 class RebuildDecision:
     would_run: bool
-    reason: Literal[
-        "no_episodes", "no_new_episodes", "below_threshold", "first_build", "enough_new"
-    ]
+    reason: Reason
     message: str
     episodes: int
     new_episodes: int
@@ -31,32 +31,25 @@ class RebuildDecision:
 def rebuild_decision(
     *, episodes: int, new_episodes: int, last_built_at: str | None, threshold: int
 ) -> RebuildDecision:
-    common = {
-        "episodes": episodes,
-        "new_episodes": new_episodes,
-        "last_built_at": last_built_at,
-        "threshold": threshold,
-    }
+    def decide(would_run: bool, reason: Reason, message: str) -> RebuildDecision:
+        return RebuildDecision(
+            would_run, reason, message, episodes, new_episodes, last_built_at, threshold
+        )
+
     if episodes == 0:
-        return RebuildDecision(False, "no_episodes", "skipped: the user has no episodes", **common)
+        return decide(False, "no_episodes", "skipped: the user has no episodes")
     if last_built_at is None:
-        return RebuildDecision(
-            True, "first_build", f"would run: {episodes} episodes and no communities yet", **common
-        )
+        return decide(True, "first_build", f"would run: {episodes} episodes and no communities yet")
     if new_episodes == 0:
-        return RebuildDecision(
-            False, "no_new_episodes", "skipped: no new episodes since the last build", **common
-        )
+        return decide(False, "no_new_episodes", "skipped: no new episodes since the last build")
     if new_episodes < threshold:
-        return RebuildDecision(
+        return decide(
             False,
             "below_threshold",
             f"skipped: {new_episodes} new episode(s) since the last build, fewer than {threshold}",
-            **common,
         )
-    return RebuildDecision(
+    return decide(
         True,
         "enough_new",
         f"would run: {new_episodes} new episodes since the last build (threshold {threshold})",
-        **common,
     )

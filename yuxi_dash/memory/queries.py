@@ -9,6 +9,10 @@ graph, see bench/memory.py):
   directed, and never range-filter an edge property in a labeled pattern.
 - Only the columns a view shows are returned; never an embedding; long text
   is cut server-side with `left()`; lists are paginated (SKIP/LIMIT).
+- The statements that read every fact (FACT_BREAKDOWN, FACT_NAME_DISTRIBUTION,
+  DUPLICATE_*, MIRRORED_PAIRS, FACTS_PAGE for memory vs chat) are run by the
+  views through `memory.distributions`, which keeps their rows until the
+  graph changes; folding them into one pass measured no faster (bench/memory.py).
 """
 
 from __future__ import annotations
@@ -272,14 +276,21 @@ class MemoryCounts:
         return dict(self.__dict__)
 
 
-def counts(client: GraphClient, group_id: str) -> MemoryCounts:
+def counts(
+    client: GraphClient, group_id: str, *, breakdown: list[Row] | None = None
+) -> MemoryCounts:
+    """The overview's numbers; `breakdown` is FACT_BREAKDOWN's rows when the caller has them
+    (`memory.distributions` keeps them per graph state), else the statement runs here."""
+
     def one(statement: str) -> int:
         return int(client.ro_value(group_id, statement) or 0)
 
     by_status: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     live = expired = 0
-    for row in client.ro_rows(group_id, FACT_BREAKDOWN):
+    if breakdown is None:
+        breakdown = client.ro_rows(group_id, FACT_BREAKDOWN)
+    for row in breakdown:
         status = row["status"] or "unset"
         kind = row["source_kind"] or "unknown"
         facts = int(row["facts"])

@@ -15,7 +15,7 @@ import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import redis
 from graphiti_core.driver.driver import GraphProvider
@@ -158,7 +158,13 @@ def write_graph(
             by_labels[tuple(row["labels"])].append(row)
         for labels, rows in by_labels.items():
             # graphiti-core builds one UNWIND statement per label set; reuse its text per batch.
-            query, _ = get_entity_node_save_bulk_query(FALKOR, [{"labels": list(labels)}])[0]
+            # graphiti-core types the result `str | Any`; for FalkorDB it is a list of
+            # (query, params) pairs, one per node given.
+            per_node = cast(
+                list[tuple[str, dict[str, Any]]],
+                get_entity_node_save_bulk_query(FALKOR, [{"labels": list(labels)}]),
+            )
+            query, _ = per_node[0]
             clean = [{k: v for k, v in row.items() if k != "labels"} for row in rows]
             for batch in _batches(clean, batch_size):
                 client.write(group_id, query, {"nodes": list(batch)}, timeout_ms=timeout_ms)

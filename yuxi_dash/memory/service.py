@@ -36,6 +36,9 @@ from yuxi_dash.memory.access import (
 from yuxi_dash.memory.chat_compare import compare_facts
 from yuxi_dash.memory.client import GraphClient, hits_connection
 from yuxi_dash.memory.communities import rebuild_decision
+from yuxi_dash.memory.distributions import counts as distribution_counts
+from yuxi_dash.memory.distributions import parts as distribution_parts
+from yuxi_dash.memory.distributions import relations as distribution_relations
 from yuxi_dash.memory.index_views import (
     index_health,
     index_health_scan,
@@ -83,7 +86,7 @@ LARGE_EPISODE_BYTES = 64 * 1024
 # --- views -----------------------------------------------------------------
 def stats(access: MemoryAccess, *, client: GraphClient | None = None) -> dict[str, Any]:
     client = graph_for(access, client)
-    counts = queries.counts(client, access.group_id)
+    counts = distribution_counts(client, access.group_id)
     return {"user_id": access.user_id, "group_id": access.group_id, **counts.to_dict()}
 
 
@@ -147,10 +150,10 @@ def relations(
     access: MemoryAccess, *, limit: int = 50, client: GraphClient | None = None
 ) -> dict[str, Any]:
     client = graph_for(access, client, pages={"limit": limit})
+    # names and duplicates: kept until the graph changes (memory.distributions)
     return {
         "user_id": access.user_id,
-        "names": queries.fact_name_distribution(client, access.group_id, limit=limit),
-        "duplicates": queries.duplicates(client, access.group_id, limit=limit),
+        **distribution_relations(client, access.group_id, limit=limit),
     }
 
 
@@ -163,7 +166,7 @@ def ratification(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     client = graph_for(access, client, pages={"limit": limit, "offset": offset})
-    counts = queries.counts(client, access.group_id)
+    counts = distribution_counts(client, access.group_id)
     rows = queries.tentative_facts(client, access.group_id, limit=limit, offset=offset)
     conn = hits_connection(access.settings)
     try:
@@ -270,14 +273,17 @@ def chat_vs_memory(
     client = graph_for(
         access, client, pages={"fact limit": fact_limit, "message limit": message_limit}
     )
-    rows = queries.facts_page(client, access.group_id, limit=fact_limit)
+    # the newest facts: a sort over every fact, so kept until the graph changes
+    rows = distribution_parts(client, access.group_id, ["newest_facts"], limit=fact_limit)[
+        "newest_facts"
+    ]
     with session_scope(access.settings) as session:
         messages = user_chat_messages(session, access.user_id, limit=message_limit)
     user_name = " ".join(p.capitalize() for p in access.user_id.replace("-", "_").split("_"))
     compared = compare_facts(rows, messages, user_name=user_name)
     return {
         "user_id": access.user_id,
-        "messages": [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in messages],
+        "messages": [m.to_dict() for m in messages],
         "facts": compared,
         "suspects": sum(1 for f in compared if f["suspect"]),
     }

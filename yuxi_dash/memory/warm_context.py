@@ -4,7 +4,8 @@ The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS)
 plus the last 5 episodes. yuxi-dash has no embedder and no LLM, so the fact
 search here is the BM25 fulltext search graphiti-core's `edge_fulltext_search`
 runs on FalkorDB (its query builder, its `RELATES_TO` fulltext index, the same
-statement) — the honest fallback, and the page says so. The statement goes
+statement, sorted before its filter: the same rows) — the honest fallback, and
+the page says so. The statement goes
 through our own client, not graphiti-core's driver: that driver sends
 write-capable GRAPH.QUERY with no timeout and logs the query parameters (the
 operator's search text) when a query fails, while `GraphClient.ro_rows` sends
@@ -39,15 +40,18 @@ SEARCH_NOTE = (
     "Facts found with graphiti-core's BM25 fulltext search: no embedder or LLM is configured, "
     "so this is the fallback for the agent's hybrid (semantic + BM25) search."
 )
-# graphiti-core's FalkorDB edge_fulltext_search statement, returning only the shown columns
+# graphiti-core's FalkorDB edge_fulltext_search statement, returning only the shown columns,
+# sorted by score *before* its end-node and group filter: the filter then runs only until the
+# LIMIT is full, not once per hit (a query whose words are in all 200,000 bench facts:
+# 600 ms instead of 2 s; the same rows).
 FACT_FULLTEXT_SEARCH = """\
 CALL db.idx.fulltext.queryRelationships('RELATES_TO', $query)
 YIELD relationship AS rel, score
+WITH rel, score ORDER BY score DESC
 WITH rel AS e, score, startNode(rel) AS n, endNode(rel) AS m
 WHERE n:Entity AND m:Entity AND e.group_id IN $group_ids
 RETURN e.uuid AS uuid, e.name AS name, e.fact AS fact,
        e.valid_at AS valid_at, e.invalid_at AS invalid_at
-ORDER BY score DESC
 LIMIT $limit"""
 
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.errors import AgentNotFound, ThreadBusy, ThreadDeleted, ThreadNotFound
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session
+from yuxi_dash.store.db import is_lock_failure, locked_session
 from yuxi_dash.store.models import Agent, Conversation
 from yuxi_dash.store.queries import busy_reason
 
@@ -51,11 +51,6 @@ def thread_lock(
     wait = settings.lock_timeout_seconds if wait_seconds is None else wait_seconds
     try:
         with locked_session(settings, wait_seconds=wait) as session:
-            if not is_sqlite(session):
-                session.execute(
-                    sa.text("SELECT set_config('lock_timeout', :timeout, true)"),
-                    {"timeout": f"{max(1, int(wait * 1000))}ms"},
-                )
             conv = session.scalar(
                 sa.select(Conversation).where(Conversation.thread_id == thread_id).with_for_update()
             )

@@ -17,13 +17,27 @@ the caller's transaction:
 - records the newest checkpoint id.
 
 Own threads are projected by the service right after it writes a checkpoint
-(under the row lock); attached threads by the scanner.
+(under the row lock); attached threads by the scanner, many threads at once:
+`load_projected` reads what the projection needs from our tables for a whole
+batch (one statement per table), `project_checkpoints` projects one thread's
+new checkpoints in memory into a `ProjectionWrites`, and
+`ProjectionWrites.flush` writes the batch (one statement per table).
+`project_thread` is the same three steps for one thread, so the two paths
+give the same rows.
+
+A usage snapshot is written once per checkpoint: a snapshot the table already
+holds (same thread, time, source and figures; the time is the checkpoint's own,
+from its ``token_usage`` or its creation) is not written again, so a thread
+projected again from scratch (its projected checkpoint pruned by the platform,
+say) gets no duplicates. The chat record (by message id) and the tool-results
+index (by path) were idempotent already.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,27 +49,43 @@ from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USA
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
-from yuxi_dash.service.usage_writes import apply_usage, set_current_usage
+from yuxi_dash.errors import InvalidInput
+from yuxi_dash.service.bulk_rows import insert_rows
+from yuxi_dash.service.usage_writes import set_current_usage
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
     Agent,
+    Base,
     ChatMessage,
     Conversation,
     ToolResult,
+    UsageSnapshotRow,
     utcnow,
 )
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
+_CHUNK = 1000  # thread ids in one IN (...) list
+_COMPACTIONS = ("auto_compaction", "manual_compression")
+# what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
+_SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
+                 "context_window")  # fmt: skip
 
 
 def checkpoints_since(
     store: CheckpointStore, thread_id: str, since: str | None
 ) -> tuple[ThreadCheckpoint | None, list[ThreadCheckpoint]]:
     """(the checkpoint ``since``, the newer ones oldest first); (None, all) when not found."""
+    return split_since(store.history(thread_id), since)
+
+
+def split_since(
+    newest_first: Iterable[ThreadCheckpoint], since: str | None
+) -> tuple[ThreadCheckpoint | None, list[ThreadCheckpoint]]:
+    """`checkpoints_since` over checkpoints already read (newest first); stops at ``since``."""
     newer: list[ThreadCheckpoint] = []
-    for checkpoint in store.history(thread_id):
+    for checkpoint in newest_first:
         if since is not None and checkpoint.checkpoint_id == since:
             newer.reverse()
             return checkpoint, newer
@@ -125,16 +155,202 @@ def measured_usage(checkpoint: ThreadCheckpoint, agent: Agent | None) -> UsageSn
     )
 
 
-def project_thread(
-    session: Session, conv: Conversation, store: CheckpointStore
+@dataclass
+class ProjectedRows:
+    """What the projection needs to know of one thread's rows in our tables."""
+
+    recorded: set[str] = field(default_factory=set)  # chat message ids already recorded
+    unlinked: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (role, text) -> ids
+    sequence: int = 0  # the chat record's last sequence number
+    tool_paths: set[str] = field(default_factory=set)  # saved results already indexed
+
+
+def load_projected(
+    session: Session,
+    thread_ids: Sequence[str],
+    *,
+    messages: Mapping[str, set[str]] | None = None,
+) -> dict[str, ProjectedRows]:
+    """`ProjectedRows` of each thread: one statement per table (per 1,000 threads).
+
+    ``messages``: the message ids each thread's projection may record
+    (`new_message_ids`); then only the chat rows that matter are read (those
+    ids, the rows with no message yet, the last sequence number), and none for
+    a thread with no new message. None reads every chat row of the threads.
+    """
+    found = {thread_id: ProjectedRows() for thread_id in thread_ids}
+    for start in range(0, len(thread_ids), _CHUNK):
+        chunk = list(thread_ids[start : start + _CHUNK])
+        if messages is None:
+            _load_chat(session, found, chunk, None)
+        else:
+            talking = [t for t in chunk if messages.get(t)]
+            if talking:
+                wanted = sorted(set().union(*(messages[t] for t in talking)))
+                _load_chat(session, found, talking, wanted)
+        for thread_id, path in session.execute(
+            sa.select(ToolResult.thread_id, ToolResult.path).where(ToolResult.thread_id.in_(chunk))
+        ):
+            found[thread_id].tool_paths.add(path)
+    return found
+
+
+def _load_chat(
+    session: Session,
+    found: dict[str, ProjectedRows],
+    thread_ids: list[str],
+    wanted: list[str] | None,
+) -> None:
+    unlinked_text = sa.case((ChatMessage.message_id.is_(None), ChatMessage.content))
+    query = sa.select(
+        ChatMessage.thread_id,
+        ChatMessage.id,
+        ChatMessage.message_id,
+        ChatMessage.sequence,
+        ChatMessage.role,
+        unlinked_text,  # only rows with no message yet need their text
+    ).where(ChatMessage.thread_id.in_(thread_ids))
+    if wanted is not None:
+        query = query.where(
+            sa.or_(ChatMessage.message_id.is_(None), ChatMessage.message_id.in_(wanted))
+        )
+        for thread_id, last in session.execute(
+            sa.select(ChatMessage.thread_id, sa.func.max(ChatMessage.sequence))
+            .where(ChatMessage.thread_id.in_(thread_ids))
+            .group_by(ChatMessage.thread_id)
+        ):
+            found[thread_id].sequence = int(last or 0)
+    for thread_id, row_id, message_id, sequence, role, text in session.execute(
+        query.order_by(ChatMessage.thread_id, ChatMessage.sequence)
+    ):
+        rows = found[thread_id]
+        rows.sequence = max(rows.sequence, int(sequence))
+        if message_id is not None:
+            rows.recorded.add(message_id)
+        else:
+            rows.unlinked.setdefault((role, text), []).append(row_id)
+
+
+def new_message_ids(
+    baseline: ThreadCheckpoint | None, newer: Sequence[ThreadCheckpoint]
+) -> set[str]:
+    """The ids of the messages projecting ``newer`` after ``baseline`` may record."""
+    found: set[str] = set()
+    previous = baseline.values if baseline is not None else None
+    for checkpoint in newer:
+        found.update(str(m.id)[:128] for m in _added_messages(previous, checkpoint.values) if m.id)
+        previous = checkpoint.values
+    return found
+
+
+@dataclass
+class ProjectionWrites:
+    """The rows a projection adds, for one thread or a batch, written by `flush`."""
+
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    chat: list[dict[str, Any]] = field(default_factory=list)
+    links: list[tuple[int, str]] = field(default_factory=list)  # (chat row id, message id)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    known: set[str] = field(default_factory=set)  # threads that may hold snapshots already
+
+    def flush(self, session: Session) -> int:
+        """Insert the rows (one statement per table); return the snapshots written."""
+        snapshots = self._new_snapshots(session)
+        _insert(session, UsageSnapshotRow, snapshots)
+        _insert(session, ChatMessage, self.chat)
+        for row_id, message_id in self.links:  # rows intake wrote before their message had an id
+            row = session.get(ChatMessage, row_id)
+            if row is not None:
+                row.message_id = message_id
+        _insert(session, ToolResult, self.tools)
+        return len(snapshots)
+
+    def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
+        """The snapshots the table does not hold yet (one read, of the known threads' recent rows)."""
+        threads = sorted({row["thread_id"] for row in self.snapshots} & self.known)
+        if not threads:
+            return self.snapshots
+        earliest = min(
+            _utc(row["measured_at"]) for row in self.snapshots if row["thread_id"] in self.known
+        )
+        held: set[tuple[Any, ...]] = set()
+        columns = [getattr(UsageSnapshotRow, name) for name in _SNAPSHOT_KEY]
+        for start in range(0, len(threads), _CHUNK):
+            for row in session.execute(
+                sa.select(UsageSnapshotRow.thread_id, *columns).where(
+                    UsageSnapshotRow.thread_id.in_(threads[start : start + _CHUNK]),
+                    UsageSnapshotRow.measured_at >= earliest,
+                )
+            ):
+                held.add(_snapshot_key(row._asdict()))
+        return [row for row in self.snapshots if _snapshot_key(row) not in held]
+
+
+def _insert(session: Session, model: type[Base], rows: list[dict[str, Any]]) -> None:
+    """One statement for all the rows (`service.bulk_rows`), not one per row."""
+    insert_rows(session, model.__table__, rows)  # type: ignore[arg-type]
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _snapshot_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["thread_id"], _utc(row["measured_at"])) + tuple(
+        row[name] for name in _SNAPSHOT_KEY[1:]
+    )
+
+
+def _snapshot(
+    writes: ProjectionWrites,
+    conv: Conversation,
+    figures: UsageSnapshot,
+    *,
+    source: str,
+    measured_at: datetime,
+) -> None:
+    """A `usage_snapshots` row, and the thread's current usage moved to it (as `apply_usage`)."""
+    if source not in SNAPSHOT_SOURCES:
+        raise InvalidInput(f"unknown snapshot source {source!r}")
+    writes.snapshots.append(
+        {
+            "thread_id": conv.thread_id,
+            "measured_at": measured_at,
+            "llm_input_tokens": figures.llm_input_tokens,
+            "next_llm_input_tokens": figures.next_llm_input_tokens,
+            "context_window": figures.context_window,
+            "context_usage_ratio": figures.context_usage_ratio,
+            "summary_trigger_tokens": figures.summary_trigger_tokens,
+            "summary_pressure_ratio": figures.summary_pressure_ratio,
+            "summary_active": figures.summary_active,
+            "source": source,
+        }
+    )
+    set_current_usage(conv, figures, measured_at=measured_at)
+    if source in _COMPACTIONS:
+        conv.last_compression_at = measured_at
+    conv.last_activity_at = max(conv.last_activity_at or measured_at, measured_at)
+
+
+def project_checkpoints(
+    conv: Conversation,
+    baseline: ThreadCheckpoint | None,
+    newer: Sequence[ThreadCheckpoint],
+    rows: ProjectedRows,
+    writes: ProjectionWrites,
+    agent_of: Callable[[str], Agent | None],
 ) -> ThreadCheckpoint | None:
-    """Bring the conversation's projection up to its newest checkpoint; return that checkpoint."""
-    baseline, newer = checkpoints_since(store, conv.thread_id, conv.checkpoint_id)
+    """Project ``newer`` (oldest first, after ``baseline``) into ``conv`` and ``writes``.
+
+    ``rows`` is what our tables hold of the thread (`load_projected`); it is
+    kept up to date, so the next batch can go on from it. Returns the newest
+    checkpoint (``baseline`` when there is nothing newer).
+    """
     if not newer:
         return baseline
     previous = baseline.values if baseline is not None else None
     snapshots = 0
-    chat = ChatRecorder(session, conv.thread_id)
+    chat = ChatRecorder(conv.thread_id, rows, writes)
     for checkpoint in newer:
         usage = usage_from_values(checkpoint.values)
         changed = previous is None or previous.get(TOKEN_USAGE_KEY) != checkpoint.values.get(
@@ -144,8 +360,8 @@ def project_thread(
             set_current_usage(conv, usage, measured_at=_measured_at(checkpoint.values, checkpoint))
             snapshots += 1  # an import measures the thread, it is not a model call
         elif usage is not None and changed:
-            apply_usage(
-                session,
+            _snapshot(
+                writes,
                 conv,
                 usage,
                 source=_source(previous, checkpoint.values),
@@ -159,17 +375,37 @@ def project_thread(
         previous = checkpoint.values
     latest = newer[-1]
     if snapshots == 0 and usage_from_values(latest.values) is None:
-        agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
-        measured_at = latest.created_at or utcnow()
-        apply_usage(
-            session,
+        _snapshot(
+            writes,
             conv,
-            measured_usage(latest, agent),
+            measured_usage(latest, agent_of(conv.agent_slug)),
             source="model_call",
-            measured_at=measured_at,
+            measured_at=latest.created_at or utcnow(),
         )
-    index_saved_results(session, conv.thread_id, latest.values.get("messages") or [])
+    _index_saved_results(writes, conv.thread_id, latest.values.get("messages") or [], rows)
     conv.checkpoint_id = latest.checkpoint_id
+    return latest
+
+
+def project_thread(
+    session: Session, conv: Conversation, store: CheckpointStore
+) -> ThreadCheckpoint | None:
+    """Bring the conversation's projection up to its newest checkpoint; return that checkpoint."""
+    baseline, newer = checkpoints_since(store, conv.thread_id, conv.checkpoint_id)
+    if not newer:
+        return baseline
+    rows = load_projected(session, [conv.thread_id])[conv.thread_id]
+    writes = ProjectionWrites(known={conv.thread_id})
+    latest = project_checkpoints(
+        conv,
+        baseline,
+        newer,
+        rows,
+        writes,
+        lambda slug: session.scalar(sa.select(Agent).where(Agent.slug == slug)),
+    )
+    session.flush()  # the thread's row first: the rows written next refer to it
+    writes.flush(session)
     return latest
 
 
@@ -183,96 +419,76 @@ def _added_messages(
     ]
 
 
-def index_saved_results(session: Session, thread_id: str, messages: Iterable[BaseMessage]) -> int:
-    """Index every saved tool result the messages point at and the index does not hold yet."""
-    known = set(
-        session.scalars(sa.select(ToolResult.path).where(ToolResult.thread_id == thread_id))
-    )
+def _index_saved_results(
+    writes: ProjectionWrites,
+    thread_id: str,
+    messages: Iterable[BaseMessage],
+    rows: ProjectedRows,
+) -> int:
     added = 0
     for message in messages:
         if not isinstance(message, ToolMessage):
             continue
         saved = parse_saved_result(message.content)
-        if saved is None or not saved.path or not saved.sha256 or saved.path in known:
+        if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
             continue
         approx = saved.approx_tokens or 0
-        session.add(
-            ToolResult(
-                thread_id=thread_id,
-                tool_name=(saved.tool or message.name or "tool")[:128],
-                tool_call_id=message.tool_call_id,
-                sha256=saved.sha256[:64],
-                path=saved.path[:1024],
-                chars=approx * 4,
-                approx_tokens=approx,
-            )
+        writes.tools.append(
+            {
+                "thread_id": thread_id,
+                "tool_name": (saved.tool or message.name or "tool")[:128],
+                "tool_call_id": message.tool_call_id,
+                "sha256": saved.sha256[:64],
+                "path": saved.path[:1024],
+                "chars": approx * 4,
+                "approx_tokens": approx,
+                "created_at": utcnow(),
+            }
         )
-        known.add(saved.path)
+        rows.tool_paths.add(saved.path)
         added += 1
     return added
 
 
 class ChatRecorder:
-    """Appends state messages to one thread's chat record; reads the record once.
+    """Appends state messages to one thread's chat record (into a `ProjectionWrites`).
 
     A message is recorded once, by id. A row written before its message had an
     id (intake records the user's words as they arrive) is linked to the first
     message with the same role and text instead of being written a second time.
     """
 
-    def __init__(self, session: Session, thread_id: str) -> None:
-        self.session = session
+    def __init__(self, thread_id: str, rows: ProjectedRows, writes: ProjectionWrites) -> None:
         self.thread_id = thread_id
-        self.recorded = set(
-            session.scalars(
-                sa.select(ChatMessage.message_id).where(
-                    ChatMessage.thread_id == thread_id, ChatMessage.message_id.is_not(None)
-                )
-            )
-        )
-        self.unlinked: dict[tuple[str, str], list[int]] = {}
-        for row in session.execute(  # only rows with no message yet need their text
-            sa.select(ChatMessage.id, ChatMessage.role, ChatMessage.content)
-            .where(ChatMessage.thread_id == thread_id, ChatMessage.message_id.is_(None))
-            .order_by(ChatMessage.sequence)
-        ):
-            self.unlinked.setdefault((row.role, row.content), []).append(row.id)
-        self.sequence = int(
-            session.scalar(
-                sa.select(sa.func.max(ChatMessage.sequence)).where(
-                    ChatMessage.thread_id == thread_id
-                )
-            )
-            or 0
-        )
+        self.rows = rows
+        self.writes = writes
 
     def record(self, messages: Sequence[BaseMessage], *, at: datetime) -> int:
         """Record the messages not recorded yet, in order; return how many rows were added."""
         added = 0
+        rows = self.rows
         for message in messages:
             if not message.id or is_summary_message(message):
                 continue
             message_id = str(message.id)[:128]
-            if message_id in self.recorded:
+            if message_id in rows.recorded:
                 continue
-            self.recorded.add(message_id)
+            rows.recorded.add(message_id)
             role, text = chat_role(message), message_text(message)
-            waiting = self.unlinked.get((role, text))
+            waiting = rows.unlinked.get((role, text))
             if waiting:
-                row = self.session.get(ChatMessage, waiting.pop(0))
-                if row is not None:
-                    row.message_id = message_id
+                self.writes.links.append((waiting.pop(0), message_id))
                 continue
-            self.sequence += 1
-            self.session.add(
-                ChatMessage(
-                    thread_id=self.thread_id,
-                    sequence=self.sequence,
-                    role=role,
-                    content=text,
-                    created_at=at,
-                    message_id=message_id,
-                )
+            rows.sequence += 1
+            self.writes.chat.append(
+                {
+                    "thread_id": self.thread_id,
+                    "sequence": rows.sequence,
+                    "role": role,
+                    "content": text,
+                    "created_at": at,
+                    "message_id": message_id,
+                }
             )
             added += 1
         return added

@@ -14,12 +14,14 @@ Every typed refusal of these calls is one audit row with the actor
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.audit import audited_refusals
@@ -38,6 +40,7 @@ from yuxi_dash.store.models import (
     utcnow,
 )
 
+_RowT = TypeVar("_RowT", RunRequest, AgentRun)
 PLATFORM_ACTOR = "platform"  # who the audit log records for intake and run-lifecycle refusals
 INTAKE_ACTION = "intake"
 
@@ -59,6 +62,38 @@ class RunInfo(Record):
     status: str
     request_id: int | None
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+def _request_info(request: RunRequest) -> RequestInfo:
+    return RequestInfo(
+        request.id, request.thread_id, request.run_type, request.status, request.created_at
+    )
+
+
+def _run_info(run: AgentRun, request: RunRequest | None = None) -> RunInfo:
+    payload = dict(request.payload or {}) if request is not None else {}
+    return RunInfo(run.id, run.thread_id, run.run_type, run.status, run.request_id, payload)
+
+
+def _begin_run(
+    session: Session, thread_id: str, run_type: str, request: RunRequest | None
+) -> RunInfo:
+    """A new running run of the thread (dispatching `request` when one is given), flushed."""
+    now = utcnow()
+    if request is not None:
+        request.status = "dispatched"
+        request.dispatched_at = now
+    run = AgentRun(
+        thread_id=thread_id,
+        request_id=None if request is None else request.id,
+        run_type=run_type,
+        status="running",
+        created_at=now,
+        started_at=now,
+    )
+    session.add(run)
+    session.flush()
+    return _run_info(run, request)
 
 
 def _platform_refusals(
@@ -123,13 +158,7 @@ def _enqueue_locked(
         session.add(request)
         conv.last_activity_at = now
         session.flush()
-        return RequestInfo(
-            id=request.id,
-            thread_id=thread_id,
-            run_type=run_type,
-            status=request.status,
-            created_at=request.created_at,
-        )
+        return _request_info(request)
 
 
 def dispatch_next_request(thread_id: str, *, settings: Settings | None = None) -> RunInfo | None:
@@ -160,27 +189,7 @@ def _dispatch_locked(thread_id: str, *, settings: Settings | None) -> RunInfo | 
         )
         if request is None:
             return None
-        now = utcnow()
-        request.status = "dispatched"
-        request.dispatched_at = now
-        run = AgentRun(
-            thread_id=thread_id,
-            request_id=request.id,
-            run_type=request.run_type,
-            status="running",
-            created_at=now,
-            started_at=now,
-        )
-        session.add(run)
-        session.flush()
-        return RunInfo(
-            id=run.id,
-            thread_id=thread_id,
-            run_type=run.run_type,
-            status=run.status,
-            request_id=request.id,
-            payload=dict(request.payload or {}),
-        )
+        return _begin_run(session, thread_id, request.run_type, request)
 
 
 def cancel_request(request_id: int, *, settings: Settings | None = None) -> RequestInfo:
@@ -190,27 +199,28 @@ def cancel_request(request_id: int, *, settings: Settings | None = None) -> Requ
         return _cancel_locked(request_id, settings=settings)
 
 
-def _cancel_locked(request_id: int, *, settings: Settings | None) -> RequestInfo:
+@contextmanager
+def _locked(
+    model: type[_RowT], row_id: int, what: str, settings: Settings | None
+) -> Iterator[_RowT]:
+    """Row `row_id` of `model`, read again under its thread's row lock; NotFound if it is gone."""
     with session_scope(settings) as session:
-        thread_id = session.scalar(
-            sa.select(RunRequest.thread_id).where(RunRequest.id == request_id)
-        )
+        thread_id = session.scalar(sa.select(model.thread_id).where(model.id == row_id))
     if thread_id is None:
-        raise NotFound(f"request {request_id} not found")
+        raise NotFound(f"{what} {row_id} not found")
     with thread_lock(thread_id, settings=settings) as (session, _conv):
-        request = session.get(RunRequest, request_id)
-        if request is None:
-            raise NotFound(f"request {request_id} not found")
+        row = session.get(model, row_id)
+        if row is None:
+            raise NotFound(f"{what} {row_id} not found")
+        yield row
+
+
+def _cancel_locked(request_id: int, *, settings: Settings | None) -> RequestInfo:
+    with _locked(RunRequest, request_id, "request", settings) as request:
         if request.status != "queued":
             raise InvalidInput(f"request {request_id} is {request.status}, not queued")
         request.status = "cancelled"
-        return RequestInfo(
-            id=request.id,
-            thread_id=thread_id,
-            run_type=request.run_type,
-            status=request.status,
-            created_at=request.created_at,
-        )
+        return _request_info(request)
 
 
 def start_run(
@@ -223,23 +233,7 @@ def start_run(
             raise InvalidInput(f"unknown run type {run_type!r}")
         with thread_lock(thread_id, settings=settings) as (session, conv):
             require_thread(conv, thread_id)
-            now = utcnow()
-            run = AgentRun(
-                thread_id=thread_id,
-                run_type=run_type,
-                status="running",
-                created_at=now,
-                started_at=now,
-            )
-            session.add(run)
-            session.flush()
-            return RunInfo(
-                id=run.id,
-                thread_id=thread_id,
-                run_type=run_type,
-                status="running",
-                request_id=None,
-            )
+            return _begin_run(session, thread_id, run_type, None)
 
 
 def finish_run(
@@ -254,22 +248,9 @@ def finish_run(
 
 
 def _finish_locked(run_id: int, *, status: str, settings: Settings | None) -> RunInfo:
-    with session_scope(settings) as session:
-        thread_id = session.scalar(sa.select(AgentRun.thread_id).where(AgentRun.id == run_id))
-    if thread_id is None:
-        raise NotFound(f"run {run_id} not found")
-    with thread_lock(thread_id, settings=settings) as (session, _conv):
-        run = session.get(AgentRun, run_id)
-        if run is None:
-            raise NotFound(f"run {run_id} not found")
+    with _locked(AgentRun, run_id, "run", settings) as run:
         if run.status in FINAL_RUN_STATUSES:
             raise InvalidInput(f"run {run_id} is already {run.status}")
         run.status = status
         run.finished_at = utcnow()
-        return RunInfo(
-            id=run.id,
-            thread_id=run.thread_id,
-            run_type=run.run_type,
-            status=status,
-            request_id=run.request_id,
-        )
+        return _run_info(run)

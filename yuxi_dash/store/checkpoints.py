@@ -31,6 +31,7 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -68,7 +69,7 @@ class ThreadCheckpoint:
         return context_state(self.thread_id, self.values)
 
 
-def _no_op(state: Mapping[str, Any]) -> dict[str, Any]:
+def _no_op(state: CompressedContextState) -> dict[str, Any]:
     return {}
 
 
@@ -107,7 +108,7 @@ def state_graph(saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any,
     return builder.compile(checkpointer=saver)
 
 
-def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+def _config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
@@ -120,7 +121,7 @@ def _checkpoint(thread_id: str, snapshot: StateSnapshot) -> ThreadCheckpoint | N
     if not checkpoint_id:
         return None
     parent = (snapshot.parent_config or {}).get("configurable") or {}
-    metadata = dict(snapshot.metadata or {})
+    metadata: dict[str, Any] = dict(snapshot.metadata or {})
     created = datetime.fromisoformat(snapshot.created_at) if snapshot.created_at else None
     return ThreadCheckpoint(
         thread_id=thread_id,
@@ -132,6 +133,11 @@ def _checkpoint(thread_id: str, snapshot: StateSnapshot) -> ThreadCheckpoint | N
         parent_checkpoint_id=parent.get("checkpoint_id"),
         metadata=metadata,
     )
+
+
+def checkpoint_of(thread_id: str, snapshot: StateSnapshot) -> ThreadCheckpoint | None:
+    """The checkpoint a state snapshot of the thread describes (None when it names none)."""
+    return _checkpoint(thread_id, snapshot)
 
 
 class CheckpointStore:
@@ -221,6 +227,12 @@ def open_checkpoint_store(url: str) -> CheckpointStore:
         ) from exc
 
 
+def _try_lock(lock: psycopg.Connection[Any]) -> bool:
+    """pg_try_advisory_lock on the setup key (the SELECT always returns its one row)."""
+    row = lock.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK,)).fetchone()
+    return bool(row and row[0])
+
+
 def open_postgres_store(
     conninfo: str,
     *,
@@ -265,7 +277,7 @@ def open_postgres_store(
         # would be an open transaction, which the saver's CREATE INDEX CONCURRENTLY in
         # the process holding the lock waits for: a deadlock nobody detects.
         with psycopg.connect(conninfo, autocommit=True) as lock:
-            while not lock.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK,)).fetchone()[0]:  # type: ignore[index]
+            while not _try_lock(lock):
                 time.sleep(0.05)
             try:
                 saver.setup()

@@ -223,7 +223,9 @@ def locked_session(
     That takes SQLite's database write lock before the first read, which is the
     SQLite equivalent of the service's `SELECT ... FOR UPDATE` on PostgreSQL.
     `wait_seconds` bounds the wait for that lock (default: settings.lock_timeout_seconds);
-    running out raises sqlalchemy's OperationalError ("database is locked").
+    given explicitly, it also bounds every lock wait of the transaction on PostgreSQL
+    (`lock_timeout`, local to the transaction). Running out raises sqlalchemy's
+    OperationalError ("database is locked" / "lock timeout"; `is_lock_failure`).
     """
     settings = settings or get_settings()
     session = session_factory(settings)()
@@ -234,6 +236,11 @@ def locked_session(
                 if wait_seconds is not None:
                     options[SQLITE_BUSY_OPTION] = max(0, int(wait_seconds * 1000))
                 session.connection(execution_options=options)
+            elif wait_seconds is not None:
+                session.execute(
+                    sa.text("SELECT set_config('lock_timeout', :timeout, true)"),
+                    {"timeout": f"{max(1, int(wait_seconds * 1000))}ms"},
+                )
             yield session
     finally:
         session.close()

@@ -273,3 +273,35 @@ class AuditEntry(Base):
     target: Mapped[str] = mapped_column(sa.String(256))
     outcome: Mapped[str] = mapped_column(sa.String(32))
     detail: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+
+
+class MemoryCorrection(Base):
+    """One correction of a user's memory graph (or the undo of one), with the exact edges
+    before and after: `before`/`after` map each touched fact uuid to its full snapshot
+    (every property, the embedding included) or null when the fact did not / does not exist.
+    The audit row (`audit_id`) holds the ids and the outcome; the reason lives only here."""
+
+    __tablename__ = "memory_corrections"
+    __table_args__ = (
+        sa.Index("ix_memory_corrections_user_id", "user_id"),
+        sa.Index("ix_memory_corrections_fact_uuid", "fact_uuid"),
+    )
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
+    audit_id: Mapped[int] = mapped_column(
+        BigId, sa.ForeignKey("audit_log.id"), unique=True, nullable=False
+    )
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(sa.String(256))
+    user_id: Mapped[str] = mapped_column(sa.String(128))
+    group_id: Mapped[str] = mapped_column(sa.String(160))
+    fact_uuid: Mapped[str] = mapped_column(sa.String(64))
+    action: Mapped[str] = mapped_column(sa.String(16))
+    reason: Mapped[str] = mapped_column(sa.Text, default="")
+    ticket: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    after: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    hits_before: Mapped[int] = mapped_column(sa.Integer, default=0)
+    undoes_id: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
+    undone_by_audit_id: Mapped[int | None] = mapped_column(BigId, nullable=True)
+    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -4,8 +4,11 @@ KPIs over the (filtered) thread population, the population binned into a
 heatmap grid by the database (so 100,000 threads become at most a few thousand
 cells, never 100,000 rows shipped to the browser), the threads above a pressure
 floor as individual points, and compressions in a recent window split auto /
-manual. Reads only; every function takes a Session first. Thread filters mean
-what they mean in `yuxi_dash.store.queries.list_threads`.
+manual. `pressure_population` gives the KPIs, the heatmap, the number of
+points and the deleted threads left out from one scan of the population (the
+bins carry the counts). Reads only; every function
+takes a Session first. Thread filters mean what they mean in
+`yuxi_dash.store.queries.list_threads`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from yuxi_dash.records import Record
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
@@ -39,14 +42,14 @@ class ThreadFilter:
     status: str | None = None
     active_since: datetime | None = None
 
-    def clauses(self) -> list[sa.ColumnElement[bool]]:
+    def clauses(self, *, include_deleted: bool = False) -> list[sa.ColumnElement[bool]]:
         return _thread_filters(
             min_pressure=None,
             agent=self.agent,
             user_id=self.user_id,
             status=self.status,
             active_since=self.active_since,
-            include_deleted=False,
+            include_deleted=include_deleted,
         )
 
 
@@ -106,7 +109,7 @@ def _floor_int(session: Session, expr: sa.ColumnElement[float]) -> sa.ColumnElem
     return sa.cast(sa.func.floor(expr), sa.Integer)
 
 
-def _clamp(expr: sa.ColumnElement[float], low: float, high: float) -> sa.ColumnElement[float]:
+def _clamp(expr: sa.ColumnElement[int], low: int, high: int) -> sa.ColumnElement[int]:
     return sa.case((expr < low, low), (expr > high, high), else_=expr)
 
 
@@ -163,37 +166,118 @@ def overview_kpis(
     )
 
 
-def pressure_heatmap(session: Session, *, where: ThreadFilter | None = None) -> list[HeatmapCell]:
-    """The population binned by (context usage, summary pressure), counted by the database."""
-    where = where or ThreadFilter()
+@dataclass(frozen=True)
+class Population:
+    """What the overview reads of the filtered population, from one scan of it."""
+
+    kpis: OverviewKpis
+    cells: list[HeatmapCell]
+    at_or_above_points_floor: int  # threads at or above POINTS_FLOOR: the points that exist
+    deleted: int | None  # deleted threads the other filters match; None with a status filter
+
+
+def _binned(
+    session: Session, where: ThreadFilter, *, with_deleted: bool = False
+) -> list[tuple[int, ...]]:
+    """One scan of the filtered population, grouped into heatmap bins with the KPI counts.
+
+    Each row: x bin, y bin, threads, at or over the suggestion, over the
+    threshold, summary active, at or above the points floor, deleted. Summing
+    the rows gives `overview_kpis`'s counts. `with_deleted` (no status filter)
+    also scans the deleted threads, counted in the last column only; a bin
+    holding nothing else has 0 threads.
+    """
     y_bins = round(HEATMAP_Y_MAX / HEATMAP_Y_STEP)
+    pressure = Conversation.summary_pressure_ratio
     x_bin = _clamp(
         _floor_int(session, Conversation.context_usage_ratio * HEATMAP_X_BINS + _EPSILON),
         0,
         HEATMAP_X_BINS - 1,
     ).label("x_bin")
     y_bin = _clamp(
-        _floor_int(session, Conversation.summary_pressure_ratio / HEATMAP_Y_STEP + _EPSILON),
+        _floor_int(session, pressure / HEATMAP_Y_STEP + _EPSILON),
         0,
         y_bins - 1,
     ).label("y_bin")
-    inner = sa.select(x_bin, y_bin).where(*where.clauses()).subquery()
+    inner = (
+        sa.select(
+            x_bin,
+            y_bin,
+            pressure.label("pressure"),
+            Conversation.summary_active.label("active"),
+            Conversation.status.label("status"),
+        )
+        .where(*where.clauses(include_deleted=with_deleted))
+        .subquery()
+    )
+    live: list[sa.ColumnElement[bool]] = [inner.c.status != "deleted"] if with_deleted else []
+    deleted = sa.func.count().filter(inner.c.status == "deleted") if with_deleted else sa.literal(0)
     rows = session.execute(
-        sa.select(inner.c.x_bin, inner.c.y_bin, sa.func.count())
+        sa.select(
+            inner.c.x_bin,
+            inner.c.y_bin,
+            sa.func.count().filter(*live) if live else sa.func.count(),
+            sa.func.count().filter(inner.c.pressure >= SUGGESTION_RATIO, *live),
+            sa.func.count().filter(inner.c.pressure > 1.0, *live),
+            sa.func.count().filter(inner.c.active.is_(True), *live),
+            sa.func.count().filter(inner.c.pressure >= POINTS_FLOOR, *live),
+            deleted,
+        )
         .group_by(inner.c.x_bin, inner.c.y_bin)
         .order_by(inner.c.x_bin, inner.c.y_bin)
     ).all()
+    return [tuple(int(value) for value in row) for row in rows]
+
+
+def _cells(rows: list[tuple[int, ...]]) -> list[HeatmapCell]:
     x_step = 1.0 / HEATMAP_X_BINS
     return [
         HeatmapCell(
-            x0=round(int(x) * x_step, 6),
-            x1=round((int(x) + 1) * x_step, 6),
-            y0=round(int(y) * HEATMAP_Y_STEP, 6),
-            y1=round((int(y) + 1) * HEATMAP_Y_STEP, 6),
-            threads=int(n),
+            x0=round(row[0] * x_step, 6),
+            x1=round((row[0] + 1) * x_step, 6),
+            y0=round(row[1] * HEATMAP_Y_STEP, 6),
+            y1=round((row[1] + 1) * HEATMAP_Y_STEP, 6),
+            threads=row[2],
         )
-        for x, y, n in rows
+        for row in rows
+        if row[2]
     ]
+
+
+def pressure_heatmap(session: Session, *, where: ThreadFilter | None = None) -> list[HeatmapCell]:
+    """The population binned by (context usage, summary pressure), counted by the database."""
+    return _cells(_binned(session, where or ThreadFilter()))
+
+
+def pressure_population(
+    session: Session,
+    *,
+    where: ThreadFilter | None = None,
+    now: datetime | None = None,
+    window: timedelta = timedelta(hours=24),
+) -> Population:
+    """`overview_kpis`, `pressure_heatmap`, `count_at_or_above` and, without a status filter,
+    how many deleted threads the filters leave out: one scan of the threads (the page's read).
+    """
+    where = where or ThreadFilter()
+    with_deleted = where.status is None
+    rows = _binned(session, where, with_deleted=with_deleted)
+    now = now or datetime.now(UTC)
+    auto, manual = compressions_since(session, now - window, where=where)
+    kpis = OverviewKpis(
+        threads=sum(r[2] for r in rows),
+        at_or_over_suggestion=sum(r[3] for r in rows),
+        over_threshold=sum(r[4] for r in rows),
+        summary_active=sum(r[5] for r in rows),
+        compressions_auto=auto,
+        compressions_manual=manual,
+    )
+    return Population(
+        kpis=kpis,
+        cells=_cells(rows),
+        at_or_above_points_floor=sum(r[6] for r in rows),
+        deleted=sum(r[7] for r in rows) if with_deleted else None,
+    )
 
 
 def pressure_points(
@@ -229,20 +313,18 @@ def count_at_or_above(
 ) -> int:
     """How many threads are at or above `floor` pressure (the points that exist, drawn or not)."""
     where = where or ThreadFilter()
-    return int(
-        session.scalar(
-            sa.select(sa.func.count())
-            .select_from(Conversation)
-            .where(Conversation.summary_pressure_ratio >= floor, *where.clauses())
-        )
-    )
+    return session.execute(
+        sa.select(sa.func.count())
+        .select_from(Conversation)
+        .where(Conversation.summary_pressure_ratio >= floor, *where.clauses())
+    ).scalar_one()
 
 
 def filter_choices(session: Session) -> dict[str, list[str]]:
     """The distinct agents, users and statuses of non-deleted threads, for the filter widgets."""
     live = Conversation.status != "deleted"
 
-    def distinct(column: sa.ColumnElement[str]) -> list[str]:
+    def distinct(column: InstrumentedAttribute[str]) -> list[str]:
         return [
             v for v in session.scalars(sa.select(column).where(live).distinct().order_by(column))
         ]

@@ -40,6 +40,7 @@ from yuxi_dash.store.models import (
 from yuxi_dash.store.thread_list import (
     BusyReason,
     ThreadSummary,
+    ThreadWhere,
     busy_reason,
     busy_reasons,
     count_threads,
@@ -57,6 +58,7 @@ __all__ = [
     "ChatRecordMessage",
     "ThreadDetail",
     "ThreadSummary",
+    "ThreadWhere",
     "UsagePoint",
     "UserSummary",
     "busy_reason",

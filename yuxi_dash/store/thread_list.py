@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -107,15 +107,27 @@ def busy_reason(session: Session, thread_id: str) -> BusyReason | None:
 # --- thread list --------------------------------------------------------------
 
 
+class ThreadWhere(TypedDict, total=False):
+    """Which threads `list_threads` and `count_threads` cover; every key optional."""
+
+    min_pressure: float | None
+    agent: str | None
+    user_id: str | None
+    status: str | None
+    active_since: datetime | None
+    include_deleted: bool
+
+
 def thread_filters(
     *,
-    min_pressure: float | None,
-    agent: str | None,
-    user_id: str | None,
-    status: str | None,
-    active_since: datetime | None,
-    include_deleted: bool,
+    min_pressure: float | None = None,
+    agent: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    active_since: datetime | None = None,
+    include_deleted: bool = False,
 ) -> list[sa.ColumnElement[bool]]:
+    """The WHERE clauses of a `ThreadWhere`: deleted threads out unless asked for by status."""
     filters: list[sa.ColumnElement[bool]] = []
     if min_pressure is not None:
         filters.append(Conversation.summary_pressure_ratio >= float(min_pressure))
@@ -133,29 +145,13 @@ def thread_filters(
 
 
 def list_threads(
-    session: Session,
-    *,
-    min_pressure: float | None = None,
-    agent: str | None = None,
-    user_id: str | None = None,
-    status: str | None = None,
-    active_since: datetime | None = None,
-    include_deleted: bool = False,
-    limit: int = 50,
-    offset: int = 0,
+    session: Session, *, limit: int = 50, offset: int = 0, **where: Unpack[ThreadWhere]
 ) -> list[ThreadSummary]:
     """Threads with their current usage, highest summary pressure first.
 
     Deleted threads are left out unless `status="deleted"` or `include_deleted=True`.
     """
-    filters = thread_filters(
-        min_pressure=min_pressure,
-        agent=agent,
-        user_id=user_id,
-        status=status,
-        active_since=active_since,
-        include_deleted=include_deleted,
-    )
+    filters = thread_filters(**where)
     page = (
         sa.select(Conversation)
         .where(*filters)
@@ -190,25 +186,12 @@ def list_thread_ids(session: Session, *, limit: int = 2000) -> list[str]:
     )
 
 
-def count_threads(
-    session: Session,
-    *,
-    min_pressure: float | None = None,
-    agent: str | None = None,
-    user_id: str | None = None,
-    status: str | None = None,
-    active_since: datetime | None = None,
-    include_deleted: bool = False,
-) -> int:
-    filters = thread_filters(
-        min_pressure=min_pressure,
-        agent=agent,
-        user_id=user_id,
-        status=status,
-        active_since=active_since,
-        include_deleted=include_deleted,
-    )
-    return int(session.scalar(sa.select(sa.func.count()).select_from(Conversation).where(*filters)))
+def count_threads(session: Session, **where: Unpack[ThreadWhere]) -> int:
+    """How many threads `list_threads` would page through with the same `where`."""
+    filters = thread_filters(**where)
+    return session.execute(
+        sa.select(sa.func.count()).select_from(Conversation).where(*filters)
+    ).scalar_one()
 
 
 def summary_row(

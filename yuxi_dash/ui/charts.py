@@ -194,11 +194,15 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
             ],
         )
     )
-    return alt.layer(
-        lines,
-        markers,
-        _rule(SUGGESTION_LINE, "#d97706", SUGGESTION_LABEL),
-        _rule(THRESHOLD_LINE, "#dc2626", "100%"),
+    # LayerChart itself, not alt.layer(): no layer here has a facet channel to hoist,
+    # and alt.layer() is typed to maybe return a FacetChart.
+    return alt.LayerChart(
+        layer=[
+            lines,
+            markers,
+            _rule(SUGGESTION_LINE, "#d97706", SUGGESTION_LABEL),
+            _rule(THRESHOLD_LINE, "#dc2626", "100%"),
+        ]
     ).properties(height=320)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,7 +71,7 @@ def short_id(checkpoint_id: str | None) -> str:
 
 def ago(moment: datetime | None, *, now: datetime | None = None) -> str:
     """A short relative age: 'just now', '5 min ago', '3 h ago', '2 d ago', or 'never'."""
-    if absent(moment):  # None, or pandas' NaT for a thread never compressed
+    if moment is None or absent(moment):  # None, or pandas' NaT for a thread never compressed
         return "never"
     now = now or datetime.now(UTC)
     if moment.tzinfo is None:
@@ -104,7 +104,11 @@ class MarkdownSafe(str):
     `literal` or `code`, so every outside string in it shows exactly as written."""
 
 
-def _escape_line(line: str) -> str:
+def _escape_line(line: str, bold: Sequence[tuple[int, int]] = ()) -> str:
+    """One line escaped (see `markdown_literal`); `bold` ranges of it wrapped in ``**``."""
+    opens = {start for start, _ in bold}
+    closes = {end for _, end in bold}
+    edges = opens | closes
     out: list[str] = []
     marker = _ORDERED_MARKER.match(line)
     list_dot = marker.end() - 1 if marker else -1
@@ -117,15 +121,20 @@ def _escape_line(line: str) -> str:
             or (index == 0 and char in _LINE_START_ESCAPED)
             or index == list_dot
             or (char == "_" and not (before.isalnum() and after.isalnum()))
+            or (char == "_" and bool(edges & {index, index + 1}))  # next to a ** we insert
             or (char == "]" and after == "(")  # no inline link or image can close
             or (char == "&" and (not after or after.isalnum() or after == "#"))  # entities
             or (char == ":" and (not after or after == "/" or after.isascii() and after.isalpha()))
         )
+        if index in opens:
+            out.append("**")
         if char == "." and line[max(0, index - 3) : index].lower() == "www":
             out.append(WORD_JOINER)
         out.append("\\" + char if escape else char)
         if char == ":" and line.startswith("//", index + 1):
             out.append(WORD_JOINER)
+        if index + 1 in closes:
+            out.append("**")
     return "".join(out)
 
 
@@ -142,6 +151,46 @@ def markdown_literal(text: str) -> MarkdownSafe:
     """
     lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return MarkdownSafe("  \n".join(_escape_line(line.lstrip(" \t")) for line in lines))
+
+
+def highlighted(text: object, spans: Iterable[tuple[int, int]]) -> MarkdownSafe:
+    """``text`` shown as written (exactly as `markdown_literal` shows it), with the
+    characters of each ``(start, end)`` span in bold: the words behind a fact, inside the
+    user's own message. Each character is escaped with its whole line around it, so a span
+    edge never splits an escape; a span's bold starts and ends on a letter or digit (Markdown
+    cannot open or close ``**`` next to blanks or punctuation), so punctuation at its edges
+    stays plain; overlapping spans are merged.
+    """
+    body = "" if text is None else str(text)
+    merged: list[list[int]] = []
+    for start, end in sorted((max(0, a), min(len(body), b)) for a, b in spans):
+        if start >= end:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    lines: list[tuple[int, str]] = []
+    at = 0
+    for brk in re.finditer(r"\r\n|\r|\n", body):
+        lines.append((at, body[at : brk.start()]))
+        at = brk.end()
+    lines.append((at, body[at:]))
+    out: list[str] = []
+    for line_at, line in lines:
+        content = line.lstrip(" \t")
+        base = line_at + len(line) - len(content)
+        bold: list[tuple[int, int]] = []
+        for start, end in merged:
+            lo, hi = max(start, base) - base, min(end, base + len(content)) - base
+            while lo < hi and not content[lo].isalnum():
+                lo += 1
+            while hi > lo and not content[hi - 1].isalnum():
+                hi -= 1
+            if lo < hi:
+                bold.append((lo, hi))
+        out.append(_escape_line(content, bold))
+    return MarkdownSafe("  \n".join(out))
 
 
 def literal(value: object) -> MarkdownSafe:
@@ -302,7 +351,8 @@ def structured_records(preview: str) -> dict[str, Any] | None:
         return None
     records = []
     # values every listed record shares are written once, in "common": overlay them
-    common = document.get("common") if isinstance(document.get("common"), dict) else {}
+    shared = document.get("common")
+    common: dict[str, Any] = shared if isinstance(shared, dict) else {}
     for record in document["results"]:
         if not isinstance(record, dict):
             continue

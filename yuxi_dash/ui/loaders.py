@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import pandas as pd
@@ -68,6 +69,19 @@ def filter_choices() -> dict[str, list[str]]:
     return _filter_choices(_url())
 
 
+POINT_COLUMNS = [
+    "thread_id",
+    "user_id",
+    "agent_slug",
+    "context_usage_ratio",
+    "summary_pressure_ratio",
+    "next_llm_input_tokens",
+    "summary_trigger_tokens",
+    "llm_input_tokens",
+    "context_window",
+]
+
+
 @settings_cached
 def _overview(
     database_url: str,
@@ -80,32 +94,21 @@ def _overview(
         agent=agent, user_id=user_id, status=status, active_since=active_since
     )
     with session_scope(get_settings()) as session:
-        kpis = overview.overview_kpis(session, where=where)
-        cells = overview.pressure_heatmap(session, where=where)
+        population = overview.pressure_population(session, where=where)  # one scan
         points = overview.pressure_points(session, where=where)
-        points_total = (
-            len(points)
-            if len(points) < overview.MAX_POINTS
-            else overview.count_at_or_above(session, where=where)
-        )
+    point_of = attrgetter(*POINT_COLUMNS)  # up to MAX_POINTS rows: no dataclasses.asdict per row
     return {
-        "kpis": kpis.to_dict(),
-        "heatmap": _frame([c.to_dict() for c in cells], ["x0", "x1", "y0", "y1", "threads"]),
-        "points": _frame(
-            [p.to_dict() for p in points],
-            [
-                "thread_id",
-                "user_id",
-                "agent_slug",
-                "context_usage_ratio",
-                "summary_pressure_ratio",
-                "next_llm_input_tokens",
-                "summary_trigger_tokens",
-                "llm_input_tokens",
-                "context_window",
-            ],
+        "kpis": population.kpis.to_dict(),
+        "heatmap": _frame(
+            [c.to_dict() for c in population.cells], ["x0", "x1", "y0", "y1", "threads"]
         ),
-        "points_total": points_total,
+        "points": (
+            pd.DataFrame([point_of(p) for p in points], columns=POINT_COLUMNS)
+            if points
+            else pd.DataFrame(columns=POINT_COLUMNS)
+        ),
+        "points_total": population.at_or_above_points_floor,
+        "deleted": population.deleted,
     }
 
 
@@ -116,7 +119,11 @@ def pressure_overview(
     status: str | None = None,
     active_since: datetime | None = None,
 ) -> dict[str, Any]:
-    """KPIs, heatmap cells and the points above the floor for the filtered population."""
+    """KPIs, heatmap cells and the points above the floor for the filtered population.
+
+    Also "points_total" (threads above the floor, drawn or not) and "deleted"
+    (deleted threads the other filters match; None when `status` is given).
+    """
     return _overview(_url(), agent, user_id, status, active_since)
 
 
@@ -168,6 +175,13 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
             "type": item.message.type,
             "name": getattr(item.message, "name", None),
             "text": message_text(item.message),
+            "blocks": [  # its other content blocks as the model gets them (Claude's reasoning)
+                block
+                for block in item.message.content
+                if isinstance(block, dict) and block.get("type") != "text"
+            ]
+            if isinstance(item.message.content, list)
+            else [],
             "summary": item.summary,
             "tool_calls": [
                 {"name": c.get("name"), "args": c.get("args")}

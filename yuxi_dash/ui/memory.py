@@ -139,19 +139,22 @@ def clear_memory_caches() -> None:
 
 
 # --- cached loaders (reachable only with a MemoryAccess) ---------------------
-@settings_cached
-def _stats(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.stats(_access)
+# The views that read nothing but the access: one cached loader serves them all, keyed by
+# the view's name (each view still has its own cache entries).
+_PLAIN_VIEWS: dict[str, Callable[[MemoryAccess], dict[str, Any]]] = {
+    "stats": service.stats,
+    "index_health": service.index_health,
+    "index_probe": service.index_probe,
+    "facts": service.relations,
+    "ratification": service.ratification,
+    "communities": service.communities,
+    "chat": service.chat_vs_memory,
+}
 
 
 @settings_cached
-def _index_health(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.index_health(_access)
-
-
-@settings_cached
-def _index_probe(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.index_probe(_access)
+def _plain_view(_access: MemoryAccess, user_id: str, server: str, view: str) -> dict[str, Any]:
+    return _PLAIN_VIEWS[view](_access)
 
 
 @settings_cached
@@ -169,28 +172,8 @@ def _entity_detail(
 
 
 @settings_cached
-def _facts(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.relations(_access)
-
-
-@settings_cached
-def _ratification(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.ratification(_access)
-
-
-@settings_cached
-def _communities(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.communities(_access)
-
-
-@settings_cached
 def _episodes(_access: MemoryAccess, user_id: str, server: str, limit: int) -> dict[str, Any]:
     return service.episodes(_access, limit=limit)
-
-
-@settings_cached
-def _chat(_access: MemoryAccess, user_id: str, server: str) -> dict[str, Any]:
-    return service.chat_vs_memory(_access)
 
 
 @settings_cached
@@ -200,32 +183,30 @@ def _warm_context(_access: MemoryAccess, user_id: str, server: str, query: str) 
 
 _LOADERS = (
     _memory_users,
-    _stats,
-    _index_health,
-    _index_probe,
+    _plain_view,
     _entities,
     _entity_detail,
-    _facts,
-    _ratification,
-    _communities,
     _episodes,
-    _chat,
     _warm_context,
 )
 
 
+def _load_plain(access: MemoryAccess, view: str) -> dict[str, Any]:
+    return guarded(lambda: _plain_view(access, access.user_id, _server_key(), view))
+
+
 def load_stats(access: MemoryAccess) -> dict[str, Any]:
-    return guarded(lambda: _stats(access, access.user_id, _server_key()))
+    return _load_plain(access, "stats")
 
 
 def load_index_health(access: MemoryAccess) -> dict[str, Any]:
     """The full index check: every fact through the index path (seconds on a large graph)."""
-    return guarded(lambda: _index_health(access, access.user_id, _server_key()))
+    return _load_plain(access, "index_health")
 
 
 def load_index_probe(access: MemoryAccess) -> dict[str, Any]:
     """The quick index check (node 0 only, under a millisecond): what the overview opens with."""
-    return guarded(lambda: _index_probe(access, access.user_id, _server_key()))
+    return _load_plain(access, "index_probe")
 
 
 def load_entities(access: MemoryAccess, search: str, limit: int, offset: int) -> dict[str, Any]:
@@ -242,15 +223,15 @@ def load_entity_detail(
 
 def load_facts(access: MemoryAccess) -> dict[str, Any]:
     """The Facts page: facts per relation name and likely duplicates (`service.relations`)."""
-    return guarded(lambda: _facts(access, access.user_id, _server_key()))
+    return _load_plain(access, "facts")
 
 
 def load_ratification(access: MemoryAccess) -> dict[str, Any]:
-    return guarded(lambda: _ratification(access, access.user_id, _server_key()))
+    return _load_plain(access, "ratification")
 
 
 def load_communities(access: MemoryAccess) -> dict[str, Any]:
-    return guarded(lambda: _communities(access, access.user_id, _server_key()))
+    return _load_plain(access, "communities")
 
 
 def load_episodes(access: MemoryAccess, limit: int) -> dict[str, Any]:
@@ -258,7 +239,7 @@ def load_episodes(access: MemoryAccess, limit: int) -> dict[str, Any]:
 
 
 def load_chat(access: MemoryAccess) -> dict[str, Any]:
-    return guarded(lambda: _chat(access, access.user_id, _server_key()))
+    return _load_plain(access, "chat")
 
 
 def load_warm_context(access: MemoryAccess, query: str) -> dict[str, Any]:

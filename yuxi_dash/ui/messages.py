@@ -91,6 +91,12 @@ def draw_message(message: Mapping[str, Any]) -> None:
             if not draw_saved_result(message["text"]):
                 draw_preview(message["text"], max_chars=4000)
             return
+        for block in message.get("blocks") or []:  # e.g. reasoning the model gets back
+            shown = json.dumps(block, ensure_ascii=False, indent=1, default=str)
+            st.caption(md("{} block", block.get("type")))
+            st.code(shown[:4000], language="json")
+            if len(shown) > 4000:
+                st.caption(md("… {:,} more characters", len(shown) - 4000))
         if message["text"]:  # literally: a message's own links or images are never fetched
             st.markdown(literal(message["text"]))
         for call in message.get("tool_calls") or []:

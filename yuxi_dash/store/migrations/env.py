@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from alembic import context
+from alembic.runtime.environment import NameFilterParentNames, NameFilterType
 
+from yuxi_dash.errors import StoreUnavailable
 from yuxi_dash.store.db import create_engine_for_url
 from yuxi_dash.store.models import Base
 
@@ -18,7 +20,7 @@ CHECKPOINTER_TABLES = frozenset(
 )
 
 
-def _ours(name: str | None, type_: str, parent_names: dict[str, str]) -> bool:
+def _ours(name: str | None, type_: NameFilterType, parent_names: NameFilterParentNames) -> bool:
     table = name if type_ == "table" else parent_names.get("table_name")
     return table not in CHECKPOINTER_TABLES
 
@@ -53,7 +55,10 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine_for_url(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:  # yuxi_dash.store.db always sets it; alembic run by hand might not
+        raise StoreUnavailable("no sqlalchemy.url to migrate: run migrations through yuxi-dash")
+    engine = create_engine_for_url(url)
     try:
         with engine.begin() as conn:
             _run(conn)

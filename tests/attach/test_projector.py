@@ -1,0 +1,121 @@
+"""The batched projection of a scan gives the rows the per-thread projection gives.
+
+One real platform (a separate process running a real `create_agent` graph on
+LangGraph's PostgresSaver) is attached by two dashboards at once, each with
+its own database: one scans with the batches (one platform query and one
+write per table for many threads), the other with every thread projected
+alone under its row lock (`scan(together=False)`, the per-thread path). After
+the first scan and after an incremental one, every projected row is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.attach.conftest import Platform
+from tests.attach.test_scan import ROUND_ONE
+from yuxi_dash.attach import projector
+from yuxi_dash.attach.scanner import ScanReport, scan
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store import db
+from yuxi_dash.store.models import ChatMessage, Conversation, ToolResult, UsageSnapshotRow
+
+pytestmark = pytest.mark.services
+
+# (table, columns not compared: row ids, and times that are "now" when the row is written)
+_TABLES = (
+    (Conversation, {"id", "updated_at"}),
+    (UsageSnapshotRow, {"id"}),
+    (ChatMessage, {"id"}),
+    (ToolResult, {"id", "created_at"}),
+)
+_COUNTS = ("threads_changed", "projected", "checkpoints_read", "new_checkpoints", "failed")
+
+
+@pytest.fixture
+def second_database(db_url: str, tmp_path: Path) -> Iterator[str]:
+    """Another empty dashboard database of the same kind as ``db_url``."""
+    if db_url.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'per-thread.db'}"
+        return
+    yield from _fresh_postgres()
+
+
+def _fresh_postgres() -> Iterator[str]:
+    from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
+
+    url = _create_database(ADMIN_URL)
+    try:
+        yield url
+    finally:
+        db.forget_engines()
+        _drop_database(ADMIN_URL, url)
+
+
+def dump(settings: Settings) -> dict[str, list[tuple[Any, ...]]]:
+    """Every projected row, without ids and write times, in a stable order."""
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    with db.session_scope(settings) as session:
+        for model, skipped in _TABLES:
+            columns = [c for c in model.__table__.columns if c.name not in skipped]
+            result = session.execute(sa.select(*columns))
+            rows[model.__tablename__] = sorted(
+                (tuple(r) for r in result), key=lambda r: tuple(str(v) for v in r)
+            )
+    return rows
+
+
+def counts(report: ScanReport) -> dict[str, int]:
+    return {name: getattr(report, name) for name in _COUNTS}
+
+
+def test_batched_and_per_thread_scans_project_identical_rows(
+    db_url: str,
+    second_database: str,
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batched = get_settings()
+    per_thread = batched.model_copy(update={"database_url": second_database})
+    db.get_engine(per_thread)  # migrated like the first
+    alone: list[str] = []
+    one = projector.project_one
+
+    def spy(settings: Settings, store: Any, thread: projector.ChangedThread, tally: Any) -> None:
+        alone.append(thread.thread_id)
+        one(settings, store, thread, tally)
+
+    monkeypatch.setattr(projector, "project_one", spy)
+
+    attached.run(ROUND_ONE)
+    first_batched = scan(batched)
+    assert alone == []  # every thread went through the batch
+    first_alone = scan(per_thread, together=False)
+    assert sorted(alone) == sorted(str(t["thread_id"]) for t in ROUND_ONE)
+    assert counts(first_batched) == counts(first_alone)
+    assert first_batched.projected == 4 and first_batched.failed == 0
+    rows = dump(batched)
+    assert rows == dump(per_thread)
+    assert all(rows[table] for table in rows)  # every table has rows to compare
+
+    # the platform moves on: two threads take turns (one summarizes), one is new
+    attached.run(
+        [
+            {**ROUND_ONE[0], "round": 2},
+            {**ROUND_ONE[2], "turns": 1, "round": 2},
+            {"thread_id": "plat-new", "user_id": "dave", "agent": "coder", "turns": 2,
+             "result_words": 400},
+        ]
+    )  # fmt: skip
+    alone.clear()
+    second_batched = scan(batched)
+    assert alone == []
+    second_alone = scan(per_thread, together=False)
+    assert counts(second_batched) == counts(second_alone)
+    assert second_batched.projected == 3 and second_batched.new_checkpoints > 0
+    assert dump(batched) == dump(per_thread)

@@ -1,0 +1,211 @@
+"""The support bundle (yuxi_dash.memory.bundle): shape, completeness, Markdown, gates, audit.
+
+Real FalkorDB with the demo graphs (written with graphiti-core's classes), the
+real SQLite store with a thread compressed by the offline summarizer and its
+offloaded tool results in the real workdir, the LaunchDarkly Files source.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from markdown_it import MarkdownIt
+
+from tests.fixtures.graph import memory_audit
+from tests.memory.support_graphs import add_correction
+from tests.service.builders import OPERATOR, seed_thread
+from yuxi_dash import service as thread_service
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import InvalidInput
+from yuxi_dash.memory.bundle import BUNDLE_ACTION, bundle_to_file, write_bundle
+from yuxi_dash.memory.bundle_render import md_text
+from yuxi_dash.memory.bundle_schema import BUNDLE_SCHEMA
+from yuxi_dash.memory.bundle_sources import FACTS_AFTER
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.workdir import Workdir
+
+VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
+USER = "alice_chen"
+COOKBOOK_COUNT = "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $g RETURN count(e)"
+LABEL_FREE_COUNT = "MATCH ()-[e:RELATES_TO]->() RETURN count(e)"
+
+
+@pytest.fixture
+def bundle_env(
+    demo_graphs, memory_settings, demo_flags_file, monkeypatch: pytest.MonkeyPatch
+) -> Settings:
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))
+    get_settings.cache_clear()
+    return get_settings()
+
+
+def seed_threads(settings: Settings, user_id: str = USER) -> dict[str, Any]:
+    """A compressed thread with two offloaded results, one of them changed on disk."""
+    seed_thread("bundle-t1", user_id=user_id)
+    result = thread_service.compress_thread_context("bundle-t1", actor=OPERATOR)
+    assert result.status == "completed"
+    workdir = Workdir(settings.workdir)
+    good = workdir.save_tool_result("run_command", "line\n" * 100)
+    bad = workdir.save_tool_result("web_search", "result " * 100)
+    with session_scope(settings) as session:
+        thread_service.index_saved_files(
+            session, "bundle-t1", [("c1", "run_command", good), ("c2", "web_search", bad)]
+        )
+    (Path(settings.workdir) / bad.path).write_text("tampered")
+    return {"good": good.path, "bad": bad.path}
+
+
+def build(fmt: str = "json", user_id: str = USER, **kwargs: Any) -> tuple[str, Any]:
+    out = io.StringIO()
+    result = write_bundle(user_id, out, actor=VIEWER, fmt=fmt, **kwargs)
+    return out.getvalue(), result
+
+
+def test_json_bundle_is_complete_and_valid(bundle_env, graph_client) -> None:
+    seeded = seed_threads(bundle_env)
+    fact = graph_client.ro_value("user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN e.uuid")
+    add_correction(bundle_env, USER, fact)
+    text, result = build(fact_page=37)  # many keyset pages
+    bundle = json.loads(text)
+    jsonschema.Draft202012Validator(BUNDLE_SCHEMA).validate(bundle)
+
+    cookbook = graph_client.ro_value("user_alice_chen", COOKBOOK_COUNT, {"g": "user_alice_chen"})
+    assert bundle["fact_count"] == len(bundle["facts"]) == result.facts == cookbook
+    assert cookbook == graph_client.ro_value("user_alice_chen", LABEL_FREE_COUNT)
+    uuids = [f["uuid"] for f in bundle["facts"]]
+    assert uuids == sorted(set(uuids))  # every fact once, in uuid order across pages
+    stored = graph_client.ro_rows(
+        "user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN e.uuid AS u"
+    )
+    assert set(uuids) == {r["u"] for r in stored}
+    assert all(f["provenance"]["episodes"] for f in bundle["facts"])
+    assert any(f["hits"] > 0 for f in bundle["facts"])
+    assert {f["status"] for f in bundle["facts"]} >= {"active", "tentative"}
+
+    assert bundle["flags"][0] == {
+        "key": "graphiti-memory",
+        "value": True,
+        "reason": "FALLTHROUGH",
+        "reason_text": "no target or rule matched: the flag's default",
+    }
+    assert bundle["memory"]["counts"]["relates_to_edges"] == cookbook
+    assert len(bundle["episodes"]) == 20 and bundle["episode_limit"] == 20
+    times = [e["created_at"] for e in bundle["episodes"]]
+    assert times == sorted(times, reverse=True)
+
+    (correction,) = bundle["corrections"]
+    assert correction["fact_uuid"] == fact and correction["audit_action"] == "memory.correct"
+    assert "fact_embedding" not in correction["before"][fact]
+
+    (thread,) = bundle["threads"]
+    assert thread["thread_id"] == "bundle-t1"
+    assert thread["last_summary"]["text"] and thread["summary_error"] is None
+    checks = {r["path"]: r["sha256_status"] for r in thread["tool_results"]}
+    assert checks[seeded["good"]] == "ok" and checks[seeded["bad"]] == "mismatch"
+    assert [p for p, status in checks.items() if status != "ok"] == [seeded["bad"]]
+
+    rows = memory_audit(bundle_env, USER)
+    assert [(r.action, r.outcome) for r in rows if r.action != "memory.correct"] == [
+        (BUNDLE_ACTION, "ok"),
+        ("memory.view", "ok"),
+    ]
+    assert rows[0].id == result.audit_id and rows[0].detail["facts"] == cookbook
+    assert rows[1].detail["view"] == "bundle"
+
+
+def _md_tables(text: str) -> list[list[list[str]]]:
+    """Every table in the Markdown as rows of cell texts (escapes resolved by the parser)."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    tables: list[list[list[str]]] = []
+    row: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = []
+        elif token.type in ("th_open", "td_open"):
+            inline = tokens[index + 1]
+            row.append("".join(child.content for child in inline.children or []))
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+    return tables
+
+
+def test_markdown_renders_the_same_facts(bundle_env) -> None:
+    data, _ = build("json")
+    text, result = build("md", fact_page=50)
+    facts = {f["uuid"]: f for f in json.loads(data)["facts"]}
+    (table,) = [t for t in _md_tables(text) if t[0][:2] == ["uuid", "source"]]
+    header, rows = table[0], table[1:]
+    assert len(rows) == len(facts) == result.facts
+    for row in rows:
+        cell = dict(zip(header, row, strict=True))
+        fact = facts[cell["uuid"]]
+        assert cell["name"] == (fact["name"] or "") and cell["status"] == (fact["status"] or "")
+        assert cell["source"] == " ".join((fact["source"] or "").split())[:300]
+    assert f"{len(facts):,} fact(s)." in text
+
+
+def test_markdown_shows_outside_strings_literally() -> None:
+    hostile = "![x](https://evil.example/p.png) <b>hi</b> | www.example.com *bold*"
+    html = MarkdownIt("commonmark").enable("table").render(md_text(hostile))
+    assert "<img" not in html and "<b>" not in html and "<em>" not in html
+    assert "href" not in html
+
+
+def test_gated_off_user_gets_a_bundle_without_memory(bundle_env) -> None:
+    text, result = build(user_id="dmitri_ivanov")
+    bundle = json.loads(text)
+    jsonschema.Draft202012Validator(BUNDLE_SCHEMA).validate(bundle)
+    assert (
+        bundle["memory"]["gated_off"]
+        and "targeted individually" in (bundle["memory"]["gate_message"])
+    )
+    assert bundle["facts"] == [] and bundle["episodes"] == [] and result.gated_off
+    assert bundle["flags"][0]["value"] is False
+    rows = memory_audit(bundle_env, "dmitri_ivanov")
+    assert [(r.action, r.outcome) for r in rows] == [
+        (BUNDLE_ACTION, "ok"),
+        ("memory.view", "gated_off"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("user_id", "kwargs", "action"),
+    [
+        (USER, {"fmt": "pdf"}, BUNDLE_ACTION),
+        (USER, {"episodes": 101}, BUNDLE_ACTION),
+        ("bad id!", {}, "memory.view"),
+    ],
+)
+def test_refusals_write_nothing_and_are_audited(bundle_env, user_id, kwargs, action) -> None:
+    out = io.StringIO()
+    with pytest.raises(InvalidInput):
+        write_bundle(user_id, out, actor=VIEWER, **kwargs)
+    assert out.getvalue() == ""
+    rows = memory_audit(bundle_env, user_id)
+    assert [(r.action, r.outcome, r.detail["code"]) for r in rows] == [
+        (action, "refused", "invalid_input")
+    ]
+
+
+def test_bundle_to_file_leaves_no_partial_file(bundle_env, tmp_path: Path) -> None:
+    target = tmp_path / "b.json"
+    with pytest.raises(InvalidInput):
+        bundle_to_file(USER, target, actor=VIEWER, fmt="pdf")
+    assert list(tmp_path.glob("*b.json*")) == []
+    result = bundle_to_file(USER, target, actor=VIEWER)
+    assert json.loads(target.read_text())["fact_count"] == result.facts
+    assert list(tmp_path.glob(".b.json.*")) == []
+
+
+def test_fact_pages_stay_off_the_relationship_index(bundle_env, graph_client) -> None:
+    """After a restart the relationship index loses node 0's facts: the keyset must not use it."""
+    plan = graph_client.explain("user_alice_chen", FACTS_AFTER, {"after": "", "limit": 10})
+    assert "Index Scan" not in plan and "Conditional Traverse" in plan

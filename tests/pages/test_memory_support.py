@@ -1,0 +1,84 @@
+"""AppTest: the Memory support page — prepare and download a bundle, forget a user (admins)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fixtures.graph import memory_audit
+from tests.memory.support_graphs import REDIS_URL, SupportUsers, unique_user
+from yuxi_dash.memory.groups import derive_group_id
+from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.memory_support import BUNDLE_TTL_SECONDS, bundle_dir, sweep_bundles
+
+
+@pytest.fixture
+def users(memory_pages, graph_client, monkeypatch) -> Iterator[SupportUsers]:
+    monkeypatch.setenv("YUXI_DASH_REDIS_URL", REDIS_URL)
+    get_settings.cache_clear()
+    seeded = SupportUsers(graph_client)
+    yield seeded
+    seeded.close()
+
+
+def _button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_prepare_and_download_a_bundle(memory_pages, graph_client) -> None:
+    at = memory_pages("memory_support.py", "alice_chen")
+    assert not at.exception
+    assert memory_audit(get_settings(), "alice_chen") == []  # choosing a user reads no memory
+    _button(at, "Prepare bundle").click().run()
+    assert not at.exception
+    facts = graph_client.ro_value("user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN count(e)")
+    rows = memory_audit(get_settings(), "alice_chen")
+    assert [(r.action, r.outcome) for r in rows] == [("memory.bundle", "ok"), ("memory.view", "ok")]
+    caption = next(c.value for c in at.caption if "tool results" in c.value)
+    assert caption.startswith(f"{facts:,} facts") and caption.endswith(f"audit row {rows[0].id}")
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Download bundle"
+    prepared = at.session_state["memory_support_bundle"]
+    assert json.loads(prepared.read())["fact_count"] == facts
+    assert prepared.path.parent == bundle_dir() and bundle_dir().stat().st_mode & 0o077 == 0
+    # a bundle older than the TTL is swept on the next prepare
+    assert sweep_bundles(now=time.time() + BUNDLE_TTL_SECONDS + 1) >= 1
+    assert not prepared.path.exists()
+
+
+def test_forget_needs_the_typed_user_id(memory_pages, users, graph_client) -> None:
+    victim = unique_user()
+    users.seed(victim, facts=10)
+    at = memory_pages("memory_support.py", victim)
+    assert not at.exception
+    assert "Chat records, thread state and offloaded tool results are not memory" in (
+        at.warning[0].value
+    )
+    at.text_input(key="forget_confirm").input(victim.upper()).run()
+    _button(at, "Forget this user").click().run()
+    assert "the confirmation must be the user id exactly" in at.error[0].value
+    assert graph_client.graph_exists(derive_group_id(victim))
+
+    at.text_input(key="forget_confirm").input(victim).run()
+    _button(at, "Forget this user").click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith(f"Forgot {victim}: ")
+    assert "Verified: nothing is left" in at.success[0].value
+    assert not graph_client.graph_exists(derive_group_id(victim))
+    rows = memory_audit(get_settings(), victim)
+    assert [(r.action, r.outcome) for r in rows] == [
+        ("memory.forget", "ok"),
+        ("memory.forget", "refused"),
+    ]
+
+
+def test_viewers_get_no_forget_section(memory_pages, monkeypatch) -> None:
+    monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")
+    get_settings.cache_clear()
+    at = memory_pages("memory_support.py", "alice_chen")
+    assert not at.exception
+    assert not [b for b in at.button if b.label == "Forget this user"]
+    assert any("An admin can forget" in c.value for c in at.caption)

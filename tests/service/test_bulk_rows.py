@@ -1,0 +1,88 @@
+"""Bulk INSERT and UPDATE (yuxi_dash.service.bulk_rows): the rows the ORM would write. Both backends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.service.builders import seed_thread
+from yuxi_dash.service.bulk_rows import insert_rows, update_rows
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ChatMessage, Conversation
+
+CHAT = ChatMessage.__table__
+THREADS = Conversation.__table__
+
+
+def _chat(sequence: int, created_at: datetime) -> dict[str, Any]:
+    return {
+        "thread_id": "t1",
+        "sequence": sequence,
+        "role": "user",
+        "content": f'it\'s {sequence}: "quoted", {{braces}} and a comma',
+        "created_at": created_at,
+        "message_id": f"m{sequence}",
+    }
+
+
+def test_inserted_rows_keep_their_values_and_order(db_url: str) -> None:
+    seed_thread()
+    naive = datetime(2026, 11, 1, 9, 0)  # stored as UTC, as the column type does for the ORM
+    plus_two = datetime(2026, 11, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    rows = [_chat(1, naive), _chat(2, plus_two), _chat(3, naive + timedelta(minutes=1))]
+    with session_scope() as session:
+        insert_rows(session, CHAT, rows)  # type: ignore[arg-type]
+        insert_rows(session, CHAT, [])  # type: ignore[arg-type]
+    with session_scope() as session:
+        found = session.execute(
+            sa.select(ChatMessage.sequence, ChatMessage.content, ChatMessage.created_at)
+            .where(ChatMessage.message_id.in_(["m1", "m2", "m3"]))
+            .order_by(ChatMessage.id)
+        ).all()
+    assert [(s, c) for s, c, _ in found] == [(r["sequence"], r["content"]) for r in rows]
+    assert [at for _, _, at in found] == [
+        datetime(2026, 11, 1, 9, 0, tzinfo=UTC),
+        datetime(2026, 11, 1, 10, 0, tzinfo=UTC),
+        datetime(2026, 11, 1, 9, 1, tzinfo=UTC),
+    ]
+
+
+def test_updated_rows_get_every_column_even_one_null_in_every_row(db_url: str) -> None:
+    seed_thread("t1")
+    seed_thread("t2", create_agent=False)
+    with session_scope() as session:
+        ids = dict(session.execute(sa.select(Conversation.thread_id, Conversation.id)).all())
+        session.execute(sa.update(Conversation).values(deleted_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    at = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
+    with session_scope() as session:
+        update_rows(
+            session,
+            THREADS,  # type: ignore[arg-type]
+            [
+                {"id": ids["t1"], "status": "active", "deleted_at": None, "context_window": 64_000,
+                 "context_usage_ratio": 0.25, "summary_active": True, "usage_measured_at": at},
+                {"id": ids["t2"], "status": "active", "deleted_at": None, "context_window": 32_000,
+                 "context_usage_ratio": 0.5, "summary_active": False, "usage_measured_at": None},
+            ],
+        )  # fmt: skip
+    with session_scope() as session:
+        found = {conv.thread_id: conv for conv in session.scalars(sa.select(Conversation)).all()}
+        got = {
+            t: (c.deleted_at, c.context_window, c.context_usage_ratio, c.summary_active,
+                c.usage_measured_at)
+            for t, c in found.items()
+        }  # fmt: skip
+    assert got == {
+        "t1": (None, 64_000, 0.25, True, at),
+        "t2": (None, 32_000, 0.5, False, None),
+    }
+
+
+def test_a_column_the_table_lacks_is_refused_before_any_sql(db_url: str) -> None:
+    with session_scope() as session, pytest.raises(KeyError):
+        insert_rows(session, CHAT, [{"thread_id": "t1", "no_such_column": 1}])  # type: ignore[arg-type]
+    with session_scope() as session, pytest.raises(ValueError, match="id"):
+        update_rows(session, THREADS, [{"status": "active"}])  # type: ignore[arg-type]

@@ -1,0 +1,68 @@
+"""The projection (yuxi_dash.service.projection) made again: no row twice. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from langchain_core.messages import AIMessage, HumanMessage
+
+from tests.service.builders import seed_thread
+from yuxi_dash import service
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.service.projection import project_thread
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ChatMessage, UsageSnapshotRow
+from yuxi_dash.store.state_repository import state_store, write_state
+
+
+def _usage(next_tokens: int, at: str) -> dict[str, Any]:
+    return {
+        "llm_input_tokens": next_tokens,
+        "next_llm_input_tokens": next_tokens,
+        "context_window": 128_000,
+        "summary_trigger_tokens": 8192,
+        "summary_active": False,
+        "measured_at": at,
+    }
+
+
+def _rows() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    snapshot = sa.select(
+        UsageSnapshotRow.measured_at,
+        UsageSnapshotRow.source,
+        UsageSnapshotRow.next_llm_input_tokens,
+    ).order_by(UsageSnapshotRow.measured_at)
+    chat = sa.select(ChatMessage.sequence, ChatMessage.message_id).order_by(ChatMessage.sequence)
+    with session_scope() as session:
+        return (
+            [tuple(row) for row in session.execute(snapshot)],
+            [tuple(row) for row in session.execute(chat)],
+        )
+
+
+def test_a_thread_projected_again_from_scratch_gets_no_snapshot_twice(db_url: str) -> None:
+    """As when the checkpoint it was projected up to is gone (a platform pruned it)."""
+    checkpoint = seed_thread()
+    history = [HumanMessage("q", id="h1"), AIMessage("a", id="a1")]
+    for step, at in enumerate(("2026-11-01T09:00:00+00:00", "2026-11-01T09:05:00+00:00")):
+        history = [*history, HumanMessage(f"q{step}", id=f"h{step + 2}")]
+        checkpoint = write_state(
+            "t1",
+            {"messages": history, TOKEN_USAGE_KEY: _usage(4000 + step * 1000, at)},
+            expected_checkpoint_id=checkpoint,
+        ).checkpoint_id
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None
+        conv.checkpoint_id = None  # the whole history: the seed and the two model calls
+        project_thread(session, conv, state_store())
+    once = _rows()
+    assert [row[2] for row in once[0]] == [4000, 5000]  # the two model calls
+    assert len(once[1]) > 4  # the seed's messages and the three added
+
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None
+        conv.checkpoint_id = None  # its projected checkpoint unknown: projected from scratch
+        latest = project_thread(session, conv, state_store())
+        assert latest is not None and latest.checkpoint_id == checkpoint
+    assert _rows() == once  # the same snapshots and chat rows, none twice

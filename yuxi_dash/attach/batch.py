@@ -1,0 +1,289 @@
+"""Reading many platform threads' new checkpoints in a few queries, as `ProjectionReader` reads one.
+
+`read_new_checkpoints(store, since)` takes the threads of a scan batch with
+the checkpoint each was projected up to (None: never projected) and reads
+them from the platform's saver tables in two or three read-only queries for
+the whole batch: `ROWS_SQL`, every root checkpoint of those threads at or
+above that id (joined to the batch's ``unnest(threads, since)`` pairs), with
+its pending writes of no task; then `BLOBS_SQL`, the blobs of the channel
+versions those checkpoints name, each (thread, channel, version) once. Each
+row becomes a `ThreadCheckpoint` exactly as ``get_state_history`` makes it
+(the saver's row loading rebuilt on those blobs, then the values the state
+graph's snapshot states: read straight from the channels when the checkpoint
+has no writes of no task, else through the whole snapshot), each thread's checkpoints are folded as `attach.reader.fold`
+folds them and split at the projected one (`service.projection.split_since`):
+the same input `project_thread` would get.
+
+Fetching and decoding blobs is what a read costs, so it is done once and
+only where needed: a thread of more than two checkpoints is folded on its
+``token_usage`` blobs alone and only the kept checkpoints' other blobs are
+fetched and decoded; a blob several checkpoints share (a step that leaves
+the messages alone) is fetched and decoded once; of the pending writes only
+those of no task are read: they are the ones that change the values read
+(the others name the next tasks, which a projection never looks at), and a
+thread with such writes is read whole before folding.
+
+A thread comes back as None when this read cannot stand in for the
+per-thread one: its projected checkpoint is gone (the platform pruned it: the
+per-thread read projects what is left from scratch) or a checkpoint is in the
+saver's format before version 4 (pending sends kept elsewhere). The scanner
+projects those alone.
+
+This builds on the pinned ``langgraph`` packages' table layout and internals
+(the saver's ``serde`` and ``_load_writes``, the graph's
+``_prepare_state_snapshot``, ``channels_from_checkpoint`` and
+``read_channels`` on its ``stream_channels_asis``, what ``get_state_history`` calls for every
+checkpoint); `tests/attach/test_projector.py` compares the rows it gives with
+the per-thread path's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from langgraph.pregel._checkpoint import channels_from_checkpoint
+from langgraph.pregel._io import read_channels
+
+from yuxi_dash.attach.reader import fold
+from yuxi_dash.attach.stores import PlatformStore
+from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.service.projection import split_since
+from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
+
+# the checkpoints of the batch from each thread's projected one on, with their writes of no task
+ROWS_SQL = """
+SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint,
+    c.metadata,
+    (SELECT array_agg(array[cw.task_id::text::bytea, cw.channel::bytea, cw.type::bytea, cw.blob,
+                            convert_to(cw.task_path, 'UTF8'), cw.idx::text::bytea])
+     FROM checkpoint_writes cw
+     WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
+       AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s) AS pending_writes
+FROM checkpoints c
+JOIN unnest(%(threads)s::text[], %(since)s::text[]) AS wanted(w_thread, w_since)
+  ON wanted.w_thread = c.thread_id
+WHERE c.checkpoint_ns = '' AND (wanted.w_since IS NULL OR c.checkpoint_id >= wanted.w_since)
+ORDER BY c.thread_id, c.checkpoint_id DESC
+"""
+# the blobs of the channel versions those checkpoints name (each once)
+BLOBS_SQL = """
+SELECT b.thread_id, b.channel, b.version, b.type, b.blob
+FROM checkpoint_blobs b
+JOIN unnest(%(threads)s::text[], %(channels)s::text[], %(versions)s::text[])
+  AS wanted(w_thread, w_channel, w_version)
+  ON b.thread_id = wanted.w_thread AND b.checkpoint_ns = ''
+  AND b.channel = wanted.w_channel AND b.version = wanted.w_version
+"""
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # langgraph's writes of no task
+_FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
+
+
+@dataclass(frozen=True)
+class ThreadRead:
+    """One thread's checkpoints to project, as `ProjectionReader` + `checkpoints_since` give them."""
+
+    baseline: ThreadCheckpoint | None  # the projected checkpoint (None: never projected)
+    newer: list[ThreadCheckpoint]  # the ones to project, oldest first (folded)
+    read: int  # checkpoints read from the platform
+    new: int  # of those, the ones newer than the projected one
+    first_at: datetime | None  # the thread's first checkpoint's time, when read from the start
+
+
+def read_new_checkpoints(
+    store: PlatformStore, since: Mapping[str, str | None]
+) -> dict[str, ThreadRead | None]:
+    """Each thread's `ThreadRead` (None: read it alone), from a few queries on the platform."""
+    if not since:
+        return {}
+    threads = list(since)
+    rows = store.fetch(
+        ROWS_SQL,
+        {"threads": threads, "since": [since[t] for t in threads], "null_task": NULL_TASK_ID},
+    )
+    grouped: dict[str, list[dict[str, Any]]] = {thread_id: [] for thread_id in threads}
+    for row in rows:
+        grouped[str(row["thread_id"])].append(row)
+    blobs = _Blobs(store)
+    reads: dict[str, ThreadRead | None] = {}
+    whole: dict[str, list[dict[str, Any]]] = {}  # every checkpoint read whole, then folded
+    folded: dict[str, list[dict[str, Any]]] = {}  # folded on token_usage, then the kept read
+    for thread_id, found in grouped.items():
+        if not _readable(since[thread_id], found):
+            reads[thread_id] = None
+        elif len(found) <= 2 or any(row["pending_writes"] for row in found):
+            whole[thread_id] = found  # all kept anyway, or writes that change the values
+        else:
+            folded[thread_id] = found
+    blobs.fetch([(t, row, None) for t, found in whole.items() for row in found])
+    blobs.fetch([(t, row, TOKEN_USAGE_KEY) for t, found in folded.items() for row in found])
+    kept_rows: dict[str, list[dict[str, Any]]] = {}
+    for thread_id, found in folded.items():
+        by_id = {str(row["checkpoint_id"]): row for row in found}
+        light = [blobs.usage_only(thread_id, row) for row in found]
+        kept_rows[thread_id] = [by_id[c.checkpoint_id] for c in fold(light, since[thread_id])]
+    blobs.fetch([(t, row, None) for t, kept in kept_rows.items() for row in kept])
+    for thread_id, found in whole.items():
+        checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in found) if c]
+        reads[thread_id] = _thread_read(
+            since[thread_id], len(found), list(fold(checkpoints, since[thread_id]))
+        )
+    for thread_id, kept in kept_rows.items():
+        checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in kept) if c]
+        reads[thread_id] = _thread_read(since[thread_id], len(folded[thread_id]), checkpoints)
+    return reads
+
+
+def _readable(since: str | None, rows: list[dict[str, Any]]) -> bool:
+    """Can this read stand for the per-thread one? Not when ``since`` is gone or the format old."""
+    if since is not None and (not rows or str(rows[-1]["checkpoint_id"]) != since):
+        return False  # the projected checkpoint is gone: the per-thread read starts over
+    return not any(
+        int(row["checkpoint"].get("v", 0)) < _FORMAT_WITH_SENDS and row["parent_checkpoint_id"]
+        for row in rows
+    )
+
+
+def _thread_read(since: str | None, read: int, kept: list[ThreadCheckpoint]) -> ThreadRead:
+    first_at = None
+    if since is None and kept and kept[-1].parent_checkpoint_id is None:
+        first_at = kept[-1].created_at  # the oldest is always kept when read from the start
+    baseline, newer = split_since(kept, since)
+    return ThreadRead(
+        baseline=baseline,
+        newer=newer,
+        read=read,
+        new=read - (1 if since is not None else 0),
+        first_at=first_at,
+    )
+
+
+class _Blobs:
+    """The blobs of a batch's checkpoints, each fetched and decoded once; checkpoints from them.
+
+    Consecutive checkpoints share most channel versions (a step that leaves
+    the messages alone names the same messages blob), so a blob is fetched
+    and decoded once per thread, channel and version, not once per checkpoint.
+    """
+
+    def __init__(self, store: PlatformStore) -> None:
+        self.store = store
+        self.serde = store.saver.serde
+        self.raw: dict[tuple[str, str, str], tuple[str, bytes]] = {}
+        self.decoded: dict[tuple[str, str, str], Any] = {}
+
+    @staticmethod
+    def _versions(row: Mapping[str, Any]) -> dict[str, str]:
+        versions = row["checkpoint"].get("channel_versions") or {}
+        return {str(k): str(v) for k, v in versions.items()}
+
+    def fetch(self, wanted: list[tuple[str, Mapping[str, Any], str | None]]) -> None:
+        """Fetch the blobs of (thread, checkpoint row, one channel or every one) not fetched yet."""
+        keys = sorted(
+            {
+                (thread_id, channel, version)
+                for thread_id, row, only in wanted
+                for channel, version in self._versions(row).items()
+                if only is None or channel == only
+            }
+            - set(self.raw)
+        )
+        if not keys:
+            return
+        found = self.store.fetch(
+            BLOBS_SQL,
+            {
+                "threads": [k[0] for k in keys],
+                "channels": [k[1] for k in keys],
+                "versions": [k[2] for k in keys],
+            },
+        )
+        for row in found:
+            key = (str(row["thread_id"]), str(row["channel"]), str(row["version"]))
+            self.raw[key] = (str(row["type"]), bytes(row["blob"]) if row["blob"] else b"")
+
+    def _values(
+        self, thread_id: str, row: Mapping[str, Any], only: str | None = None
+    ) -> dict[str, Any]:
+        """The checkpoint's channel values (as the saver's loader gives them), or one channel's."""
+        values = dict(row["checkpoint"].get("channel_values") or {})
+        if only is not None:
+            values = {k: v for k, v in values.items() if k == only}
+        for channel, version in self._versions(row).items():
+            if only is not None and channel != only:
+                continue
+            key = (thread_id, channel, version)
+            stored = self.raw.get(key)
+            if stored is None or stored[0] == "empty":
+                continue
+            if key not in self.decoded:
+                self.decoded[key] = self.serde.loads_typed(stored)
+            values[channel] = self.decoded[key]
+        return values
+
+    def usage_only(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
+        """A stand-in with the checkpoint's id and ``token_usage`` alone (what `fold` compares)."""
+        return ThreadCheckpoint(
+            thread_id=thread_id,
+            checkpoint_id=str(row["checkpoint_id"]),
+            values=self._values(thread_id, row, only=TOKEN_USAGE_KEY),
+            created_at=None,
+            step=0,
+            source="",
+        )
+
+    def checkpoint(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint | None:
+        """The checkpoint of one saver row, as ``get_state_history`` gives it.
+
+        A checkpoint without writes of no task is read straight from its
+        channels (`channels_from_checkpoint` + `read_channels` on the graph's
+        stream channels: the values the snapshot states): the next tasks
+        ``_prepare_state_snapshot`` also works out are never looked at. One
+        with such writes goes through the whole snapshot (they change the values).
+        """
+        saver = self.store.saver
+        graph = self.store.graph
+        config: Any = {
+            "configurable": {
+                "thread_id": row["thread_id"],
+                "checkpoint_ns": row["checkpoint_ns"],
+                "checkpoint_id": row["checkpoint_id"],
+            }
+        }
+        checkpoint = cast(
+            Checkpoint, {**row["checkpoint"], "channel_values": self._values(thread_id, row)}
+        )
+        if not row["pending_writes"]:
+            graph._migrate_checkpoint(checkpoint)
+            channels, _ = channels_from_checkpoint(
+                graph.channels, checkpoint, saver=saver, config=config
+            )
+            metadata = dict(row["metadata"] or {})
+            created = datetime.fromisoformat(checkpoint["ts"]) if checkpoint.get("ts") else None
+            return ThreadCheckpoint(
+                thread_id=thread_id,
+                checkpoint_id=str(row["checkpoint_id"]),
+                values=dict(read_channels(channels, graph.stream_channels_asis)),
+                created_at=created.astimezone(UTC) if created else None,
+                step=int(metadata.get("step", 0) or 0),
+                source=str(metadata.get("source", "")),
+                parent_checkpoint_id=row["parent_checkpoint_id"] or None,
+                metadata=metadata,
+            )
+        parent: Any = None
+        if row["parent_checkpoint_id"]:
+            parent = {"configurable": {**config["configurable"]}}
+            parent["configurable"]["checkpoint_id"] = row["parent_checkpoint_id"]
+        # the saver's _load_checkpoint_tuple, from the blobs fetched once
+        saved = CheckpointTuple(
+            config,
+            checkpoint,
+            row["metadata"],
+            parent,
+            saver._load_writes(row["pending_writes"]),  # type: ignore[attr-defined]
+        )
+        snapshot = graph._prepare_state_snapshot(saved.config, saved, saver=saver)
+        return checkpoint_of(thread_id, snapshot)

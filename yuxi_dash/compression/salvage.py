@@ -1,0 +1,208 @@
+"""Reading a tool result's JSON records, and salvaging them from text that is not JSON.
+
+``parse_records_text`` is the one parse of a structured result: the text decoded
+once (``json.JSONDecoder.raw_decode``, the call ``json.loads`` makes), and when
+that fails, the leading complete records recovered from what the text starts with:
+
+- ``"trailing_text"``: a whole JSON document followed by other text (a server's
+  note after the JSON);
+- ``"cut"``: JSON cut short (an output cap): every complete value before the
+  cut is kept, the cut one dropped. Objects are read key by key and a cut object
+  or list value is read the same way, down to ``MAX_SALVAGE_DEPTH`` levels (an
+  envelope, its ``data``, its ``results``); list items are read whole or not at
+  all, so a record is either complete or absent, and at most
+  ``MAX_SALVAGED_ITEMS`` of them (the count shown is then a lower bound, as for
+  any cut text);
+- ``"python_repr"``: a Python literal (``str(dict)`` of a result: single quotes,
+  ``True``/``None``). A plain repr (no ``"``, no backslash) is turned into JSON
+  text with string operations and decoded like JSON (so a cut one keeps its
+  complete records too: ``"python_repr_cut"``); any other is read with
+  ``ast.literal_eval`` (literals only, never code), whole texts only, up to
+  ``MAX_LITERAL_CHARS`` and ``MAX_LITERAL_ITEMS`` separators (``,`` and ``:``:
+  the parse tree, not the characters, is what costs, about 10 µs per item);
+  literal nesting is capped by Python's own parser.
+
+Bounded: each JSON decode is linear in the text and each level re-reads the text
+at most once more, so a salvage reads the text at most ``MAX_SALVAGE_DEPTH + 2``
+times; over-deep nesting (``RecursionError``), a value too large for memory and
+any other parse error give None (the caller shows the generic preview). Never
+raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, Literal
+
+SalvageKind = Literal["trailing_text", "cut", "python_repr", "python_repr_cut"]
+MAX_SALVAGE_DEPTH = 3
+MAX_SALVAGED_ITEMS = 1000  # a cut list is read item by item up to this many (a Python loop)
+MAX_LITERAL_CHARS = 1 << 20  # a longer Python repr is not parsed
+MAX_LITERAL_ITEMS = 5000  # nor one with more separators: at most ~50 ms of parsing
+
+_DECODER = json.JSONDecoder()
+_decode = _DECODER.raw_decode
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    """The index of the first non-whitespace character at or after ``pos``."""
+    return _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]  # "*" always matches
+
+
+_PARSE_ERRORS = (ValueError, TypeError, RecursionError, MemoryError, OverflowError)
+
+
+def parse_records_text(text: str) -> tuple[Any, SalvageKind | None] | None:
+    """(the decoded value, how it was salvaged or None when the text is JSON), or None.
+
+    ``text`` starts with ``{`` or ``[`` (leading whitespace already stripped).
+    """
+    try:
+        value, end = _decode(text)
+    except RecursionError:
+        return None
+    except ValueError:
+        return _salvage(text)
+    if end == len(text) or _skip_space(text, end) == len(text):
+        return value, None
+    return value, "trailing_text"
+
+
+def _salvage(text: str) -> tuple[Any, SalvageKind] | None:
+    """Cut JSON or a Python repr: whichever the text's first quote says it is first."""
+    first_single, first_double = text.find("'"), text.find('"')
+    repr_first = first_single != -1 and (first_double == -1 or first_single < first_double)
+    if repr_first:
+        read = _read_repr(text)
+        if read is not None:
+            return read
+    try:
+        value, _closed = _partial(text, 0, MAX_SALVAGE_DEPTH)
+    except _PARSE_ERRORS:
+        return None
+    if value:  # something before the cut: a key or an item
+        return value, "cut"
+    return None if repr_first else _read_repr(text)
+
+
+def _read_repr(text: str) -> tuple[Any, SalvageKind] | None:
+    if not _looks_like_a_literal(text):
+        return None
+    as_json = _simple_repr_as_json(text)
+    if as_json is not None:
+        try:
+            return _decode(as_json)[0], "python_repr"
+        except RecursionError:
+            return None
+        except ValueError:
+            try:
+                value, _closed = _partial(as_json, 0, MAX_SALVAGE_DEPTH)
+            except _PARSE_ERRORS:
+                return None
+            if value:
+                return value, "python_repr_cut"
+    if len(text) > MAX_LITERAL_CHARS or text.count(",") + text.count(":") > MAX_LITERAL_ITEMS:
+        return None
+    try:
+        return ast.literal_eval(text), "python_repr"
+    except (SyntaxError, *_PARSE_ERRORS):
+        return None
+
+
+def _simple_repr_as_json(text: str) -> str | None:
+    """A plain repr as JSON text, read the way ``ast.literal_eval`` reads it; None if not plain.
+
+    Plain: no ``"``, no backslash and no NUL anywhere, so every ``'`` opens or closes
+    a string without escapes (``repr`` writes a string holding ``'`` or a control
+    character with ``"`` or a backslash). Between strings (every other piece
+    between quotes) ``True``/``False``/``None``/``inf``/``nan`` become their JSON
+    words and tuple parentheses brackets; the strings are kept as they are. Anything
+    else that is not JSON (a prefix, a name, a comment) makes the JSON decode fail,
+    so the caller falls back to ``ast.literal_eval``. A text cut inside a string
+    ends in an unterminated string, which the decode stops at. All C-level string
+    work; no parse tree.
+    """
+    if '"' in text or "\\" in text or "\x00" in text:
+        return None
+    pieces = text.split("'")
+    between = "\x00".join(pieces[0::2])
+    between = _REPR_WORDS.sub(_json_word, between).translate(_TUPLE_BRACKETS)
+    pieces[0::2] = between.split("\x00")
+    return '"'.join(pieces)
+
+
+_REPR_WORDS = re.compile(r"\b(?:True|False|None|inf|nan)\b")
+_JSON_WORDS = {"True": "true", "False": "false", "None": "null", "inf": "Infinity", "nan": "NaN"}
+_TUPLE_BRACKETS = str.maketrans("()", "[]")
+
+
+def _json_word(match: re.Match[str]) -> str:
+    return _JSON_WORDS[match.group()]
+
+
+def _looks_like_a_literal(text: str) -> bool:
+    """Starts like the repr of a dict or a list: ``{'``, ``{"``, ``[{``, ``['``, ``[(``."""
+    probe = text[:16].replace(" ", "").replace("\n", "")
+    return probe.startswith(("{'", '{"', "[{", "['", "[("))
+
+
+def _partial(text: str, pos: int, depth: int) -> tuple[Any, bool]:
+    """The container at ``pos`` as far as it is complete: (value, whether it closed).
+
+    An object keeps every complete key/value pair before the first bad one (a cut
+    object or list value is itself read partly while ``depth`` allows); a list
+    keeps its complete items only.
+    """
+    if text[pos] == "{":
+        obj: dict[str, Any] = {}
+        pos = _skip_space(text, pos + 1)
+        if text.startswith("}", pos):
+            return obj, True
+        while True:
+            if not text.startswith('"', pos):
+                return obj, False
+            try:
+                key, pos = _decode(text, pos)
+            except ValueError:
+                return obj, False
+            pos = _skip_space(text, pos)
+            if not text.startswith(":", pos):
+                return obj, False
+            pos = _skip_space(text, pos + 1)
+            try:
+                value, pos = _decode(text, pos)
+            except ValueError:
+                if depth > 1 and text[pos : pos + 1] in ("{", "["):
+                    inner, _closed = _partial(text, pos, depth - 1)
+                    if inner:
+                        obj[key] = inner
+                return obj, False
+            obj[key] = value
+            pos = _skip_space(text, pos)
+            if text.startswith(",", pos):
+                pos = _skip_space(text, pos + 1)
+            elif text.startswith("}", pos):
+                return obj, True
+            else:
+                return obj, False
+    items: list[Any] = []
+    pos = _skip_space(text, pos + 1)
+    if text.startswith("]", pos):
+        return items, True
+    while len(items) < MAX_SALVAGED_ITEMS:
+        try:
+            item, pos = _decode(text, pos)
+        except ValueError:
+            return items, False
+        items.append(item)
+        pos = _skip_space(text, pos)
+        if text.startswith(",", pos):
+            pos = _skip_space(text, pos + 1)
+        elif text.startswith("]", pos):
+            return items, True
+        else:
+            return items, False
+    return items, False  # the rest is not read: shown as if cut here

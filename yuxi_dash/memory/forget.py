@@ -1,0 +1,263 @@
+"""Forget everything about a user, verified: their graph, their hit counters, their communities.
+
+`forget_user` is admin only (checked here, not only in the page) and needs a
+typed confirmation equal to the user id exactly. It then
+
+1. counts what the user's graph holds (nodes, edges, entities, episodes,
+   communities, facts, mentions, community memberships),
+2. drops the whole graph with GRAPH.DELETE (the graph *is* the user: one graph
+   per user, named by `derive_group_id`; its communities — Community nodes and
+   HAS_MEMBER edges — and its indexes go with it; community data lives nowhere
+   else),
+3. deletes every ratification hit counter under the user's prefix
+   (`mem:hits:{user_id}:`, see `ratification.hits_key`) with SCAN MATCH on the
+   glob-escaped prefix, never KEYS,
+4. deletes the user's `memory_corrections` rows: they keep full copies of the
+   corrected facts (before and after), so they are memory too (the audit rows
+   they point at stay: those hold ids and counts only),
+5. verifies: the graph key is gone and not listed by GRAPH.LIST, SCAN finds
+   no key under the prefix, and no correction row is left. Only then is the
+   outcome `ok`.
+
+The audit row (action `memory.forget`) records the counts deleted and that the
+check passed; a check that finds anything left is `failed` and raises
+`ForgetIncomplete`. Refusals (a missing role, a malformed user id, a wrong
+confirmation) are typed, audited as `refused`, and change nothing.
+
+The memory flag is not consulted: erasure is the user's right whether or not
+memory is on for them. Chat records, thread state and offloaded tool results
+are not memory and are left alone (`LEFT_ALONE`); so is the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+import sqlalchemy as sa
+
+from yuxi_dash.audit import record_audit
+from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.errors import InvalidInput, YuxiDashError
+from yuxi_dash.memory import queries
+from yuxi_dash.memory.access import audit_target, group_for
+from yuxi_dash.memory.client import GraphClient, get_client, hits_connection
+from yuxi_dash.memory.ratification import hits_key
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import MemoryCorrection
+
+FORGET_ACTION = "memory.forget"
+SCAN_COUNT = 1000
+DELETE_BATCH = 500
+LEFT_ALONE = ("chat records", "thread state and summaries", "offloaded tool results", "audit log")
+CONFIRMATION_TEXT = (
+    "This deletes {user}'s memory graph (entities, facts, episodes, communities), their "
+    "ratification hit counters and their memory corrections (which keep copies of facts), "
+    "then checks that nothing is left. Chat records, thread "
+    "state and offloaded tool results are not memory and are left alone. "
+    "Type the user id to confirm."
+)
+
+COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
+COUNT_EDGES = "MATCH ()-[e]->() RETURN count(e) AS c"
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\^])")
+
+
+class ConfirmationMismatch(InvalidInput):
+    """The typed confirmation is not exactly the user id."""
+
+    code = "confirmation_mismatch"
+
+
+class ForgetIncomplete(YuxiDashError):
+    """The check after deleting found something left."""
+
+    code = "forget_incomplete"
+    status_code = 500
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What was deleted, what the check found afterwards, and the audit row."""
+
+    user_id: str
+    group_id: str
+    deleted: dict[str, int]
+    verified: bool
+    remaining: dict[str, int]
+    audit_id: int | None
+    left_alone: tuple[str, ...] = field(default=LEFT_ALONE)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["left_alone"] = list(self.left_alone)
+        return data
+
+
+def confirmation_text(user_id: str) -> str:
+    """What the page and the CLI say before a forget."""
+    return CONFIRMATION_TEXT.format(user=user_id)
+
+
+def hits_prefix(user_id: str) -> str:
+    """The prefix of every hit counter of this user: ``mem:hits:{user_id}:``."""
+    return hits_key(user_id, "")
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+def hit_keys(conn: redis.Redis, user_id: str) -> list[bytes | str]:
+    """Every key under the user's hit-counter prefix (SCAN MATCH, never KEYS)."""
+    pattern = glob_escape(hits_prefix(user_id)) + "*"
+    return list(conn.scan_iter(match=pattern, count=SCAN_COUNT))
+
+
+def delete_hit_keys(conn: redis.Redis, user_id: str) -> int:
+    """Delete every key under the user's prefix, in batches; how many were deleted."""
+    deleted = 0
+    batch: list[bytes | str] = []
+    for key in conn.scan_iter(match=glob_escape(hits_prefix(user_id)) + "*", count=SCAN_COUNT):
+        batch.append(key)
+        if len(batch) >= DELETE_BATCH:
+            deleted += int(conn.delete(*batch))
+            batch = []
+    if batch:
+        deleted += int(conn.delete(*batch))
+    return deleted
+
+
+def _corrections(user_id: str) -> sa.Select[Any]:
+    return (
+        sa.select(sa.func.count())
+        .select_from(MemoryCorrection)
+        .where(MemoryCorrection.user_id == user_id)
+    )
+
+
+def count_corrections(settings: Settings, user_id: str) -> int:
+    with session_scope(settings) as session:
+        return int(session.scalar(_corrections(user_id)) or 0)
+
+
+def delete_corrections(settings: Settings, user_id: str) -> int:
+    """Delete the user's memory_corrections rows; how many were deleted."""
+    with session_scope(settings) as session:
+        deleted = int(session.scalar(_corrections(user_id)) or 0)
+        session.execute(sa.delete(MemoryCorrection).where(MemoryCorrection.user_id == user_id))
+    return deleted
+
+
+def graph_counts(client: GraphClient, group_id: str) -> dict[str, int]:
+    """What the user's graph holds (all zero when there is no graph)."""
+    names = ("nodes", "edges", "entities", "episodes", "communities", "facts", "mentions")
+    if not client.graph_exists(group_id):
+        return dict.fromkeys((*names, "community_members"), 0)
+    statements = (
+        COUNT_NODES,
+        COUNT_EDGES,
+        queries.COUNT_ENTITIES,
+        queries.COUNT_EPISODES,
+        queries.COUNT_COMMUNITIES,
+        queries.COUNT_RELATES_TO,
+        queries.COUNT_MENTIONS,
+    )
+    counted = {
+        name: queries.counts_one(client, group_id, statement)
+        for name, statement in zip(names, statements, strict=True)
+    }
+    counted["community_members"] = queries.counts_one(client, group_id, queries.COUNT_HAS_MEMBER)
+    return counted
+
+
+def _refuse(actor: Actor, user_id: str, exc: YuxiDashError, settings: Settings) -> None:
+    record_audit(
+        actor=actor.id,
+        action=FORGET_ACTION,
+        target=audit_target(user_id),
+        outcome="refused",
+        detail={"via": actor.via, "code": exc.code},
+        settings=settings,
+    )
+
+
+def check_forget(user_id: str, confirmation: str, *, actor: Actor) -> str:
+    """The refusals, in order: role, user id, confirmation. Returns the group id."""
+    require_role(actor, Role.ADMIN, action="forget a user's memory")
+    group_id = group_for(user_id)
+    if not isinstance(confirmation, str) or confirmation != user_id:
+        raise ConfirmationMismatch(
+            "the confirmation must be the user id exactly; nothing was deleted"
+        )
+    return group_id
+
+
+def forget_user(
+    user_id: str,
+    confirmation: str,
+    *,
+    actor: Actor,
+    settings: Settings | None = None,
+    client: GraphClient | None = None,
+    hits: redis.Redis | None = None,
+) -> ForgetReport:
+    """Delete the user's graph and hit counters, verify nothing is left, audit the counts."""
+    settings = settings or get_settings()
+    try:
+        group_id = check_forget(user_id, confirmation, actor=actor)
+        client = client or get_client(settings)
+        conn = hits or hits_connection(settings)
+    except YuxiDashError as exc:
+        _refuse(actor, user_id, exc, settings)
+        raise
+    try:
+        deleted = graph_counts(client, group_id)
+        client.delete_graph(group_id)
+        deleted["redis_keys"] = delete_hit_keys(conn, user_id)
+        deleted["corrections"] = delete_corrections(settings, user_id)
+        remaining = {
+            "graph": int(client.graph_exists(group_id) or group_id in client.list_graphs()),
+            "redis_keys": len(hit_keys(conn, user_id)),
+            "corrections": count_corrections(settings, user_id),
+        }
+    except Exception as exc:
+        code = exc.code if isinstance(exc, YuxiDashError) else type(exc).__name__
+        record_audit(
+            actor=actor.id,
+            action=FORGET_ACTION,
+            target=audit_target(user_id),
+            outcome="failed",
+            detail={"via": actor.via, "code": code},
+            settings=settings,
+        )
+        raise
+    finally:
+        if hits is None:
+            conn.close()
+    verified = not any(remaining.values())
+    audit_id = record_audit(
+        actor=actor.id,
+        action=FORGET_ACTION,
+        target=audit_target(user_id),
+        outcome="ok" if verified else "failed",
+        detail={
+            "via": actor.via,
+            "deleted": deleted,
+            "verified": verified,
+            "remaining": remaining,
+        },
+        settings=settings,
+    )
+    if not verified:
+        raise ForgetIncomplete(
+            f"after deleting, {remaining['graph']} graph(s), {remaining['redis_keys']} "
+            f"hit counter(s) and {remaining['corrections']} correction(s) are still there "
+            f"for {user_id} (audit row {audit_id})"
+        )
+    return ForgetReport(user_id, group_id, deleted, verified, remaining, audit_id)
