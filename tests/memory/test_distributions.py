@@ -190,6 +190,7 @@ def test_every_graphiti_write_makes_kept_parts_stale(
     assert view() == (fourth, 0)
 
 
+@pytest.mark.services  # starts its own FalkorDB server
 def test_a_restart_changes_the_fingerprint_and_the_parts_stay_right(tmp_path: Path) -> None:
     """After a restart from the RDB the relationship index drifts; the parts are label-free."""
     settings = graph_settings(tmp_path / "fdb")
