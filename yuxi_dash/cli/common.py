@@ -53,6 +53,26 @@ ACTOR_HELP = "who the audit log records; the role is YUXI_DASH_CLI_ROLE (default
 UNNAMED_ACTOR = "cli:unnamed"  # what the audit log records for a refused, unusable actor
 
 
+def add_actor_and_json_flags(parser: argparse.ArgumentParser) -> None:
+    """`--actor` (who the audit log records) and `--json`, as every memory command takes them."""
+    parser.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
+    add_json_flag(parser)
+
+
+def add_user_command(
+    sub: argparse._SubParsersAction,  # noqa: SLF001
+    name: str,
+    handler: Handler,
+    help_text: str,
+) -> argparse.ArgumentParser:
+    """A `yuxi-dash memory NAME USER` command with `--actor` and `--json`, run by `handler`."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+    parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
+    add_actor_and_json_flags(parser)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def command_actor(
     args: argparse.Namespace, *, action: str, target: str, default: str | None = None
 ) -> Actor:

@@ -13,7 +13,14 @@ import argparse
 from typing import Any
 
 from yuxi_dash.cli import memory_desk, memory_support
-from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.common import (
+    ACTOR_HELP,
+    CommandResult,
+    Handler,
+    add_json_flag,
+    add_user_command,
+    command_actor,
+)
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.display import count, plain, reason_text, stamp
 from yuxi_dash.errors import MemoryGatedOff
@@ -198,15 +205,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     memory_sub = memory.add_subparsers(dest="memory_command", metavar="VIEW")
     memory_sub.required = True
 
-    def view(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
-        parser = memory_sub.add_parser(name, help=help_text)
-        parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
-        parser.add_argument(
-            "--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)"
-        )
-        add_json_flag(parser)
-        parser.set_defaults(handler=handler)
-        return parser
+    def view(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        return add_user_command(memory_sub, name, handler, help_text)
 
     view("stats", _stats, "counts: entities, episodes, communities, directed edges, statuses")
     entities = view("entities", _entities, "entities, searchable by name")

@@ -18,7 +18,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.common import (
+    CommandResult,
+    add_actor_and_json_flags,
+    command_actor,
+)
 from yuxi_dash.display import plain
 
 # The memory modules load graphiti-core: imported by the handlers that need them, so
@@ -124,18 +128,12 @@ def _audit_id(value: str) -> int:
 def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add `fact`, the four corrections and `undo` under `yuxi-dash memory`."""
 
-    def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)"
-        )
-        add_json_flag(parser)
-
     fact = memory_sub.add_parser(
         "fact", help="one fact's provenance: episodes, chat message, words"
     )
     fact.add_argument("fact", metavar="FACT_UUID")
     fact.add_argument("--user", required=True, help="the user whose graph holds the fact")
-    common(fact)
+    add_actor_and_json_flags(fact)
     fact.set_defaults(handler=_fact)
 
     helps = {
@@ -152,7 +150,7 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         parser.add_argument("--ticket", default=None, help="a ticket reference, e.g. SUP-1234")
         if action == "supersede":
             parser.add_argument("--text", required=True, help="the corrected fact text")
-        common(parser)
+        add_actor_and_json_flags(parser)
         parser.set_defaults(handler=_correct)
 
     undo = memory_sub.add_parser(
@@ -160,5 +158,5 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     )
     undo.add_argument("audit_id", metavar="AUDIT_ID", type=_audit_id)
     undo.add_argument("--reason", default="", help="why (optional)")
-    common(undo)
+    add_actor_and_json_flags(undo)
     undo.set_defaults(handler=_undo)

@@ -22,7 +22,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.common import (
+    CommandResult,
+    Handler,
+    add_user_command,
+    command_actor,
+)
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.errors import InvalidInput
 
@@ -68,15 +73,8 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     """Add `forget` and `bundle` under `yuxi-dash memory`."""
     from yuxi_dash.cli.threads import non_negative_int
 
-    def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
-        parser = memory_sub.add_parser(name, help=help_text)
-        parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
-        parser.add_argument(
-            "--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)"
-        )
-        add_json_flag(parser)
-        parser.set_defaults(handler=handler)
-        return parser
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        return add_user_command(memory_sub, name, handler, help_text)
 
     forget = command(
         "forget",

@@ -14,8 +14,7 @@ Order inside a summary: plan the offloads (no I/O) → cutoff → summarizer
 write the offloaded files → write the history section → return the new state.
 History sections are keyed by the first message index they cover, so a retry
 after an attempt that never committed replaces its section rather than adding
-a second copy. Neither function touches the database; the caller persists
-``outcome.state``.
+a second copy. Neither touches the database; the caller persists ``outcome.state``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ pages) with `yuxi_dash.validation` before any query and audits a refusal there.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from yuxi_dash import validation
@@ -147,6 +148,17 @@ def open_view(
     return MemoryAccess(user_id, group_id, view, actor, gates, settings)
 
 
+def view_refusals(access: MemoryAccess) -> AbstractContextManager[None]:
+    """Every typed refusal inside is one audit row under the view (`audited_refusals`)."""
+    return audited_refusals(
+        actor=access.actor.id,
+        action=VIEW_ACTION,
+        target=audit_target(access.user_id),
+        detail={"view": access.view, "via": access.actor.via},
+        settings=access.settings,
+    )
+
+
 def graph_for(
     access: MemoryAccess,
     client: GraphClient | None,
@@ -160,13 +172,7 @@ def graph_for(
     `pages` (limit, offset, ...) non-negative 64-bit ints. A refusal here (bad
     input, no graph for this user) is audited under the view.
     """
-    with audited_refusals(
-        actor=access.actor.id,
-        action=VIEW_ACTION,
-        target=audit_target(access.user_id),
-        detail={"view": access.view, "via": access.actor.via},
-        settings=access.settings,
-    ):
+    with view_refusals(access):
         for name, value in (texts or {}).items():
             validation.text(value, name, limit=MAX_SEARCH_CHARS)
         for name, number in (pages or {}).items():

@@ -40,9 +40,8 @@ from typing import Any
 
 import redis
 
-from yuxi_dash.audit import audited_refusals
 from yuxi_dash.memory import provenance_queries as pq
-from yuxi_dash.memory.access import VIEW_ACTION, MemoryAccess, audit_target, graph_for
+from yuxi_dash.memory.access import MemoryAccess, graph_for, view_refusals
 from yuxi_dash.memory.chat_compare import STOPWORDS, words
 from yuxi_dash.memory.client import GraphClient, hits_connection
 from yuxi_dash.memory.correction_rules import FactNotFound
@@ -282,13 +281,7 @@ def fact_provenance(
     hits_conn: redis.Redis | None = None,
 ) -> dict[str, Any]:
     """Everything about where one fact of this user's memory came from (see the module doc)."""
-    with audited_refusals(
-        actor=access.actor.id,
-        action=VIEW_ACTION,
-        target=audit_target(access.user_id),
-        detail={"view": access.view, "via": access.actor.via},
-        settings=access.settings,
-    ):
+    with view_refusals(access):
         wanted = check_fact_uuid(fact_uuid)
         client = graph_for(access, client)
         row = pq.fact_by_uuid(client, access.group_id, wanted)

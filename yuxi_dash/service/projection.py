@@ -49,9 +49,8 @@ from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USA
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
-from yuxi_dash.errors import InvalidInput
 from yuxi_dash.service.bulk_rows import insert_rows
-from yuxi_dash.service.usage_writes import set_current_usage
+from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
@@ -67,7 +66,6 @@ from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
 _CHUNK = 1000  # thread ids in one IN (...) list
-_COMPACTIONS = ("auto_compaction", "manual_compression")
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
 _SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
                  "context_window")  # fmt: skip
@@ -310,26 +308,8 @@ def _snapshot(
     measured_at: datetime,
 ) -> None:
     """A `usage_snapshots` row, and the thread's current usage moved to it (as `apply_usage`)."""
-    if source not in SNAPSHOT_SOURCES:
-        raise InvalidInput(f"unknown snapshot source {source!r}")
-    writes.snapshots.append(
-        {
-            "thread_id": conv.thread_id,
-            "measured_at": measured_at,
-            "llm_input_tokens": figures.llm_input_tokens,
-            "next_llm_input_tokens": figures.next_llm_input_tokens,
-            "context_window": figures.context_window,
-            "context_usage_ratio": figures.context_usage_ratio,
-            "summary_trigger_tokens": figures.summary_trigger_tokens,
-            "summary_pressure_ratio": figures.summary_pressure_ratio,
-            "summary_active": figures.summary_active,
-            "source": source,
-        }
-    )
-    set_current_usage(conv, figures, measured_at=measured_at)
-    if source in _COMPACTIONS:
-        conv.last_compression_at = measured_at
-    conv.last_activity_at = max(conv.last_activity_at or measured_at, measured_at)
+    writes.snapshots.append(snapshot_row(conv, figures, source=source, measured_at=measured_at))
+    move_current_usage(conv, figures, source=source, measured_at=measured_at)
 
 
 def project_checkpoints(

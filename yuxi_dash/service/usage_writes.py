@@ -54,24 +54,41 @@ def apply_usage(
     measured_at: datetime,
 ) -> None:
     """Insert a snapshot and move the thread's current usage to it (same transaction)."""
+    session.add(
+        UsageSnapshotRow(**snapshot_row(conv, figures, source=source, measured_at=measured_at))
+    )
+    move_current_usage(conv, figures, source=source, measured_at=measured_at)
+
+
+COMPACTION_SOURCES = ("auto_compaction", "manual_compression")
+
+
+def snapshot_row(
+    conv: Conversation, figures: UsageSnapshot, *, source: str, measured_at: datetime
+) -> dict[str, Any]:
+    """The values of one `usage_snapshots` row; an unknown source is refused."""
     if source not in SNAPSHOT_SOURCES:
         raise InvalidInput(f"unknown snapshot source {source!r}")
-    session.add(
-        UsageSnapshotRow(
-            thread_id=conv.thread_id,
-            measured_at=measured_at,
-            llm_input_tokens=figures.llm_input_tokens,
-            next_llm_input_tokens=figures.next_llm_input_tokens,
-            context_window=figures.context_window,
-            context_usage_ratio=figures.context_usage_ratio,
-            summary_trigger_tokens=figures.summary_trigger_tokens,
-            summary_pressure_ratio=figures.summary_pressure_ratio,
-            summary_active=figures.summary_active,
-            source=source,
-        )
-    )
+    return {
+        "thread_id": conv.thread_id,
+        "measured_at": measured_at,
+        "llm_input_tokens": figures.llm_input_tokens,
+        "next_llm_input_tokens": figures.next_llm_input_tokens,
+        "context_window": figures.context_window,
+        "context_usage_ratio": figures.context_usage_ratio,
+        "summary_trigger_tokens": figures.summary_trigger_tokens,
+        "summary_pressure_ratio": figures.summary_pressure_ratio,
+        "summary_active": figures.summary_active,
+        "source": source,
+    }
+
+
+def move_current_usage(
+    conv: Conversation, figures: UsageSnapshot, *, source: str, measured_at: datetime
+) -> None:
+    """The thread's current usage, last compression and last activity after one snapshot."""
     set_current_usage(conv, figures, measured_at=measured_at)
-    if source in ("auto_compaction", "manual_compression"):
+    if source in COMPACTION_SOURCES:
         conv.last_compression_at = measured_at
     conv.last_activity_at = max(conv.last_activity_at or measured_at, measured_at)
 

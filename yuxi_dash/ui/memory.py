@@ -34,7 +34,8 @@ USER_KEY = "memory_user"
 PICKER_LIMIT = 200
 
 
-def _server_key() -> str:
+def server_key() -> str:
+    """Which FalkorDB the cached memory reads came from (part of every cache key)."""
     s = get_settings()
     return f"{s.falkordb_host or 'embedded'}:{s.falkordb_port}:{s.falkordb_data_dir}"
 
@@ -71,7 +72,7 @@ def user_picker() -> tuple[str | None, bool]:
         search = st.text_input(
             "Find a user", key="memory_user_search", placeholder="part of a user id"
         )
-        users, total = guarded(lambda: _memory_users(_server_key(), search.strip()))
+        users, total = guarded(lambda: _memory_users(server_key(), search.strip()))
         options = list(users)
         if current and current not in options:
             options.insert(0, current)
@@ -192,7 +193,7 @@ _LOADERS = (
 
 
 def _load_plain(access: MemoryAccess, view: str) -> dict[str, Any]:
-    return guarded(lambda: _plain_view(access, access.user_id, _server_key(), view))
+    return guarded(lambda: _plain_view(access, access.user_id, server_key(), view))
 
 
 def load_stats(access: MemoryAccess) -> dict[str, Any]:
@@ -210,14 +211,14 @@ def load_index_probe(access: MemoryAccess) -> dict[str, Any]:
 
 
 def load_entities(access: MemoryAccess, search: str, limit: int, offset: int) -> dict[str, Any]:
-    return guarded(lambda: _entities(access, access.user_id, _server_key(), search, limit, offset))
+    return guarded(lambda: _entities(access, access.user_id, server_key(), search, limit, offset))
 
 
 def load_entity_detail(
     access: MemoryAccess, uuid: str, valid_from: str, valid_to: str
 ) -> dict[str, Any]:
     return guarded(
-        lambda: _entity_detail(access, access.user_id, _server_key(), uuid, valid_from, valid_to)
+        lambda: _entity_detail(access, access.user_id, server_key(), uuid, valid_from, valid_to)
     )
 
 
@@ -235,7 +236,7 @@ def load_communities(access: MemoryAccess) -> dict[str, Any]:
 
 
 def load_episodes(access: MemoryAccess, limit: int) -> dict[str, Any]:
-    return guarded(lambda: _episodes(access, access.user_id, _server_key(), limit))
+    return guarded(lambda: _episodes(access, access.user_id, server_key(), limit))
 
 
 def load_chat(access: MemoryAccess) -> dict[str, Any]:
@@ -243,7 +244,7 @@ def load_chat(access: MemoryAccess) -> dict[str, Any]:
 
 
 def load_warm_context(access: MemoryAccess, query: str) -> dict[str, Any]:
-    return guarded(lambda: _warm_context(access, access.user_id, _server_key(), query))
+    return guarded(lambda: _warm_context(access, access.user_id, server_key(), query))
 
 
 def index_health_scan(actor: Actor) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from yuxi_dash.memory.provenance import fact_provenance
 from yuxi_dash.memory.service import MemoryAccess, facts
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.ui.format import MarkdownSafe, code, error_line, highlighted, literal, md
-from yuxi_dash.ui.memory import _server_key, clear_memory_caches, guarded
+from yuxi_dash.ui.memory import clear_memory_caches, guarded, server_key
 from yuxi_dash.ui.tables import draw_records
 
 FACT_KEY = "desk_fact"
@@ -63,7 +63,7 @@ def _label(row: dict[str, Any]) -> str:
 
 def fact_picker(access: MemoryAccess) -> str | None:
     """The chosen fact uuid (select box over the newest facts, or a pasted uuid)."""
-    rows = guarded(lambda: _fact_list(access, access.user_id, _server_key()))
+    rows = guarded(lambda: _fact_list(access, access.user_id, server_key()))
     by_uuid = {str(r["uuid"]): r for r in rows}
     wanted = st.session_state.get(FACT_KEY) or st.query_params.get("fact") or None
     options = list(by_uuid)
@@ -141,7 +141,7 @@ def draw_provenance(actor: Actor, access: MemoryAccess, uuid: str) -> dict[str, 
     """The audited provenance look and its drawing; None when refused (one line shown)."""
     look = guarded(lambda: open_view(access.user_id, "provenance", actor=actor))
     try:
-        data = _provenance(look, look.user_id, _server_key(), uuid)
+        data = _provenance(look, look.user_id, server_key(), uuid)
     except YuxiDashError as exc:
         st.error(literal(error_line(exc)))
         return None
