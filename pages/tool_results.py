@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.compression import tool_result_preview
+from yuxi_dash.compression.preview import preview_salvage
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.tool_results import MAX_READ_LIMIT, read_tool_result
 from yuxi_dash.ui import loaders
@@ -33,6 +34,10 @@ from yuxi_dash.ui.messages import draw_preview
 PAGE_CHARS = 20_000
 OPEN_KEY = "tool_result_open"
 STRUCTURED_TOOLS = ("query_kb", "web_search")
+SALVAGED_CAPTION = (
+    "Preview salvaged from a result that was not valid JSON: the complete leading records "
+    "are shown; the file holds every byte."
+)
 
 actor = require_actor()
 st.title("Offloaded tool results")
@@ -144,7 +149,10 @@ integrity(
 model_view, full_view = st.columns(2)
 with model_view:
     st.subheader("What the model sees")
-    draw_preview(tool_result_preview(first.tool_name, first.text, 300))
+    preview = tool_result_preview(first.tool_name, first.text, 300)
+    draw_preview(preview)
+    if complete and preview_salvage(preview, first.text):  # a partial read is cut by the read
+        st.caption(literal(SALVAGED_CAPTION))
     if not complete:
         st.caption(md("Preview computed from the first {} characters.", tokens(len(first.text))))
 with full_view:

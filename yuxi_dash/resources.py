@@ -56,6 +56,8 @@ FLAG_EVALUATORS: Kind[Any] = Kind("flag-evaluator")  # flags.FlagEvaluator per f
 AUDIT_WRITER: Kind[Any] = Kind("audit-writer")  # the background audit writer thread
 # memory.distributions.SummaryCache: per-graph distributions keyed by a change fingerprint
 MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
+# memory.distributions.SharedStore: the same parts in a Redis shared by dashboard processes
+SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from yuxi_dash.attach import projector
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
+from yuxi_dash.store.checkpoints import WRITER_NODE, open_postgres_store
 from yuxi_dash.store.models import ChatMessage, Conversation, ToolResult, UsageSnapshotRow
 
 pytestmark = pytest.mark.services
@@ -119,3 +120,46 @@ def test_batched_and_per_thread_scans_project_identical_rows(
     assert counts(second_batched) == counts(second_alone)
     assert second_batched.projected == 3 and second_batched.new_checkpoints > 0
     assert dump(batched) == dump(per_thread)
+
+    # steps that leave the messages alone (the batch reads them without their messages): a usage
+    # update, and one that drops the usage (the state is then measured, from its messages)
+    owner = open_postgres_store(attached.owner_conninfo, setup=False)
+    try:
+        for thread_id, bump in (("plat-cool", True), ("plat-anon", False)):
+            latest = owner.latest(thread_id)
+            assert latest is not None
+            usage = dict(latest.values.get("token_usage") or {})
+            usage["next_llm_input_tokens"] = int(usage["next_llm_input_tokens"]) + 100
+            owner.write(
+                thread_id,
+                {"token_usage": usage if bump else {}},
+                expected_checkpoint_id=latest.checkpoint_id,
+            )
+        # a fork (an edit or regenerate in a chat UI): a new checkpoint on an older one carries
+        # that one's usage, already projected: neither path may write its snapshot again
+        stated = [c for c in owner.history("plat-hot") if c.values.get("token_usage")]
+        older = next(
+            c for c in stated if c.values["token_usage"] != stated[0].values["token_usage"]
+        )
+        owner.graph.update_state(
+            {"configurable": {"thread_id": "plat-hot", "checkpoint_id": older.checkpoint_id}},
+            {"token_usage": older.values["token_usage"]},
+            as_node=WRITER_NODE,
+        )
+    finally:
+        owner.close()
+    alone.clear()
+    third_batched = scan(batched)
+    assert alone == []
+    third_alone = scan(per_thread, together=False)
+    assert counts(third_batched) == counts(third_alone)
+    assert third_batched.projected == 3
+    rows = dump(batched)
+    assert rows == dump(per_thread)
+    with db.session_scope(batched) as session:
+        tokens = session.scalars(
+            sa.select(UsageSnapshotRow.llm_input_tokens)
+            .where(UsageSnapshotRow.thread_id == "plat-anon")
+            .order_by(UsageSnapshotRow.id.desc())
+        ).first()
+    assert tokens is not None and tokens > 100  # measured on the state's messages

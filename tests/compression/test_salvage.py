@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.compression.builders import kb_payload
-from yuxi_dash.compression import structured_preview, tool_result_preview
+from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
+from yuxi_dash.compression.preview import preview_salvage
 from yuxi_dash.compression.salvage import (
     MAX_LITERAL_ITEMS,
     MAX_SALVAGED_ITEMS,
@@ -227,3 +228,31 @@ def test_a_cut_list_is_read_up_to_the_item_cap() -> None:
     text = "[" + '{"id":"x","score":1},' * (MAX_SALVAGED_ITEMS + 50)
     parsed = parse_records_text(text)
     assert parsed is not None and parsed[1] == "cut" and len(parsed[0]) == MAX_SALVAGED_ITEMS
+
+
+def test_preview_salvage_reports_only_a_salvaged_structured_preview() -> None:
+    text = kb_payload(10)
+    cut = _cut_inside_record(text, 3)
+    preview = tool_result_preview("query_kb", cut, LIMIT)
+    assert preview_salvage(preview, cut) == "cut"
+    whole = tool_result_preview("query_kb", text, LIMIT)
+    assert preview_salvage(whole, text) is None
+    # a short result that only looks like a salvaged preview is shown as itself: not salvaged
+    forged = '{"kind":"knowledge_base","salvaged":"cut","result_count":1,"results":[]}'
+    assert preview_salvage(tool_result_preview("query_kb", forged, LIMIT), forged) is None
+    assert preview_salvage(generic_preview("x" * 5000, LIMIT), "x" * 5000) is None
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[{}, {"": {0: None}}], [{}, {"'": None}], [{"id": "a", "n": {1, 2}}]],
+    ids=["integer_key", "first_quote_double", "set_value"],
+)
+def test_a_whole_repr_beyond_json_is_read_whole_not_as_cut(records: list) -> None:
+    """Whole reprs that are not JSON once converted (an integer key, a set) or whose first
+    quote is ``"``: read by ``literal_eval``, never shown as cut after the first record."""
+    import ast
+
+    parsed = parse_records_text(repr(records))
+    assert parsed is not None and parsed[1] == "python_repr"
+    assert parsed[0] == ast.literal_eval(repr(records))

@@ -5,6 +5,8 @@ in place, a status changed in place), never on a read."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -215,6 +217,37 @@ def test_a_restart_changes_the_fingerprint_and_the_parts_stay_right(tmp_path: Pa
         client.close()
     finally:
         stop_server(settings)
+
+
+def test_views_arriving_together_share_one_scan(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a write, views of the same part at once run its statement once, not once each."""
+    real = distributions._compute
+
+    def slow(*args: Any) -> Any:  # the real statement on the real graph, only later
+        time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(distributions, "_compute", slow)
+    cache = distributions.SummaryCache()
+    names = ["breakdown", "same_triple"]
+    found: list[dict[str, Any]] = []
+
+    def view() -> None:
+        found.append(distributions.parts(graph, G, names, limit=500, cache=cache, share=False))
+
+    threads = [threading.Thread(target=view) for _ in range(3)]
+    before = len(graph.stats.statements)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sent = graph.stats.statements[before:]
+    assert sent.count(queries.FACT_BREAKDOWN) == 1
+    assert sent.count(queries.DUPLICATE_TRIPLES) == 1
+    assert len(found) == 3 and found[0] == found[1] == found[2]
+    assert_same_as_old(graph, G, found[0])
 
 
 def test_cache_keeps_copies_and_drops_the_least_recently_used() -> None:

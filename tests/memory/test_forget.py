@@ -24,12 +24,13 @@ from tests.memory.support_graphs import (
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.demo.flags import write_demo_flags
 from yuxi_dash.errors import Forbidden, InvalidInput
+from yuxi_dash.memory import distributions
 from yuxi_dash.memory.access import gates_for
+from yuxi_dash.memory.client import glob_escape
 from yuxi_dash.memory.forget import (
     FORGET_ACTION,
     ConfirmationMismatch,
     forget_user,
-    glob_escape,
     hit_keys,
 )
 from yuxi_dash.memory.groups import derive_group_id
@@ -91,12 +92,23 @@ def test_forget_deletes_verifies_and_audits(
     other_before = users.counts(other)
     chat_before = _chat_rows(support_settings, victim)
     assert chat_before > 0
+    # the distributions other dashboard processes are served from (entity names, fact texts)
+    shared = distributions.get_shared_store(support_settings.redis_url)
+    assert shared is not None
+    names = list(distributions.PARTS)
+    for user in (victim, other):
+        distributions.parts(graph_client, derive_group_id(user), names, shared=shared)
+    assert len(shared.keys(group)) == len(names)
 
     report = forget_user(victim, victim, actor=ADMIN)
 
     deleted = report.deleted
     assert report.verified
-    assert report.remaining == {"graph": 0, "redis_keys": 0, "corrections": 0}
+    assert report.remaining == {"graph": 0, "redis_keys": 0, "corrections": 0, "shared_parts": 0}
+    assert deleted["shared_parts"] == len(names)
+    assert shared.keys(group) == []
+    assert len(shared.keys(derive_group_id(other))) == len(names)
+    shared.forget(derive_group_id(other))
     assert deleted["corrections"] == 1
     assert deleted["entities"] == before["entities"]
     assert deleted["facts"] == before["facts"]

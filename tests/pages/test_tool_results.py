@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from yuxi_dash.settings import Settings
@@ -11,8 +13,13 @@ from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import list_audit, list_threads
 from yuxi_dash.tool_results import READ_ACTION, count_tool_results
+from yuxi_dash.workdir import Workdir
 
 PAGE = "pages/tool_results.py"
+SALVAGED = (
+    "Preview salvaged from a result that was not valid JSON: the complete leading records "
+    "are shown; the file holds every byte."
+)
 
 
 def test_results_list_checks_hashes_and_opening_one_is_audited(
@@ -67,3 +74,59 @@ def test_a_crafted_path_is_refused_and_audited(
     with session_scope(demo_env) as session:
         reads = list_audit(session, action=READ_ACTION, target=f"tool_result:{crafted_id}")
     assert [r.outcome for r in reads] == ["refused"]
+
+
+def _kb_result(records: int) -> str:
+    return json.dumps(
+        {
+            "query": "refund *policy* <b>",
+            "results": [
+                {"id": f"chunk-{n}", "score": 0.5, "content": "Refunds [link](x) " * 40}
+                for n in range(records)
+            ],
+        }
+    )
+
+
+def _offload(settings: Settings, text: str) -> int:
+    """Save ``text`` as a query_kb result in the demo's workdir and index it; its row id."""
+    saved = Workdir(settings.workdir).save_tool_result("query_kb", text)
+    with session_scope(settings) as session:
+        row = ToolResult(
+            thread_id=list_threads(session, limit=1)[0].thread_id,
+            tool_name="query_kb",
+            sha256=saved.sha256,
+            path=saved.path,
+            chars=saved.chars,
+            approx_tokens=saved.approx_tokens,
+        )
+        session.add(row)
+        session.flush()
+        return int(row.id)
+
+
+@pytest.mark.parametrize(
+    ("text", "salvaged"),
+    [
+        (_kb_result(6)[:-700], True),  # cut short mid-record: the leading records are salvaged
+        (_kb_result(6) + "\n(results truncated by the server)", True),  # trailing text
+        (_kb_result(6), False),  # valid JSON: no caption
+    ],
+    ids=["cut", "trailing_text", "valid"],
+)
+def test_a_salvaged_preview_says_so(
+    app_test: Callable[..., AppTest], demo_env: Settings, text: str, salvaged: bool
+) -> None:
+    result_id = _offload(demo_env, text)
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(result_id).run()
+    assert not at.exception
+    assert any(s.value.startswith("SHA-256 ok") for s in at.success)
+    captions = [c.value for c in at.caption]
+    # shown literally: the Markdown-escaped sentence renders as the words themselves
+    shown = [c for c in captions if "salvaged" in c]
+    if salvaged:
+        assert len(shown) == 1
+        assert shown[0].replace("\\", "") == SALVAGED
+    else:
+        assert shown == []

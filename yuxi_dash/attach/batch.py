@@ -15,13 +15,17 @@ folds them and split at the projected one (`service.projection.split_since`):
 the same input `project_thread` would get.
 
 Fetching and decoding blobs is what a read costs, so it is done once and
-only where needed: a thread of more than two checkpoints is folded on its
-``token_usage`` blobs alone and only the kept checkpoints' other blobs are
-fetched and decoded; a blob several checkpoints share (a step that leaves
-the messages alone) is fetched and decoded once; of the pending writes only
-those of no task are read: they are the ones that change the values read
-(the others name the next tasks, which a projection never looks at), and a
-thread with such writes is read whole before folding.
+only where needed (`_plan`): each thread is folded on its ``token_usage``
+blobs alone and only the kept checkpoints' other blobs are fetched and
+decoded; of the projected checkpoint only ``token_usage`` and the summary
+event are read (what the projection measures a step against; the messages it
+recorded are known by id from the chat record), and a newer checkpoint whose
+messages version is still the projected one's is read without its messages
+(it adds none) when the newest states its usage; a blob several checkpoints
+share is fetched and decoded once; of the pending writes only those of no
+task are read: they are the ones that change the values read (the others
+name the next tasks, which a projection never looks at), and a thread with
+such writes is read whole, every channel, before folding.
 
 A thread comes back as None when this read cannot stand in for the
 per-thread one: its projected checkpoint is gone (the platform pruned it: the
@@ -39,19 +43,20 @@ the per-thread path's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import ormsgpack
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.pregel._io import read_channels
 
 from yuxi_dash.attach.reader import fold
 from yuxi_dash.attach.stores import PlatformStore
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
-from yuxi_dash.service.projection import split_since
+from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.service.projection import split_since, usage_from_values
 from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
 
 # the checkpoints of the batch from each thread's projected one on, with their writes of no task
@@ -80,6 +85,10 @@ JOIN unnest(%(threads)s::text[], %(channels)s::text[], %(versions)s::text[])
 """
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # langgraph's writes of no task
 _FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
+MESSAGES_CHANNEL = "messages"
+_VERSIONS = "_versions"  # each row's channel versions, normalized once
+_USAGE = frozenset({TOKEN_USAGE_KEY})  # what folding compares
+_BASELINE = frozenset({TOKEN_USAGE_KEY, SUMMARIZATION_EVENT_KEY})  # what a step is measured against
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,7 @@ def read_new_checkpoints(
     )
     grouped: dict[str, list[dict[str, Any]]] = {thread_id: [] for thread_id in threads}
     for row in rows:
+        row[_VERSIONS] = {str(k): str(v) for k, v in _named_versions(row).items()}
         grouped[str(row["thread_id"])].append(row)
     blobs = _Blobs(store)
     reads: dict[str, ThreadRead | None] = {}
@@ -114,27 +124,79 @@ def read_new_checkpoints(
     for thread_id, found in grouped.items():
         if not _readable(since[thread_id], found):
             reads[thread_id] = None
-        elif len(found) <= 2 or any(row["pending_writes"] for row in found):
-            whole[thread_id] = found  # all kept anyway, or writes that change the values
+        elif any(row["pending_writes"] for row in found):
+            whole[thread_id] = found  # writes that change the values: every channel, every row
         else:
             folded[thread_id] = found
-    blobs.fetch([(t, row, None) for t, found in whole.items() for row in found])
-    blobs.fetch([(t, row, TOKEN_USAGE_KEY) for t, found in folded.items() for row in found])
-    kept_rows: dict[str, list[dict[str, Any]]] = {}
+    # one query for what is read anyway: every blob of the threads read whole, the usage of every
+    # other checkpoint (what folding compares) and, where nothing is folded away (a thread that
+    # moved by one step), every small channel too; the messages wait for `_plan`
+    blobs.fetch(
+        [(t, row, None) for t, found in whole.items() for row in found]
+        + [(t, row, _first_read(found, row)) for t, found in folded.items() for row in found]
+    )
+    plans: dict[str, list[tuple[dict[str, Any], frozenset[str] | None]]] = {}
     for thread_id, found in folded.items():
-        by_id = {str(row["checkpoint_id"]): row for row in found}
-        light = [blobs.usage_only(thread_id, row) for row in found]
-        kept_rows[thread_id] = [by_id[c.checkpoint_id] for c in fold(light, since[thread_id])]
-    blobs.fetch([(t, row, None) for t, kept in kept_rows.items() for row in kept])
+        plans[thread_id] = _plan(thread_id, since[thread_id], found, blobs)
+    blobs.fetch([(t, row, channels) for t, plan in plans.items() for row, channels in plan])
     for thread_id, found in whole.items():
         checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in found) if c]
         reads[thread_id] = _thread_read(
             since[thread_id], len(found), list(fold(checkpoints, since[thread_id]))
         )
-    for thread_id, kept in kept_rows.items():
-        checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in kept) if c]
-        reads[thread_id] = _thread_read(since[thread_id], len(folded[thread_id]), checkpoints)
+    for thread_id, plan in plans.items():
+        kept = [blobs.checkpoint(thread_id, row, channels) for row, channels in plan]
+        reads[thread_id] = _thread_read(
+            since[thread_id], len(folded[thread_id]), [c for c in kept if c]
+        )
     return reads
+
+
+def _plan(
+    thread_id: str, since: str | None, found: list[dict[str, Any]], blobs: _Blobs
+) -> list[tuple[dict[str, Any], frozenset[str] | None]]:
+    """The checkpoints to keep (`fold` on ``token_usage`` alone) and the channels to read of each.
+
+    The projection reads of the projected checkpoint only its ``token_usage``
+    and summary event (what a step changed is measured against them; the
+    messages already recorded are known by id from the chat record), so the
+    messages blob, the costly one, is decoded only where it can hold
+    something new: a newer checkpoint whose messages version is the projected
+    one's adds none and indexes no new saved result, and is read without it
+    as long as the newest checkpoint states its usage (a state without one
+    is measured on its messages).
+    """
+    light = [blobs.usage_only(thread_id, row) for row in found]
+    by_id = {str(row["checkpoint_id"]): row for row in found}
+    kept = [by_id[c.checkpoint_id] for c in fold(light, since)]
+    if since is None:
+        return [(row, None) for row in kept]
+    baseline = kept[-1]  # `_readable`: the projected checkpoint is there, the oldest read
+    projected_messages = versions(baseline).get(MESSAGES_CHANNEL)
+    states_usage = usage_from_values(light[0].values) is not None
+    plan: list[tuple[dict[str, Any], frozenset[str] | None]] = []
+    for row in kept[:-1]:
+        named = versions(row)
+        same = projected_messages is not None and named.get(MESSAGES_CHANNEL) == projected_messages
+        plan.append((row, frozenset(named) - {MESSAGES_CHANNEL} if same and states_usage else None))
+    plan.append((baseline, _BASELINE))
+    return plan
+
+
+def _first_read(found: list[dict[str, Any]], row: Mapping[str, Any]) -> frozenset[str]:
+    """The channels of ``row`` the first blob query reads (`read_new_checkpoints`)."""
+    if len(found) > 2:
+        return _USAGE
+    return frozenset(versions(row)) - {MESSAGES_CHANNEL}
+
+
+def _named_versions(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    return row["checkpoint"].get("channel_versions") or {}
+
+
+def versions(row: Mapping[str, Any]) -> dict[str, str]:
+    """The channel versions a checkpoint row names (as strings, set when the rows are read)."""
+    return cast(dict[str, str], row[_VERSIONS])
 
 
 def _readable(since: str | None, rows: list[dict[str, Any]]) -> bool:
@@ -173,26 +235,24 @@ class _Blobs:
         self.store = store
         self.serde = store.saver.serde
         self.raw: dict[tuple[str, str, str], tuple[str, bytes]] = {}
+        self.asked: set[tuple[str, str, str]] = set()  # fetched, found or not
         self.decoded: dict[tuple[str, str, str], Any] = {}
+        self.built: dict[tuple[int, bytes], Any] = {}  # encoded object -> the object (`_load`)
 
-    @staticmethod
-    def _versions(row: Mapping[str, Any]) -> dict[str, str]:
-        versions = row["checkpoint"].get("channel_versions") or {}
-        return {str(k): str(v) for k, v in versions.items()}
-
-    def fetch(self, wanted: list[tuple[str, Mapping[str, Any], str | None]]) -> None:
-        """Fetch the blobs of (thread, checkpoint row, one channel or every one) not fetched yet."""
+    def fetch(self, wanted: list[tuple[str, Mapping[str, Any], Collection[str] | None]]) -> None:
+        """Fetch the blobs of (thread, checkpoint row, those channels or every one) not fetched yet."""
         keys = sorted(
             {
                 (thread_id, channel, version)
                 for thread_id, row, only in wanted
-                for channel, version in self._versions(row).items()
-                if only is None or channel == only
+                for channel, version in versions(row).items()
+                if only is None or channel in only
             }
-            - set(self.raw)
+            - self.asked
         )
         if not keys:
             return
+        self.asked.update(keys)
         found = self.store.fetch(
             BLOBS_SQL,
             {
@@ -206,37 +266,61 @@ class _Blobs:
             self.raw[key] = (str(row["type"]), bytes(row["blob"]) if row["blob"] else b"")
 
     def _values(
-        self, thread_id: str, row: Mapping[str, Any], only: str | None = None
+        self, thread_id: str, row: Mapping[str, Any], only: Collection[str] | None = None
     ) -> dict[str, Any]:
-        """The checkpoint's channel values (as the saver's loader gives them), or one channel's."""
+        """The checkpoint's channel values (as the saver's loader gives them), or those channels'."""
         values = dict(row["checkpoint"].get("channel_values") or {})
         if only is not None:
-            values = {k: v for k, v in values.items() if k == only}
-        for channel, version in self._versions(row).items():
-            if only is not None and channel != only:
+            values = {k: v for k, v in values.items() if k in only}
+        for channel, version in versions(row).items():
+            if only is not None and channel not in only:
                 continue
             key = (thread_id, channel, version)
             stored = self.raw.get(key)
             if stored is None or stored[0] == "empty":
                 continue
             if key not in self.decoded:
-                self.decoded[key] = self.serde.loads_typed(stored)
+                self.decoded[key] = self._load(stored)
             values[channel] = self.decoded[key]
         return values
+
+    def _load(self, stored: tuple[str, bytes]) -> Any:
+        """A blob's value, as the saver's serializer loads it, each distinct object decoded once.
+
+        Consecutive versions of the messages channel hold the same messages
+        again (a step appends to the list), byte for byte: the serializer's own
+        extension hook (what builds each message) is asked once per distinct
+        encoded object of the batch and the object is reused. Other types go
+        through ``loads_typed`` unchanged.
+        """
+        hook = getattr(self.serde, "_unpack_ext_hook", None)
+        if stored[0] != "msgpack" or hook is None:
+            return self.serde.loads_typed(stored)
+        built = self.built
+
+        def once(code: int, data: bytes) -> Any:
+            key = (code, data)
+            if key not in built:
+                built[key] = hook(code, data)
+            return built[key]
+
+        return ormsgpack.unpackb(stored[1], ext_hook=once, option=ormsgpack.OPT_NON_STR_KEYS)
 
     def usage_only(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
         """A stand-in with the checkpoint's id and ``token_usage`` alone (what `fold` compares)."""
         return ThreadCheckpoint(
             thread_id=thread_id,
             checkpoint_id=str(row["checkpoint_id"]),
-            values=self._values(thread_id, row, only=TOKEN_USAGE_KEY),
+            values=self._values(thread_id, row, only=_USAGE),
             created_at=None,
             step=0,
             source="",
         )
 
-    def checkpoint(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint | None:
-        """The checkpoint of one saver row, as ``get_state_history`` gives it.
+    def checkpoint(
+        self, thread_id: str, row: Mapping[str, Any], only: Collection[str] | None = None
+    ) -> ThreadCheckpoint | None:
+        """The checkpoint of one saver row, as ``get_state_history`` gives it (``only``: those channels).
 
         A checkpoint without writes of no task is read straight from its
         channels (`channels_from_checkpoint` + `read_channels` on the graph's
@@ -254,8 +338,11 @@ class _Blobs:
             }
         }
         checkpoint = cast(
-            Checkpoint, {**row["checkpoint"], "channel_values": self._values(thread_id, row)}
+            Checkpoint, {**row["checkpoint"], "channel_values": self._values(thread_id, row, only)}
         )
+        if only is not None:  # a channel with a version and no value would be rebuilt from history
+            named = checkpoint["channel_versions"]
+            checkpoint["channel_versions"] = {k: v for k, v in named.items() if k in only}
         if not row["pending_writes"]:
             graph._migrate_checkpoint(checkpoint)
             channels, _ = channels_from_checkpoint(
@@ -266,7 +353,11 @@ class _Blobs:
             return ThreadCheckpoint(
                 thread_id=thread_id,
                 checkpoint_id=str(row["checkpoint_id"]),
-                values=dict(read_channels(channels, graph.stream_channels_asis)),
+                values={  # a channel not read is left out (an empty one would read as [])
+                    k: v
+                    for k, v in read_channels(channels, graph.stream_channels_asis).items()
+                    if only is None or k in only
+                },
                 created_at=created.astimezone(UTC) if created else None,
                 step=int(metadata.get("step", 0) or 0),
                 source=str(metadata.get("source", "")),

@@ -13,7 +13,7 @@ in ONE transaction of our database and two or three queries on the platform:
    ``thread_busy`` alone if the row stays busy;
 3. `attach.batch.read_new_checkpoints` reads every locked thread's
    checkpoints from its projected one on (the rows, then each blob once);
-4. `service.projection.load_projected` reads what our tables hold of them
+4. `service.projected_rows.load_projected` reads what our tables hold of them
    (one statement per table), `project_checkpoints` projects each thread in
    memory, and `ProjectionWrites.flush` plus one ``UPDATE`` of
    ``conversations`` write the batch: one statement per table.
@@ -43,16 +43,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.attach.batch import ThreadRead, read_new_checkpoints
+from yuxi_dash.attach.batch import MESSAGES_CHANNEL, ThreadRead, read_new_checkpoints
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, InvalidInput, YuxiDashError
 from yuxi_dash.service.bulk_rows import update_rows
 from yuxi_dash.service.locking import thread_lock
+from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
 from yuxi_dash.service.projection import (
-    ProjectedRows,
     ProjectionWrites,
-    load_projected,
     new_message_ids,
     project_checkpoints,
     project_thread,
@@ -297,7 +296,9 @@ def _project_together(
             ready.append((conv, read))
     known = [conv.thread_id for conv, _ in ready if conv.thread_id not in fresh]
     talk = {conv.thread_id: new_message_ids(read.baseline, read.newer) for conv, read in ready}
-    rows = load_projected(session, known, messages=talk)
+    # the saved results of a newest checkpoint read without its messages are indexed already
+    indexing = {c.thread_id for c, r in ready if r.newer and MESSAGES_CHANNEL in r.newer[-1].values}
+    rows = load_projected(session, known, messages=talk, indexing=indexing)
     slugs = sorted({conv.agent_slug for conv, _ in ready})
     agents = {a.slug: a for a in session.scalars(sa.select(Agent).where(Agent.slug.in_(slugs)))}
     agent_of: Callable[[str], Agent | None] = agents.get

@@ -32,8 +32,9 @@ unexpected JSON falls back to the generic preview; a preview never raises.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from yuxi_dash.agents import DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.compression.clipping import (
@@ -61,7 +62,7 @@ from yuxi_dash.compression.evidence import (
     _fit_evidence,
     _is_empty,
 )
-from yuxi_dash.compression.salvage import parse_records_text
+from yuxi_dash.compression.salvage import SalvageKind, parse_records_text
 
 __all__ = [
     "CLIP_MARK",
@@ -79,6 +80,7 @@ __all__ = [
     "cut_end",
     "cut_start",
     "generic_preview",
+    "preview_salvage",
     "structured_kind",
     "structured_preview",
     "tool_result_preview",
@@ -86,6 +88,8 @@ __all__ = [
 
 PreviewRule = Literal["plain", "compact"]
 STRUCTURED_KINDS: dict[str, str] = {"query_kb": "knowledge_base", "web_search": "web_search"}
+SALVAGE_KEY = "salvaged"  # the structured preview's header names how it was salvaged
+_SALVAGE_KINDS = frozenset(get_args(SalvageKind))
 
 
 # -- generic preview ------------------------------------------------------------
@@ -181,7 +185,7 @@ def structured_preview(
     if salvaged is not None:
         if not records:
             return None  # nothing recovered: the generic preview says more
-        header["salvaged"] = salvaged
+        header[SALVAGE_KEY] = salvaged
     header["result_count"] = len(records)
     for key in HEADER_FIELDS:
         if key in header_source and not (rule == "compact" and _is_empty(header_source[key])):
@@ -254,3 +258,20 @@ def tool_result_preview(
     except Exception:  # any surprise in odd JSON falls back to the generic shape
         structured = None
     return structured if structured is not None else generic_preview(text, token_limit)
+
+
+def preview_salvage(preview: str, content: str) -> SalvageKind | None:
+    """How ``preview`` (the preview made of ``content``) was salvaged, or None.
+
+    None unless ``preview`` is a structured preview whose header carries the
+    salvage marker: content short enough to be its own preview, or a generic
+    preview, is never reported as salvaged whatever its text says.
+    """
+    if preview == content or not preview.startswith('{"kind":'):
+        return None
+    try:
+        document = json.loads(preview)
+    except ValueError:
+        return None
+    kind = document.get(SALVAGE_KEY) if isinstance(document, dict) else None
+    return kind if isinstance(kind, str) and kind in _SALVAGE_KINDS else None  # type: ignore[return-value]

@@ -84,8 +84,18 @@ def _salvage(text: str) -> tuple[Any, SalvageKind] | None:
     except _PARSE_ERRORS:
         return None
     if value:  # something before the cut: a key or an item
+        if _ends_closed(text) and not repr_first and _looks_like_a_literal(text):
+            # whole, yet not JSON: a repr whose first quote is a '"' ({"it's": None})
+            literal = _literal_eval(text)
+            if literal is not None:
+                return literal
         return value, "cut"
     return None if repr_first else _read_repr(text)
+
+
+def _ends_closed(text: str) -> bool:
+    """Whether ``text`` ends as a whole dict or list does (a cut text mostly does not)."""
+    return text.rstrip().endswith(("}", "]"))
 
 
 def _read_repr(text: str) -> tuple[Any, SalvageKind] | None:
@@ -98,12 +108,29 @@ def _read_repr(text: str) -> tuple[Any, SalvageKind] | None:
         except RecursionError:
             return None
         except ValueError:
-            try:
-                value, _closed = _partial(as_json, 0, MAX_SALVAGE_DEPTH)
-            except _PARSE_ERRORS:
-                return None
-            if value:
-                return value, "python_repr_cut"
+            # Not JSON once converted: cut short, or whole but beyond JSON (an integer
+            # key, a set). Text that does not end as a dict or list does is cut for sure.
+            if not _ends_closed(text):
+                cut = _read_cut_repr(as_json)
+                if cut is not None:
+                    return cut
+                as_json = None  # nothing complete before the cut: literal_eval says
+    literal = _literal_eval(text)
+    if literal is not None or as_json is None:
+        return literal
+    return _read_cut_repr(as_json)  # ends like a whole repr, but cut after an inner record
+
+
+def _read_cut_repr(as_json: str) -> tuple[Any, SalvageKind] | None:
+    try:
+        value, _closed = _partial(as_json, 0, MAX_SALVAGE_DEPTH)
+    except _PARSE_ERRORS:
+        return None
+    return (value, "python_repr_cut") if value else None
+
+
+def _literal_eval(text: str) -> tuple[Any, SalvageKind] | None:
+    """``ast.literal_eval`` of a whole repr (literals only, never code), within the limits."""
     if len(text) > MAX_LITERAL_CHARS or text.count(",") + text.count(":") > MAX_LITERAL_ITEMS:
         return None
     try:

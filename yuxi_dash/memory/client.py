@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from yuxi_dash.resources import GRAPH_CLIENTS, get_resources, quiet_graphiti
 from yuxi_dash.settings import Settings, get_settings
 
 log = logging.getLogger("yuxi_dash.memory.client")
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\^])")  # special in a Redis MATCH pattern
 
 BACKPRESSURE_MESSAGE = "Max pending queries exceeded"
 MAX_BACKOFF_SECONDS = 2.0
@@ -293,6 +295,11 @@ def get_client(settings: Settings | None = None) -> GraphClient:
 def close_clients() -> None:
     """Close every client this process holds (before the server is stopped; tests)."""
     get_resources().close_kind(GRAPH_CLIENTS)
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
 def hits_connection(settings: Settings | None = None) -> redis.Redis:

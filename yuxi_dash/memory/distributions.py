@@ -9,10 +9,19 @@ One pass computing all three at once measured no better than the separate
 passes (0.8x-1.1x of them on the bench graph, before even reading the
 triples' end names), and would make the overview and ratification, which need
 only the breakdown, pay for the duplicates too; running the parts
-concurrently measured 0.6x-0.8x (slower) on a busy 2-core machine. So:
+concurrently measured 0.6x-0.8x (slower) on a busy 2-core machine. Splitting
+one part's scan into two node-id halves run at once gained nothing
+(0.95x-1.11x over three runs, noise), and cheaper groupings (the same triple grouped on end
+ids with the names read afterwards, 0.77x-0.91x, or on the end pair first,
+0.50x-0.68x; every fact text sorted in one list, 0.91x-0.99x) lost to the
+statements below: the per-fact aggregation is the floor (bench/memory.py
+--alternatives). So:
 
 - Cold: each part the view needs is one read-only statement from
   `memory.queries`, run as before, so the rows are exactly those statements'.
+  Views of the same part arriving together (after a write) share one run of
+  it: the first holds the part's gate while computing, the others wait and
+  take its rows when their fingerprint is the same (one part at a time).
 - Warm: each part is kept in the process's `SummaryCache` (owned by
   `yuxi_dash.resources`) under (server, graph, part, limit), with the graph's
   change fingerprint read *before* it was computed. A view reads the current
@@ -20,6 +29,17 @@ concurrently measured 0.6x-0.8x (slower) on a busy 2-core machine. So:
   uses the kept rows only when it is the same; a write during a computation
   therefore leaves rows under the older fingerprint, which the next view sees
   as stale.
+- Shared: when `YUXI_DASH_REDIS_URL` is set, each computed part is also kept
+  in that Redis (`SharedStore`, its connection held by `yuxi_dash.resources`)
+  beside the same fingerprint, for SHARED_TTL_SECONDS. A process that misses
+  its own cache reads it there (one MGET) before scanning, so a new replica or
+  a restarted dashboard is served without a scan while the graph server has
+  not changed; rows are served only under a fingerprint equal to the current
+  one, exactly as in-process. Never the FalkorDB server itself (a SET there
+  would move the write counter the fingerprint is made of: refused by run id).
+  The copies hold entity names and fact excerpts: forgetting a user
+  (`memory.forget`) deletes the graph's copies with `SharedStore.forget` and
+  checks none is left.
 
 The fingerprint. Nothing O(1) in a graph's content changes when a fact is
 updated in place (graphiti-core invalidates a fact by SET on the same edge:
@@ -38,19 +58,22 @@ caching at all: every view computes (logged once, by error type only).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import redis
 
 from yuxi_dash.errors import MemoryUnavailable
 from yuxi_dash.memory import queries
-from yuxi_dash.memory.client import GraphClient, Row
-from yuxi_dash.resources import MEMORY_SUMMARIES, get_resources
+from yuxi_dash.memory.client import GraphClient, Row, glob_escape
+from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
 log = logging.getLogger("yuxi_dash.memory.distributions")
 
@@ -68,6 +91,17 @@ PARTS: dict[str, str] = {
 UNLIMITED_PARTS = frozenset({"breakdown"})
 COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 MAX_ENTRIES = 512  # parts kept per process (a part is at most MAX_PAGE small rows)
+SHARED_PREFIX = "yuxi-dash:memory-parts:v1"
+SHARED_TTL_SECONDS = 15 * 60  # bounds how long a copy outlives a forgotten graph
+SHARED_TIMEOUT_SECONDS = 0.5  # a slow shared store must not hold a view
+SHARED_PAUSE_SECONDS = 30.0  # after a shared-store error, compute without it for this long
+# SET the part (KEYS[2]) unless its graph was forgotten meanwhile (KEYS[1], the tombstone)
+_PUT_UNLESS_FORGOTTEN = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
+end
+return false
+"""
 
 
 @dataclass(frozen=True)
@@ -82,26 +116,47 @@ class Fingerprint:
     facts: int
 
 
+class _Gate:
+    """One part's computation in this process (held while its statement runs)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
 class SummaryCache:
-    """Parts by key, each with the fingerprint it was computed under; least recently used out."""
+    """Parts by key, each with the fingerprint it was computed under; least recently used out.
+
+    `gate(key)` is the lock views hold while computing that part, so views arriving together
+    after a write share one scan instead of each running it (a gate lives while it is used).
+    """
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._entries: OrderedDict[Hashable, tuple[Fingerprint, list[Row]]] = OrderedDict()
         self._lock = threading.Lock()
+        self._gates: weakref.WeakValueDictionary[Hashable, _Gate] = weakref.WeakValueDictionary()
         self._max = max_entries
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Hashable, fingerprint: Fingerprint) -> list[Row] | None:
+    def get(
+        self, key: Hashable, fingerprint: Fingerprint, *, count: bool = True
+    ) -> list[Row] | None:
         """A copy of the rows kept under `key`, only when kept under this same fingerprint."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry[0] != fingerprint:
-                self.misses += 1
+                self.misses += count
                 return None
             self._entries.move_to_end(key)
-            self.hits += 1
+            self.hits += count
             return [dict(row) for row in entry[1]]
+
+    def gate(self, key: Hashable) -> _Gate:
+        with self._lock:
+            gate = self._gates.get(key)
+            if gate is None:
+                gate = self._gates[key] = _Gate()
+            return gate
 
     def put(self, key: Hashable, fingerprint: Fingerprint, rows: list[Row]) -> None:
         with self._lock:
@@ -114,9 +169,167 @@ class SummaryCache:
         with self._lock:
             self._entries.clear()
 
+    def forget(self, group_id: str) -> int:
+        """Drop every part kept for `group_id` (keys are (server, group, part, limit))."""
+        with self._lock:
+            gone = [
+                key for key in self._entries if isinstance(key, tuple) and key[1:2] == (group_id,)
+            ]
+            for key in gone:
+                del self._entries[key]
+            return len(gone)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+class SharedStore:
+    """Parts in a Redis shared by every dashboard process, each beside the fingerprint it was
+    computed under, so a new replica or a restarted dashboard is served without a scan while
+    the graph server has not changed.
+
+    One key per (graph, server run, part, limit) under `prefix`, expiring after `ttl`
+    seconds; a value is served only when its fingerprint equals the caller's current one
+    (a value under another fingerprint is left to be overwritten by the next computation
+    or to expire). Every Redis error is a miss (logged once per error type); after one, the
+    store is skipped for SHARED_PAUSE_SECONDS so a dead Redis cannot slow every view.
+    """
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        *,
+        prefix: str = SHARED_PREFIX,
+        ttl: int = SHARED_TTL_SECONDS,
+    ) -> None:
+        self.conn = conn
+        self.prefix = prefix
+        self.ttl = ttl
+        self._paused_until = 0.0
+        self._server_run_id: str | None = None
+        self._checked_for: str | None = None  # the graph server run the check above was for
+        self._put = conn.register_script(_PUT_UNLESS_FORGOTTEN)
+        self._logged: set[str] = set()
+
+    @property
+    def paused(self) -> bool:
+        """True for SHARED_PAUSE_SECONDS after an error: views compute without the store."""
+        return time.monotonic() < self._paused_until
+
+    def key(self, group_id: str, run_id: str, part: str, limit: int | None) -> str:
+        return f"{self.prefix}:{group_id}:{run_id}:{part}:{'-' if limit is None else limit}"
+
+    def usable_for(self, fingerprint: Fingerprint) -> bool:
+        """False while paused, and when the store *is* the graph server (a write there would
+        move the very fingerprint it is kept under)."""
+        if self.paused:
+            return False
+        if self._checked_for != fingerprint.run_id:  # asked again after the graph server restarts
+            try:
+                info = self.conn.info("server")
+            except (redis.RedisError, OSError) as exc:
+                self._failed(exc)
+                return False
+            self._server_run_id = str(info.get("run_id", ""))
+            self._checked_for = fingerprint.run_id
+        return self._server_run_id != fingerprint.run_id
+
+    def get_many(self, keys: list[str], fingerprint: Fingerprint) -> list[list[Row] | None]:
+        """The rows kept under each key, or None where there are none under `fingerprint`."""
+        if not keys:
+            return []
+        try:
+            values = self.conn.mget(keys)
+        except (redis.RedisError, OSError) as exc:
+            self._failed(exc)
+            return [None] * len(keys)
+        return [self._decode(value, fingerprint) for value in values]
+
+    def put_many(
+        self, group_id: str, items: list[tuple[str, list[Row]]], fingerprint: Fingerprint
+    ) -> None:
+        """Keep each part's rows under `fingerprint` (one round trip); rows that would not come
+        back from JSON exactly as they are are not shared."""
+        stamp = list(astuple(fingerprint))
+        payloads = []
+        for key, rows in items:
+            payload = json.dumps({"fingerprint": stamp, "rows": rows}, separators=(",", ":"))
+            if json.loads(payload)["rows"] == rows:
+                payloads.append((key, payload))
+        if not payloads:
+            return
+        try:
+            pipe = self.conn.pipeline(transaction=False)
+            for key, payload in payloads:
+                self._put(
+                    keys=[self.tombstone(group_id), key], args=[payload, self.ttl], client=pipe
+                )
+            pipe.execute()
+        except (redis.RedisError, OSError) as exc:
+            self._failed(exc)
+
+    def keys(self, group_id: str) -> list[Any]:
+        """Every key kept for `group_id` (SCAN on the escaped prefix, never KEYS)."""
+        pattern = glob_escape(f"{self.prefix}:{group_id}:") + "*"
+        return list(self.conn.scan_iter(match=pattern, count=500))
+
+    def forget(self, group_id: str) -> int:
+        """Delete every part kept for `group_id` (`memory.forget`); how many keys went.
+
+        A tombstone first, for as long as a part lives: a view that read the graph
+        before it was deleted and finishes after cannot keep its copy here (the
+        write is conditional on the tombstone's absence, in one script).
+        """
+        self.conn.set(self.tombstone(group_id), 1, ex=self.ttl)
+        keys = self.keys(group_id)
+        return int(self.conn.delete(*keys)) if keys else 0
+
+    def tombstone(self, group_id: str) -> str:
+        """The key that marks `group_id` forgotten (no part of it is kept while it lives)."""
+        return f"{self.prefix}-forgotten:{group_id}"
+
+    @staticmethod
+    def _decode(value: Any, fingerprint: Fingerprint) -> list[Row] | None:
+        if value is None:
+            return None
+        try:
+            kept = json.loads(value)
+            if Fingerprint(*kept["fingerprint"]) != fingerprint:
+                return None
+            rows = kept["rows"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        return rows if isinstance(rows, list) else None
+
+    def _failed(self, exc: BaseException) -> None:
+        self._paused_until = time.monotonic() + SHARED_PAUSE_SECONDS
+        name = type(exc).__name__
+        if name not in self._logged:
+            self._logged.add(name)
+            log.warning("the shared memory-parts store failed (%s); computing without it", name)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def get_shared_store(redis_url: str | None) -> SharedStore | None:
+    """The process's shared store at `redis_url` (YUXI_DASH_REDIS_URL), None when unset."""
+    if not redis_url:
+        return None
+
+    def connect() -> SharedStore:
+        # retry=None: never re-send a command that timed out (docs/operations.md)
+        return SharedStore(
+            redis.Redis.from_url(
+                redis_url,
+                socket_timeout=SHARED_TIMEOUT_SECONDS,
+                socket_connect_timeout=SHARED_TIMEOUT_SECONDS,
+                retry=None,
+            )
+        )
+
+    return get_resources().acquire(SHARED_SUMMARIES, redis_url, connect, SharedStore.close)
 
 
 def get_cache() -> SummaryCache:
@@ -186,9 +399,13 @@ def parts(
     *,
     limit: int = 50,
     cache: SummaryCache | None = None,
+    shared: SharedStore | None = None,
+    share: bool = True,
 ) -> dict[str, list[Row]]:
-    """The named parts' rows: kept ones when the fingerprint still matches, the rest computed
-    (and kept)."""
+    """The named parts' rows: kept ones when the fingerprint still matches (this process's
+    cache first, then the shared store), the rest computed (and kept in both).
+
+    `shared` defaults to the store at the client's `redis_url`; `share=False` uses none."""
     unknown = [name for name in names if name not in PARTS]
     if unknown:
         raise ValueError(f"unknown distribution part(s): {unknown}")
@@ -208,11 +425,35 @@ def parts(
             missing.append(part)
         else:
             out[part] = rows
+    store = None
+    if share and current is not None and missing:
+        store = shared if shared is not None else get_shared_store(client.settings.redis_url)
+        if store is not None and not store.usable_for(current):
+            store = None
+    shared_keys: dict[str, str] = {}
+    if store is not None and current is not None:
+        shared_keys = {p: store.key(group_id, current.run_id, p, key(p)[-1]) for p in missing}
+        kept = store.get_many([shared_keys[p] for p in missing], current)
+        for part, rows in zip(list(missing), kept, strict=True):
+            if rows is not None:
+                out[part] = rows
+                cache.put(key(part), current, rows)
+                missing.remove(part)
+    computed: list[str] = []
     for part in missing:
-        out[part] = _compute(client, group_id, part, limit)
-    if current is not None:
-        for part in missing:
-            cache.put(key(part), current, out[part])
+        if current is None:
+            out[part] = _compute(client, group_id, part, limit)
+            continue
+        gate = cache.gate(key(part))
+        with gate.lock:  # one part at a time: never two gates held, so no deadlock
+            rows = cache.get(key(part), current, count=False)  # a view ahead of us kept it
+            if rows is None:
+                rows = _compute(client, group_id, part, limit)
+                cache.put(key(part), current, rows)
+                computed.append(part)
+        out[part] = rows
+    if store is not None and current is not None and computed:
+        store.put_many(group_id, [(shared_keys[part], out[part]) for part in computed], current)
     return {part: out[part] for part in names}
 
 

@@ -15,9 +15,12 @@ typed confirmation equal to the user id exactly. It then
 4. deletes the user's `memory_corrections` rows: they keep full copies of the
    corrected facts (before and after), so they are memory too (the audit rows
    they point at stay: those hold ids and counts only),
-5. verifies: the graph key is gone and not listed by GRAPH.LIST, SCAN finds
-   no key under the prefix, and no correction row is left. Only then is the
-   outcome `ok`.
+5. deletes the copies of the user's memory distributions kept for other
+   dashboard processes (`memory.distributions.SharedStore`, only when
+   YUXI_DASH_REDIS_URL is set: they hold entity names and fact texts),
+6. verifies: the graph key is gone and not listed by GRAPH.LIST, SCAN finds
+   no key under the prefix nor any shared distribution of the graph, and no
+   correction row is left. Only then is the outcome `ok`.
 
 The audit row (action `memory.forget`) records the counts deleted and that the
 check passed; a check that finds anything left is `failed` and raises
@@ -31,7 +34,6 @@ are not memory and are left alone (`LEFT_ALONE`); so is the audit log.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,7 +45,8 @@ from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.errors import InvalidInput, YuxiDashError
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.access import audit_target, group_for
-from yuxi_dash.memory.client import GraphClient, get_client, hits_connection
+from yuxi_dash.memory.client import GraphClient, get_client, glob_escape, hits_connection
+from yuxi_dash.memory.distributions import get_cache, get_shared_store
 from yuxi_dash.memory.ratification import hits_key
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -63,7 +66,6 @@ CONFIRMATION_TEXT = (
 
 COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 COUNT_EDGES = "MATCH ()-[e]->() RETURN count(e) AS c"
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\^])")
 
 
 class ConfirmationMismatch(InvalidInput):
@@ -106,11 +108,6 @@ def confirmation_text(user_id: str) -> str:
 def hits_prefix(user_id: str) -> str:
     """The prefix of every hit counter of this user: ``mem:hits:{user_id}:``."""
     return hits_key(user_id, "")
-
-
-def glob_escape(text: str) -> str:
-    """`text` as a literal in a Redis MATCH pattern."""
-    return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
 def hit_keys(conn: redis.Redis, user_id: str) -> list[bytes | str]:
@@ -221,10 +218,14 @@ def forget_user(
         client.delete_graph(group_id)
         deleted["redis_keys"] = delete_hit_keys(conn, user_id)
         deleted["corrections"] = delete_corrections(settings, user_id)
+        get_cache().forget(group_id)  # this process's copies; other processes never serve theirs
+        shared = get_shared_store(settings.redis_url)
+        deleted["shared_parts"] = shared.forget(group_id) if shared is not None else 0
         remaining = {
             "graph": int(client.graph_exists(group_id) or group_id in client.list_graphs()),
             "redis_keys": len(hit_keys(conn, user_id)),
             "corrections": count_corrections(settings, user_id),
+            "shared_parts": len(shared.keys(group_id)) if shared is not None else 0,
         }
     except Exception as exc:
         code = exc.code if isinstance(exc, YuxiDashError) else type(exc).__name__
@@ -257,7 +258,8 @@ def forget_user(
     if not verified:
         raise ForgetIncomplete(
             f"after deleting, {remaining['graph']} graph(s), {remaining['redis_keys']} "
-            f"hit counter(s) and {remaining['corrections']} correction(s) are still there "
+            f"hit counter(s), {remaining['corrections']} correction(s) and "
+            f"{remaining['shared_parts']} shared distribution(s) are still there "
             f"for {user_id} (audit row {audit_id})"
         )
     return ForgetReport(user_id, group_id, deleted, verified, remaining, audit_id)

@@ -18,8 +18,8 @@ the caller's transaction:
 
 Own threads are projected by the service right after it writes a checkpoint
 (under the row lock); attached threads by the scanner, many threads at once:
-`load_projected` reads what the projection needs from our tables for a whole
-batch (one statement per table), `project_checkpoints` projects one thread's
+`service.projected_rows.load_projected` reads what the projection needs from
+our tables for a whole batch (one statement per table), `project_checkpoints` projects one thread's
 new checkpoints in memory into a `ProjectionWrites`, and
 `ProjectionWrites.flush` writes the batch (one statement per table).
 `project_thread` is the same three steps for one thread, so the two paths
@@ -42,6 +42,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from langchain_core.messages import BaseMessage, ToolMessage
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from yuxi_dash.agents import AGENT_DEFAULTS
@@ -50,8 +51,10 @@ from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
 from yuxi_dash.service.bulk_rows import insert_rows
+from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
+from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
     Agent,
@@ -153,82 +156,6 @@ def measured_usage(checkpoint: ThreadCheckpoint, agent: Agent | None) -> UsageSn
     )
 
 
-@dataclass
-class ProjectedRows:
-    """What the projection needs to know of one thread's rows in our tables."""
-
-    recorded: set[str] = field(default_factory=set)  # chat message ids already recorded
-    unlinked: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (role, text) -> ids
-    sequence: int = 0  # the chat record's last sequence number
-    tool_paths: set[str] = field(default_factory=set)  # saved results already indexed
-
-
-def load_projected(
-    session: Session,
-    thread_ids: Sequence[str],
-    *,
-    messages: Mapping[str, set[str]] | None = None,
-) -> dict[str, ProjectedRows]:
-    """`ProjectedRows` of each thread: one statement per table (per 1,000 threads).
-
-    ``messages``: the message ids each thread's projection may record
-    (`new_message_ids`); then only the chat rows that matter are read (those
-    ids, the rows with no message yet, the last sequence number), and none for
-    a thread with no new message. None reads every chat row of the threads.
-    """
-    found = {thread_id: ProjectedRows() for thread_id in thread_ids}
-    for start in range(0, len(thread_ids), _CHUNK):
-        chunk = list(thread_ids[start : start + _CHUNK])
-        if messages is None:
-            _load_chat(session, found, chunk, None)
-        else:
-            talking = [t for t in chunk if messages.get(t)]
-            if talking:
-                wanted = sorted(set().union(*(messages[t] for t in talking)))
-                _load_chat(session, found, talking, wanted)
-        for thread_id, path in session.execute(
-            sa.select(ToolResult.thread_id, ToolResult.path).where(ToolResult.thread_id.in_(chunk))
-        ):
-            found[thread_id].tool_paths.add(path)
-    return found
-
-
-def _load_chat(
-    session: Session,
-    found: dict[str, ProjectedRows],
-    thread_ids: list[str],
-    wanted: list[str] | None,
-) -> None:
-    unlinked_text = sa.case((ChatMessage.message_id.is_(None), ChatMessage.content))
-    query = sa.select(
-        ChatMessage.thread_id,
-        ChatMessage.id,
-        ChatMessage.message_id,
-        ChatMessage.sequence,
-        ChatMessage.role,
-        unlinked_text,  # only rows with no message yet need their text
-    ).where(ChatMessage.thread_id.in_(thread_ids))
-    if wanted is not None:
-        query = query.where(
-            sa.or_(ChatMessage.message_id.is_(None), ChatMessage.message_id.in_(wanted))
-        )
-        for thread_id, last in session.execute(
-            sa.select(ChatMessage.thread_id, sa.func.max(ChatMessage.sequence))
-            .where(ChatMessage.thread_id.in_(thread_ids))
-            .group_by(ChatMessage.thread_id)
-        ):
-            found[thread_id].sequence = int(last or 0)
-    for thread_id, row_id, message_id, sequence, role, text in session.execute(
-        query.order_by(ChatMessage.thread_id, ChatMessage.sequence)
-    ):
-        rows = found[thread_id]
-        rows.sequence = max(rows.sequence, int(sequence))
-        if message_id is not None:
-            rows.recorded.add(message_id)
-        else:
-            rows.unlinked.setdefault((role, text), []).append(row_id)
-
-
 def new_message_ids(
     baseline: ThreadCheckpoint | None, newer: Sequence[ThreadCheckpoint]
 ) -> set[str]:
@@ -264,23 +191,53 @@ class ProjectionWrites:
         return len(snapshots)
 
     def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
-        """The snapshots the table does not hold yet (one read, of the known threads' recent rows)."""
-        threads = sorted({row["thread_id"] for row in self.snapshots} & self.known)
-        if not threads:
+        """The snapshots the table does not hold yet (one read, of the known threads' rows).
+
+        On PostgreSQL the rows read are those at the (thread, time) pairs of the
+        new snapshots, one pair of arrays joined on the (thread_id, measured_at)
+        index; on SQLite each known thread's rows from the earliest new time on.
+        """
+        known = [row for row in self.snapshots if row["thread_id"] in self.known]
+        if not known:
             return self.snapshots
-        earliest = min(
-            _utc(row["measured_at"]) for row in self.snapshots if row["thread_id"] in self.known
-        )
-        held: set[tuple[Any, ...]] = set()
-        columns = [getattr(UsageSnapshotRow, name) for name in _SNAPSHOT_KEY]
-        for start in range(0, len(threads), _CHUNK):
-            for row in session.execute(
-                sa.select(UsageSnapshotRow.thread_id, *columns).where(
+        columns = [UsageSnapshotRow.thread_id] + [
+            getattr(UsageSnapshotRow, name) for name in _SNAPSHOT_KEY
+        ]
+        if is_sqlite(session):
+            threads = sorted({row["thread_id"] for row in known})
+            earliest = min(_utc(row["measured_at"]) for row in known)
+            queries = [
+                sa.select(*columns).where(
                     UsageSnapshotRow.thread_id.in_(threads[start : start + _CHUNK]),
                     UsageSnapshotRow.measured_at >= earliest,
                 )
-            ):
-                held.add(_snapshot_key(row._asdict()))
+                for start in range(0, len(threads), _CHUNK)
+            ]
+        else:
+            given = (
+                sa.func.unnest(
+                    sa.bindparam(
+                        "at_threads", [row["thread_id"] for row in known], type_=ARRAY(sa.String())
+                    ),
+                    sa.bindparam(
+                        "at_times",
+                        [_utc(row["measured_at"]) for row in known],
+                        type_=ARRAY(sa.DateTime(timezone=True)),
+                    ),
+                )
+                .table_valued("thread_id", "measured_at")
+                .render_derived(name="given")
+            )
+            queries = [
+                sa.select(*columns).join(
+                    given,
+                    sa.and_(
+                        UsageSnapshotRow.thread_id == given.c.thread_id,
+                        UsageSnapshotRow.measured_at == given.c.measured_at,
+                    ),
+                )
+            ]
+        held = {_snapshot_key(row._asdict()) for query in queries for row in session.execute(query)}
         return [row for row in self.snapshots if _snapshot_key(row) not in held]
 
 
