@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from tests.fixtures.graph import graph_settings, make_client
+from tests.memory import test_distributions
 from tests.memory.test_distributions import G, assert_same_as_old, entity, fact, seed_edges
 from yuxi_dash.memory import distributions
 from yuxi_dash.memory.client import GraphClient
@@ -24,16 +25,7 @@ from yuxi_dash.settings import Settings
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 NAMES = list(distributions.PARTS)
-
-
-@pytest.fixture
-def graph(falkordb_server: ServerHandle, graph_client: GraphClient) -> Iterator[GraphClient]:
-    """The planted graph of test_distributions."""
-    graph_client.delete_graph(G)
-    create_indexes(graph_client, G)
-    write_graph(graph_client, G, entities=[entity(i) for i in range(20)], facts=seed_edges())
-    yield graph_client
-    graph_client.delete_graph(G)
+graph = test_distributions.graph  # the fixture: test_distributions' planted graph
 
 
 @pytest.fixture

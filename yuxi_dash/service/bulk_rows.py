@@ -1,4 +1,4 @@
-"""Many rows in one statement: a bulk INSERT, and a bulk UPDATE by primary key.
+"""Many rows in one statement: a bulk INSERT, a bulk UPDATE by primary key, rows to join on.
 
 On PostgreSQL both send each column as ONE array parameter and read the rows
 back with ``unnest`` (``INSERT … SELECT … FROM unnest(…)``,
@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
@@ -91,3 +92,13 @@ def update_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, A
     sql = f"UPDATE {table.name} SET {sets} FROM {_unnest(table, names, dialect)}"  # noqa: S608
     sql += f" WHERE {table.name}.id = given.id"
     session.execute(sa.text(sql), _arrays(table, names, rows, dialect))
+
+
+def given_rows(columns: Mapping[str, tuple[sa.types.TypeEngine[Any], Sequence[Any]]]) -> Any:
+    """PostgreSQL: rows given as one array parameter per column, a table named ``given`` to join
+    on (``unnest(…) AS given(…)``): the SQL does not depend on the row count."""
+    arrays = [
+        sa.bindparam(f"given_{name}", list(values), type_=ARRAY(type_))
+        for name, (type_, values) in columns.items()
+    ]
+    return sa.func.unnest(*arrays).table_valued(*columns).render_derived(name="given")

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from yuxi_dash.service.bulk_rows import given_rows
 from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import ChatMessage, Conversation, ToolResult
 
-_CHUNK = 1000  # thread ids in one IN (...) list
-_SQLITE_IDS = 900  # message ids in one IN (...) list on SQLite (with up to _CHUNK thread ids)
+THREAD_CHUNK = 1000  # thread ids in one IN (...) list
+_SQLITE_IDS = 900  # message ids in one IN (...) list on SQLite (with the thread ids)
 
 
 @dataclass
@@ -51,8 +51,8 @@ def load_projected(
     (those whose newest checkpoint was read with its messages); None: all.
     """
     found = {thread_id: ProjectedRows() for thread_id in thread_ids}
-    for start in range(0, len(thread_ids), _CHUNK):
-        chunk = list(thread_ids[start : start + _CHUNK])
+    for start in range(0, len(thread_ids), THREAD_CHUNK):
+        chunk = list(thread_ids[start : start + THREAD_CHUNK])
         if messages is None:
             _load_chat(session, found, chunk, None)
         else:
@@ -104,13 +104,11 @@ def _load_chat(
             ]
         else:
             pairs = [(t, m) for t, ids in wanted.items() for m in sorted(ids)]
-            given = (
-                sa.func.unnest(
-                    sa.bindparam("pair_threads", [t for t, _ in pairs], type_=ARRAY(sa.String())),
-                    sa.bindparam("pair_messages", [m for _, m in pairs], type_=ARRAY(sa.String())),
-                )
-                .table_valued("thread_id", "message_id")
-                .render_derived(name="given")
+            given = given_rows(
+                {
+                    "thread_id": (sa.String(), [t for t, _ in pairs]),
+                    "message_id": (sa.String(), [m for _, m in pairs]),
+                }
             )
             queries.append(
                 sa.select(*columns).join(

@@ -42,7 +42,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from langchain_core.messages import BaseMessage, ToolMessage
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from yuxi_dash.agents import AGENT_DEFAULTS
@@ -50,8 +49,8 @@ from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USA
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
-from yuxi_dash.service.bulk_rows import insert_rows
-from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
+from yuxi_dash.service.bulk_rows import given_rows, insert_rows
+from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_sqlite
@@ -68,7 +67,6 @@ from yuxi_dash.store.models import (
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
-_CHUNK = 1000  # thread ids in one IN (...) list
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
 _SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
                  "context_window")  # fmt: skip
@@ -208,25 +206,20 @@ class ProjectionWrites:
             earliest = min(_utc(row["measured_at"]) for row in known)
             queries = [
                 sa.select(*columns).where(
-                    UsageSnapshotRow.thread_id.in_(threads[start : start + _CHUNK]),
+                    UsageSnapshotRow.thread_id.in_(threads[start : start + THREAD_CHUNK]),
                     UsageSnapshotRow.measured_at >= earliest,
                 )
-                for start in range(0, len(threads), _CHUNK)
+                for start in range(0, len(threads), THREAD_CHUNK)
             ]
         else:
-            given = (
-                sa.func.unnest(
-                    sa.bindparam(
-                        "at_threads", [row["thread_id"] for row in known], type_=ARRAY(sa.String())
-                    ),
-                    sa.bindparam(
-                        "at_times",
+            given = given_rows(
+                {
+                    "thread_id": (sa.String(), [row["thread_id"] for row in known]),
+                    "measured_at": (
+                        sa.DateTime(timezone=True),
                         [_utc(row["measured_at"]) for row in known],
-                        type_=ARRAY(sa.DateTime(timezone=True)),
                     ),
-                )
-                .table_valued("thread_id", "measured_at")
-                .render_derived(name="given")
+                }
             )
             queries = [
                 sa.select(*columns).join(
