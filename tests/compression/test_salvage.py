@@ -15,8 +15,11 @@ from yuxi_dash.compression.preview import preview_salvage
 from yuxi_dash.compression.salvage import (
     MAX_LITERAL_ITEMS,
     MAX_SALVAGED_ITEMS,
+    NOT_DECODED,
+    decode_json_bytes,
     parse_records_text,
 )
+from yuxi_dash.workdir import encode_text
 
 LIMIT = 600  # budget 2,400 chars: room for the identities of 8 records
 
@@ -256,3 +259,80 @@ def test_a_whole_repr_beyond_json_is_read_whole_not_as_cut(records: list) -> Non
     parsed = parse_records_text(repr(records))
     assert parsed is not None and parsed[1] == "python_repr"
     assert parsed[0] == ast.literal_eval(repr(records))
+
+
+# -- the fast decode from the saved bytes ------------------------------------------------
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**200), max_value=2**200)  # past 64 bits: json keeps them exact
+    | st.floats()  # nan and infinities included: json writes NaN / Infinity
+    | st.text(st.characters(codec=None, categories=None), max_size=20),  # lone surrogates too
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_VALUES, st.booleans())
+def test_bytes_decode_reads_what_json_reads_or_refuses(value: object, ascii_only: bool) -> None:
+    """Never a different value: where msgspec decodes the bytes, it is json's reading of the
+    text exactly (types and all); what it cannot read so is refused, not changed."""
+    text = json.dumps({"results": [value]}, ensure_ascii=ascii_only)
+    decoded = decode_json_bytes(encode_text(text))
+    if decoded is not NOT_DECODED:
+        assert repr(decoded) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"results":[{"score":NaN}]}',
+        '{"results":[{"score":Infinity}]}',
+        '{"results":[{"score":1e400}]}',
+        '{"results":[{"id":"\\ud800"}]}',
+        '{"results":[{"id":"\ud800"}]}',
+        '{"results":[]} trailing note',
+        '{"results":[{"id":"a"}',
+    ],
+    ids=["nan", "infinity", "overflow", "escaped_surrogate", "raw_surrogate", "trailing", "cut"],
+)
+def test_bytes_decode_refuses_what_only_json_or_the_salvage_reads(text: str) -> None:
+    assert decode_json_bytes(encode_text(text)) is NOT_DECODED
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.text(min_size=1, max_size=12)
+                | st.integers(min_value=-(2**70), max_value=2**70),
+                "score": st.floats() | st.integers(min_value=-(2**70), max_value=2**70),
+                "content": st.text(max_size=300),
+            },
+            optional={
+                "metadata": st.dictionaries(
+                    st.sampled_from(["score", "chunk_index", "title"]),
+                    st.integers(min_value=-(2**70), max_value=2**70)
+                    | st.floats()
+                    | st.text(max_size=30),
+                )
+            },
+        ),
+        max_size=12,
+    ),
+    st.sampled_from(["query_kb", "web_search"]),
+    st.booleans(),
+    st.sampled_from(["", "  cut", " \n", "\u3000"]),
+)
+def test_a_preview_from_the_bytes_is_the_preview_from_the_text(
+    records: list, tool: str, ascii_only: bool, tail: str
+) -> None:
+    text = json.dumps({"query": "q", "results": records}, ensure_ascii=ascii_only) + tail
+    for rule in ("compact", "plain"):
+        expected = tool_result_preview(tool, text, 120, rule=rule)  # type: ignore[arg-type]
+        from_bytes = tool_result_preview(tool, text, 120, rule=rule, encoded=encode_text(text))  # type: ignore[arg-type]
+        assert from_bytes == expected

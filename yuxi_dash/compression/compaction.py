@@ -8,7 +8,8 @@
   the state. A message's text is its string content, or the joined text of a
   content-block list made only of text blocks (as MCP tools return); a list
   holding anything else (an image) is left as it is. One pass writes as it
-  goes (each result encoded and hashed once); the engine's summary path splits it into ``plan_offload`` (no I/O) and
+  goes (each result encoded once: those bytes are hashed, written and decoded
+  for the preview); the engine's summary path splits it into ``plan_offload`` (no I/O) and
   ``write_offloads`` so a failed summary writes nothing. Both write inside one
   ``Workdir.writing_pass``: the results directory is walked once per pass.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
@@ -210,9 +211,9 @@ def plan_offload(
     for index, message, tool_name, text in _offload_candidates(
         result, start, tool_result_token_limit
     ):
-        saved, _data = workdir.prepare_tool_result(tool_name, text)
+        saved, data = workdir.prepare_tool_result(tool_name, text)
         result[index] = _saved_message(
-            message, text, tool_name, saved, tool_result_token_limit, preview_rule
+            message, text, data, tool_name, saved, tool_result_token_limit, preview_rule
         )
         pending.append(PendingOffload(index, message, text, message.tool_call_id, tool_name, saved))
     return result, pending
@@ -244,13 +245,15 @@ def _offload_candidates(
 def _saved_message(
     message: ToolMessage,
     content: str,
+    encoded: bytes,
     tool_name: str,
     saved: SavedFile,
     token_limit: int,
     rule: PreviewRule,
 ) -> ToolMessage:
-    """``message`` with its content (text ``content``) replaced by the header and preview."""
-    preview = tool_result_preview(tool_name, content, token_limit, rule=rule)
+    """``message`` with its content (text ``content``, bytes ``encoded``) replaced by the
+    header and preview."""
+    preview = tool_result_preview(tool_name, content, token_limit, rule=rule, encoded=encoded)
     header = saved_result_header(tool_name, saved, preview, len(content))
     return message.model_copy(update={"content": header})
 
@@ -307,11 +310,10 @@ def offload_tool_results(
                 # The message stays exactly as it was; the next compaction tries again.
                 logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
                 continue
-            finally:
-                del data
             result[index] = _saved_message(
-                message, text, tool_name, saved, tool_result_token_limit, preview_rule
+                message, text, data, tool_name, saved, tool_result_token_limit, preview_rule
             )
+            del data  # the next result's bytes are made after this one's are freed
             saved_records.append((message.tool_call_id, tool_name, saved))
     return result, saved_records
 

@@ -62,7 +62,12 @@ from yuxi_dash.compression.evidence import (
     _fit_evidence,
     _is_empty,
 )
-from yuxi_dash.compression.salvage import SalvageKind, parse_records_text
+from yuxi_dash.compression.salvage import (
+    NOT_DECODED,
+    SalvageKind,
+    decode_json_bytes,
+    parse_records_text,
+)
 
 __all__ = [
     "CLIP_MARK",
@@ -156,24 +161,42 @@ def _locate_records(payload: Any, rule: PreviewRule) -> tuple[list[Any], dict[st
     return None
 
 
+def _ends_whole(text: str) -> bool:
+    """Whether ``text`` ends as a whole JSON object or list does (a cut one mostly does not)."""
+    end = len(text)
+    while end and text[end - 1] in " \t\n\r":
+        end -= 1
+    return end > 0 and text[end - 1] in "}]"
+
+
 def structured_preview(
     tool_name: str,
     content: str,
     token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     *,
     rule: PreviewRule = "compact",
+    encoded: bytes | None = None,
 ) -> str | None:
-    """The structured preview, or None when the content is not a query_kb/web_search result."""
+    """The structured preview, or None when the content is not a query_kb/web_search result.
+
+    ``encoded``: the content's UTF-8 bytes (``workdir.encode_text``) when the caller
+    has them; a whole JSON document is then decoded from them (``decode_json_bytes``).
+    """
     kind = structured_kind(tool_name)
     if kind is None:
         return None
     stripped = content.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
-    parsed = parse_records_text(stripped)  # the one decode; salvaged when not JSON
-    if parsed is None or (parsed[1] is not None and rule != "compact"):
-        return None
-    payload, salvaged = parsed
+    payload = (
+        NOT_DECODED if encoded is None or not _ends_whole(stripped) else decode_json_bytes(encoded)
+    )
+    salvaged: SalvageKind | None = None
+    if payload is NOT_DECODED:
+        parsed = parse_records_text(stripped)  # the exact decode; salvaged when not JSON
+        if parsed is None or (parsed[1] is not None and rule != "compact"):
+            return None
+        payload, salvaged = parsed
     located = _locate_records(payload, rule)
     if located is None:
         return None
@@ -250,11 +273,17 @@ def tool_result_preview(
     token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     *,
     rule: PreviewRule = "compact",
+    encoded: bytes | None = None,
 ) -> str:
-    """The preview kept in the model's view for an offloaded result; never raises."""
+    """The preview kept in the model's view for an offloaded result; never raises.
+
+    ``encoded``: the content's UTF-8 bytes, when the caller has them (a faster decode).
+    """
     text = content if isinstance(content, str) else str(content)
     try:
-        structured = structured_preview(tool_name or "", text, token_limit, rule=rule)
+        structured = structured_preview(
+            tool_name or "", text, token_limit, rule=rule, encoded=encoded
+        )
     except Exception:  # any surprise in odd JSON falls back to the generic shape
         structured = None
     return structured if structured is not None else generic_preview(text, token_limit)
