@@ -161,14 +161,6 @@ def _locate_records(payload: Any, rule: PreviewRule) -> tuple[list[Any], dict[st
     return None
 
 
-def _ends_whole(text: str) -> bool:
-    """Whether ``text`` ends as a whole JSON object or list does (a cut one mostly does not)."""
-    end = len(text)
-    while end and text[end - 1] in " \t\n\r":
-        end -= 1
-    return end > 0 and text[end - 1] in "}]"
-
-
 def structured_preview(
     tool_name: str,
     content: str,
@@ -188,9 +180,7 @@ def structured_preview(
     stripped = content.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
-    payload = (
-        NOT_DECODED if encoded is None or not _ends_whole(stripped) else decode_json_bytes(encoded)
-    )
+    payload = NOT_DECODED if encoded is None else decode_json_bytes(encoded)
     salvaged: SalvageKind | None = None
     if payload is NOT_DECODED:
         parsed = parse_records_text(stripped)  # the exact decode; salvaged when not JSON

@@ -56,6 +56,8 @@ _DECODER = json.JSONDecoder()
 _decode = _DECODER.raw_decode
 _decode_bytes = msgspec.json.Decoder().decode
 NOT_DECODED: Final = object()  # decode_json_bytes: not one JSON document msgspec reads
+_JSON_SPACE = b" \t\n\r"
+_CLOSERS = b"}]"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -73,6 +75,11 @@ def decode_json_bytes(encoded: bytes) -> Any:
     Never a value ``json`` would read differently: msgspec refuses, rather than
     changes, what it does not read as ``json`` does.
     """
+    end = len(encoded)
+    while end and encoded[end - 1] in _JSON_SPACE:
+        end -= 1
+    if not end or encoded[end - 1] not in _CLOSERS:
+        return NOT_DECODED  # cut short or followed by text: not one document, and no scan spent
     try:
         return _decode_bytes(encoded)
     except (msgspec.DecodeError, RecursionError, MemoryError):
