@@ -10,11 +10,14 @@ query (median of 5 runs, after one warm-up), prints each plan (GRAPH.EXPLAIN),
 times the distributions the old way (one statement after another, every view)
 beside the new plan (`memory.distributions`: cold, nothing kept anywhere =
 the first view after a write; shared, a new process served from the shared
-Redis store; warm, kept in this process against the change fingerprint) with
-ratios, optionally the statement variants that lost (`--alternatives`: a
-split scan, cheaper groupings, each in turns with the kept statement),
-restarts the server from its
-RDB and checks index drift (the relationship index drifts after a restart),
+Redis store; warm, kept in this process under the graph's version, the change
+watcher live) with ratios; then the view after a write to another graph on the
+same server (`memory.graph_changes`: with the watcher live the graph's own
+version keeps the parts warm, with it closed the server-wide fingerprint makes
+them cold; the two alternated, ms, closed/live ratio and parts served kept)
+and the watcher's `version` cost; optionally the statement variants that lost
+(`--alternatives`: a split scan, cheaper groupings, each in turns with the kept
+statement); restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
 and compares with graphiti-core's full load (`get_by_group_ids`) on a 10%
 sample graph. Every memory page rendered on this graph: bench/memory_pages.py.
 Targets: counts < 5 ms, pages and hub facts < 50 ms, distributions < 300 ms
@@ -46,7 +49,7 @@ from falkordb import FalkorDB  # noqa: E402
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa: E402
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode  # noqa: E402
 
-from yuxi_dash.memory import distributions  # noqa: E402
+from yuxi_dash.memory import distributions, graph_changes  # noqa: E402
 from yuxi_dash.memory import queries as q  # noqa: E402
 from yuxi_dash.memory.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.index_health import (  # noqa: E402
@@ -59,6 +62,7 @@ from yuxi_dash.settings import Settings  # noqa: E402
 
 GROUP = "user_bench_hub"
 SAMPLE = "user_bench_sample"
+OTHER = "user_bench_other"  # written between views to time a write to another graph
 STATUSES = ("active", "active", "active", "tentative", "superseded", "contradicted", "retracted")
 KINDS = ("user_asserted", "assistant_derived", "tool_observed")
 LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
@@ -344,7 +348,7 @@ def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> 
     """Cheaper statements and a split scan, each in turns with the kept statement."""
     g = GROUP
     limit = {"limit": 50}
-    nodes = q.counts_one(client, g, distributions.COUNT_NODES)
+    nodes = q.counts_one(client, g, graph_changes.COUNT_NODES)
     halves = [(0, nodes // 2), (nodes // 2, 2**62)]  # the last range is open: ids may exceed
     clients = [GraphClient(FalkorDB(**handle.redis_kwargs()), settings) for _ in halves]
     pool = ThreadPoolExecutor(len(halves))
@@ -396,8 +400,9 @@ def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
     cold = nothing kept anywhere (the first view after any write to the server);
     shared = this process keeps nothing but the shared store (Redis) holds the parts under the
     current fingerprint (a new replica or a restarted dashboard, graph server unchanged);
-    warm = kept in this process, fingerprint unchanged."""
+    warm = kept in this process, fingerprint unchanged. Then `bench_other_write`."""
     g = GROUP
+    graph_changes.get_watcher(client).wait_live(10)  # as a dashboard runs: the watcher live
     facts_page = ["names", "same_triple", "same_fact_text", "mirrored"]
     store = None
     if shared_url:
@@ -506,7 +511,78 @@ def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
     )
     fp_ms, _ = timed(lambda: distributions.fingerprint(client, g))
     print(f"change fingerprint (INFO + two O(1) counts): {fp_ms:.2f} ms")
+    bench_other_write(client, [(label, names, limit) for label, _, names, limit in views])
     print(f"load average now: {Path('/proc/loadavg').read_text().strip()}")
+
+
+def bench_other_write(client: GraphClient, views: list[tuple[str, list[str], int]]) -> None:
+    """A view after a write to another graph on the same server, median of 5, in one run:
+    live = the change watcher live (the parts are kept under the graph's own version);
+    closed = the watcher closed (kept under the server-wide fingerprint). Each round of
+    each mode warms a fresh cache under that mode, writes one node to OTHER, then times
+    the view; the modes alternate. `from cache` counts the parts served kept."""
+    g = GROUP
+    other = client.db.select_graph(OTHER)
+    client.delete_graph(OTHER)
+    writes = 0
+
+    def write_other() -> None:
+        nonlocal writes
+        writes += 1
+        other.query("CREATE (:Probe {v: $v})", {"v": writes})
+
+    def view(names: list[str], limit: int, cache: distributions.SummaryCache) -> Any:
+        return distributions.parts(client, g, names, limit=limit, cache=cache, share=False)
+
+    def after_write(names: list[str], limit: int) -> tuple[float, int, Any]:
+        cache = distributions.SummaryCache()
+        view(names, limit, cache)  # warm under this mode
+        write_other()
+        hits = cache.hits
+        started = time.perf_counter()
+        rows = view(names, limit, cache)
+        return (time.perf_counter() - started) * 1000, cache.hits - hits, rows
+
+    def rows_of(parts: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+        return [sorted(map(repr, parts[n])) for n in sorted(parts)]
+
+    print(
+        f"\n{'after a write to another graph (watcher live vs closed)':58}"
+        f" {'live ms':>8} {'closed ms':>9} {'closed/live':>11}  from cache live, closed  same rows"
+    )
+    not_live = 0
+    for label, names, limit in views:
+        live_ms: list[float] = []
+        closed_ms: list[float] = []
+        live_hits = closed_hits = 0
+        same = True
+        for _ in range(5):
+            graph_changes.close_watchers()  # a new watcher: a new epoch, so nothing kept is warm
+            not_live += not graph_changes.get_watcher(client).wait_live(10)
+            ms, hits, live_rows = after_write(names, limit)
+            live_ms.append(ms)
+            live_hits += hits
+            graph_changes.get_watcher(client).close()  # kept closed: version() is None
+            ms, hits, closed_rows = after_write(names, limit)
+            closed_ms.append(ms)
+            closed_hits += hits
+            same = same and rows_of(live_rows) == rows_of(closed_rows)
+        live, closed = statistics.median(live_ms), statistics.median(closed_ms)
+        parts_asked = 5 * len(set(names))
+        cached = f"{live_hits}/{parts_asked}, {closed_hits}/{parts_asked}"
+        print(f"{label:58} {live:8.2f} {closed:9.1f} {closed / live:10.0f}x  {cached:>23}  {same}")
+    graph_changes.close_watchers()
+    watcher = graph_changes.get_watcher(client)
+    watcher.wait_live(10)
+    version_ms, version = timed(lambda: watcher.version(g))
+    print(
+        f"watcher version({GROUP}) (a PING on each connection): {version_ms:.2f} ms"
+        f"{'' if version is not None else ' (None: the watcher did not vouch)'}"
+        f"; rounds with the watcher not live: {not_live}; writes to {OTHER}: {writes}"
+    )
+    graph_changes.close_watchers()
+    client.delete_graph(OTHER)
+    print(f"{OTHER} deleted: {not client.graph_exists(OTHER)}")
 
 
 def graphiti_baseline_child(socket_path: str, expected_edges: int) -> None:

@@ -4,7 +4,8 @@ A process (the dashboard, one CLI command, a test run) holds a few things that
 outlive a single call: SQLAlchemy engines, the LangGraph checkpoint stores of
 our own database, FalkorDB graph clients, the handles of FalkorDB servers this
 process started, LaunchDarkly flag evaluators, the audit log's background
-writer and the memory views' cached distribution summaries. Each is created
+writer, the memory views' cached distribution summaries and the watchers of
+which graphs changed. Each is created
 here lazily, on its first use, under a key made of the settings that matter
 for it (a database URL, a server address, a flag file and its mtime), and
 registered with the function that closes it.
@@ -58,6 +59,8 @@ AUDIT_WRITER: Kind[Any] = Kind("audit-writer")  # the background audit writer th
 MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
 # memory.distributions.SharedStore: the same parts in a Redis shared by dashboard processes
 SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
+# memory.graph_changes.GraphChangeWatcher: per-graph change counters from one FalkorDB server
+GRAPH_CHANGES: Kind[Any] = Kind("graph-changes")
 
 
 @dataclass

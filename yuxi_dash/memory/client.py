@@ -33,7 +33,7 @@ from falkordb import FalkorDB
 from yuxi_dash.errors import MemoryQueryTimeout, MemoryUnavailable
 from yuxi_dash.memory.groups import GROUP_PREFIX
 from yuxi_dash.memory.server import ServerHandle, ensure_server
-from yuxi_dash.resources import GRAPH_CLIENTS, get_resources, quiet_graphiti
+from yuxi_dash.resources import GRAPH_CHANGES, GRAPH_CLIENTS, get_resources, quiet_graphiti
 from yuxi_dash.settings import Settings, get_settings
 
 log = logging.getLogger("yuxi_dash.memory.client")
@@ -293,7 +293,9 @@ def get_client(settings: Settings | None = None) -> GraphClient:
 
 
 def close_clients() -> None:
-    """Close every client this process holds (before the server is stopped; tests)."""
+    """Close every client and graph change watcher this process holds (before the server is
+    stopped; tests)."""
+    get_resources().close_kind(GRAPH_CHANGES)
     get_resources().close_kind(GRAPH_CLIENTS)
 
 

@@ -23,12 +23,14 @@ statements below: the per-fact aggregation is the floor (bench/memory.py
   it: the first holds the part's gate while computing, the others wait and
   take its rows when their fingerprint is the same (one part at a time).
 - Warm: each part is kept in the process's `SummaryCache` (owned by
-  `yuxi_dash.resources`) under (server, graph, part, limit), with the graph's
-  change fingerprint read *before* it was computed. A view reads the current
-  fingerprint (one INFO and two O(1) counts, well under a millisecond) and
-  uses the kept rows only when it is the same; a write during a computation
-  therefore leaves rows under the older fingerprint, which the next view sees
-  as stale.
+  `yuxi_dash.resources`) under (server, graph, part, limit), with what it was
+  kept under read *before* it was computed: the graph's own version while the
+  server's change watcher vouches for it (`memory.graph_changes`: a write to
+  another graph leaves it), else the server-wide fingerprint. A view reads it
+  again (one INFO, two O(1) counts and the watcher's two PINGs, about a
+  millisecond) and uses the kept rows only when it is the same; a write during
+  a computation therefore leaves rows under an older version, which the next
+  view sees as stale.
 - Shared: when `YUXI_DASH_REDIS_URL` is set, each computed part is also kept
   in that Redis (`SharedStore`, its connection held by `yuxi_dash.resources`)
   beside the same fingerprint, for SHARED_TTL_SECONDS. A process that misses
@@ -41,19 +43,13 @@ statements below: the per-fact aggregation is the floor (bench/memory.py
   (`memory.forget`) deletes the graph's copies with `SharedStore.forget` and
   checks none is left.
 
-The fingerprint. Nothing O(1) in a graph's content changes when a fact is
-updated in place (graphiti-core invalidates a fact by SET on the same edge:
-same count, no new created_at), and the newest created_at is itself a full
-scan. So the fingerprint is the server's own write counter: `run_id` (new on
-every start), `rdb_saves` and `rdb_last_save_time` (new on every save) and
-`rdb_changes_since_last_save` (FalkorDB adds one for every GRAPH.QUERY that
-changed a graph; reads, ours included, leave it alone), plus the graph's node
-and RELATES_TO counts (O(1), label-free). Within one server run the counter
-only grows between saves and every save moves `rdb_saves`, so no write leaves
-the fingerprint as it was. The price: a write to any graph on the server makes
-every graph's parts stale, so on a busy server more views pay the cold plan;
-none is ever served stale rows. A server that refuses INFO (an ACL) gets no
-caching at all: every view computes (logged once, by error type only).
+The server-wide fingerprint (`graph_changes.fingerprint`) is the server's own
+write counter plus the graph's node and fact counts: no write leaves it as it
+was, but a write to any graph on the server makes every graph's parts stale.
+The shared store always uses it (a process cannot know what changed before it
+started watching); this process's cache uses the per-graph version whenever the
+watcher is live. A server that refuses INFO (an ACL) gets no caching at all:
+every view computes (logged once, by error type only).
 """
 
 from __future__ import annotations
@@ -65,14 +61,14 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple
 from typing import Any
 
 import redis
 
-from yuxi_dash.errors import MemoryUnavailable
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient, Row, glob_escape
+from yuxi_dash.memory.graph_changes import Fingerprint, Kept, fingerprint, kept_under
 from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
 log = logging.getLogger("yuxi_dash.memory.distributions")
@@ -89,7 +85,6 @@ PARTS: dict[str, str] = {
     "newest_facts": queries.FACTS_PAGE,
 }
 UNLIMITED_PARTS = frozenset({"breakdown"})
-COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 MAX_ENTRIES = 512  # parts kept per process (a part is at most MAX_PAGE small rows)
 SHARED_PREFIX = "yuxi-dash:memory-parts:v1"
 SHARED_TTL_SECONDS = 15 * 60  # bounds how long a copy outlives a forgotten graph
@@ -102,18 +97,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return false
 """
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What changes whenever the graph may have: the server's write counter and O(1) counts."""
-
-    run_id: str
-    saves: int
-    last_save: int
-    changes: int
-    nodes: int
-    facts: int
 
 
 class _Gate:
@@ -131,16 +114,14 @@ class SummaryCache:
     """
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._entries: OrderedDict[Hashable, tuple[Fingerprint, list[Row]]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[Kept, list[Row]]] = OrderedDict()
         self._lock = threading.Lock()
         self._gates: weakref.WeakValueDictionary[Hashable, _Gate] = weakref.WeakValueDictionary()
         self._max = max_entries
         self.hits = 0
         self.misses = 0
 
-    def get(
-        self, key: Hashable, fingerprint: Fingerprint, *, count: bool = True
-    ) -> list[Row] | None:
+    def get(self, key: Hashable, fingerprint: Kept, *, count: bool = True) -> list[Row] | None:
         """A copy of the rows kept under `key`, only when kept under this same fingerprint."""
         with self._lock:
             entry = self._entries.get(key)
@@ -158,7 +139,7 @@ class SummaryCache:
                 gate = self._gates[key] = _Gate()
             return gate
 
-    def put(self, key: Hashable, fingerprint: Fingerprint, rows: list[Row]) -> None:
+    def put(self, key: Hashable, fingerprint: Kept, rows: list[Row]) -> None:
         with self._lock:
             self._entries[key] = (fingerprint, [dict(row) for row in rows])
             self._entries.move_to_end(key)
@@ -337,47 +318,6 @@ def get_cache() -> SummaryCache:
     return get_resources().acquire(MEMORY_SUMMARIES, "process", SummaryCache, SummaryCache.clear)
 
 
-_refused_logged = False
-
-
-def _server_info(client: GraphClient) -> dict[str, Any] | None:
-    global _refused_logged
-    try:
-        info = client.db.connection.execute_command("INFO", "server", "persistence")
-    except redis.ResponseError as exc:  # an ACL without INFO: no caching
-        if not _refused_logged:
-            log.warning(
-                "INFO refused (%s); memory distributions are not cached", type(exc).__name__
-            )
-            _refused_logged = True
-        return None
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise MemoryUnavailable(f"FalkorDB is unavailable ({type(exc).__name__})") from exc
-    return info if isinstance(info, dict) else None
-
-
-def fingerprint(client: GraphClient, group_id: str) -> Fingerprint | None:
-    """The graph's change fingerprint, or None when the server will not tell (no caching)."""
-    info = _server_info(client)
-    if info is None:
-        return None
-    try:
-        run_id = str(info["run_id"])
-        saves = int(info.get("rdb_saves", 0))
-        last_save = int(info["rdb_last_save_time"])
-        changes = int(info["rdb_changes_since_last_save"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return Fingerprint(
-        run_id=run_id,
-        saves=saves,
-        last_save=last_save,
-        changes=changes,
-        nodes=queries.counts_one(client, group_id, COUNT_NODES),
-        facts=queries.counts_one(client, group_id, queries.COUNT_RELATES_TO),
-    )
-
-
 def _server_key(client: GraphClient) -> tuple[Any, ...]:
     kwargs = client.db.connection.connection_pool.connection_kwargs
     return (kwargs.get("path"), kwargs.get("host"), kwargs.get("port"))
@@ -412,6 +352,7 @@ def parts(
     limit = max(1, min(int(limit), queries.MAX_PAGE))
     cache = cache if cache is not None else get_cache()
     current = fingerprint(client, group_id)  # before computing: a write meanwhile makes it stale
+    local = None if current is None else kept_under(client, group_id, current)
     server = _server_key(client)
 
     def key(part: str) -> tuple[Any, ...]:
@@ -420,7 +361,7 @@ def parts(
     out: dict[str, list[Row]] = {}
     missing: list[str] = []
     for part in dict.fromkeys(names):
-        rows = cache.get(key(part), current) if current is not None else None
+        rows = cache.get(key(part), local) if local is not None else None
         if rows is None:
             missing.append(part)
         else:
@@ -435,21 +376,21 @@ def parts(
         shared_keys = {p: store.key(group_id, current.run_id, p, key(p)[-1]) for p in missing}
         kept = store.get_many([shared_keys[p] for p in missing], current)
         for part, rows in zip(list(missing), kept, strict=True):
-            if rows is not None:
+            if rows is not None and local is not None:
                 out[part] = rows
-                cache.put(key(part), current, rows)
+                cache.put(key(part), local, rows)
                 missing.remove(part)
     computed: list[str] = []
     for part in missing:
-        if current is None:
+        if local is None:
             out[part] = _compute(client, group_id, part, limit)
             continue
         gate = cache.gate(key(part))
         with gate.lock:  # one part at a time: never two gates held, so no deadlock
-            rows = cache.get(key(part), current, count=False)  # a view ahead of us kept it
+            rows = cache.get(key(part), local, count=False)  # a view ahead of us kept it
             if rows is None:
                 rows = _compute(client, group_id, part, limit)
-                cache.put(key(part), current, rows)
+                cache.put(key(part), local, rows)
                 computed.append(part)
         out[part] = rows
     if store is not None and current is not None and computed:
