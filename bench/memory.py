@@ -509,7 +509,7 @@ def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
         f"the three statements one after another: {separate:.1f} ms "
         f"(one pass / separate = {one_pass / separate:.2f}x)"
     )
-    fp_ms, _ = timed(lambda: distributions.fingerprint(client, g))
+    fp_ms, _ = timed(lambda: graph_changes.fingerprint(client, g))
     print(f"change fingerprint (INFO + two O(1) counts): {fp_ms:.2f} ms")
     bench_other_write(client, [(label, names, limit) for label, _, names, limit in views])
     print(f"load average now: {Path('/proc/loadavg').read_text().strip()}")

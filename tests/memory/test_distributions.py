@@ -19,7 +19,7 @@ from graphiti_core.edges import EntityEdge
 from graphiti_core.nodes import EntityNode
 
 from tests.fixtures.graph import graph_settings, make_client
-from yuxi_dash.memory import distributions, queries
+from yuxi_dash.memory import distributions, graph_changes, queries
 from yuxi_dash.memory.client import GraphClient
 from yuxi_dash.memory.schema import create_indexes, write_graph
 from yuxi_dash.memory.server import ServerHandle, ensure_server, stop_server
@@ -169,9 +169,9 @@ def test_every_graphiti_write_makes_kept_parts_stale(
         edge.invalid_at = edge.expired_at = NOW + timedelta(days=2)
         await edge.save(driver)
 
-    fingerprint = distributions.fingerprint(graph, G)
+    fingerprint = graph_changes.fingerprint(graph, G)
     graphiti(falkordb_server, invalidate)
-    moved = distributions.fingerprint(graph, G)
+    moved = graph_changes.fingerprint(graph, G)
     assert fingerprint is not None and moved is not None
     assert (moved.facts, moved.nodes) == (fingerprint.facts, fingerprint.nodes)
     assert moved != fingerprint
@@ -201,14 +201,14 @@ def test_a_restart_changes_the_fingerprint_and_the_parts_stay_right(tmp_path: Pa
         client = make_client(ensure_server(settings), settings)
         create_indexes(client, G)
         write_graph(client, G, entities=[entity(i) for i in range(20)], facts=seed_edges())
-        before = distributions.fingerprint(client, G)
+        before = graph_changes.fingerprint(client, G)
         kept = distributions.parts(client, G, list(distributions.PARTS), limit=500, cache=cache)
         client.db.connection.execute_command("SAVE")
         client.close()
         stop_server(settings)
 
         client = make_client(ensure_server(settings), settings)
-        after = distributions.fingerprint(client, G)
+        after = graph_changes.fingerprint(client, G)
         assert before is not None and after is not None and after.run_id != before.run_id
         again = distributions.parts(client, G, list(distributions.PARTS), limit=500, cache=cache)
         assert cache.hits == 0  # nothing kept from before the restart was used

@@ -16,7 +16,7 @@ import redis
 from tests.fixtures.graph import graph_settings, make_client
 from tests.memory import test_distributions
 from tests.memory.test_distributions import G, assert_same_as_old, entity, fact, seed_edges
-from yuxi_dash.memory import distributions
+from yuxi_dash.memory import distributions, graph_changes
 from yuxi_dash.memory.client import GraphClient
 from yuxi_dash.memory.schema import create_indexes, write_graph
 from yuxi_dash.memory.server import ServerHandle, ensure_server, stop_server
@@ -99,10 +99,10 @@ def test_the_graph_server_itself_is_refused_as_the_shared_store(
 ) -> None:
     conn = redis.Redis(**falkordb_server.redis_kwargs(), retry=None)  # type: ignore[arg-type]
     same_server = distributions.SharedStore(conn, prefix="test-parts-self")
-    before = distributions.fingerprint(graph, G)
+    before = graph_changes.fingerprint(graph, G)
     _, count = scanned(graph, new_process(graph, same_server))
     assert count == len(NAMES)
-    assert distributions.fingerprint(graph, G) == before  # nothing was written there
+    assert graph_changes.fingerprint(graph, G) == before  # nothing was written there
     assert not list(conn.scan_iter(match="test-parts-self:*"))
     _, count = scanned(graph, new_process(graph, same_server))
     assert count == len(NAMES)
@@ -116,7 +116,7 @@ def test_a_dead_shared_store_is_a_miss_and_the_view_still_answers(graph: GraphCl
     found, count = scanned(graph, new_process(graph, dead))
     assert count == len(NAMES)
     assert_same_as_old(graph, G, found)
-    fp = distributions.fingerprint(graph, G)
+    fp = graph_changes.fingerprint(graph, G)
     assert fp is not None and dead.paused and not dead.usable_for(fp)
 
 
@@ -183,11 +183,11 @@ def test_the_graph_server_is_still_refused_after_it_restarts(tmp_path: Path) -> 
 
         client = make_client(ensure_server(settings), settings)
         conn.connection_pool.disconnect()  # the store's next command reaches the new run
-        before = distributions.fingerprint(client, G)
+        before = graph_changes.fingerprint(client, G)
         distributions.parts(
             client, G, NAMES, cache=distributions.SummaryCache(), shared=same_server
         )
-        assert distributions.fingerprint(client, G) == before  # nothing was written there
+        assert graph_changes.fingerprint(client, G) == before  # nothing was written there
         assert not list(conn.scan_iter(match="test-parts-self:*"))
         conn.close()
         client.close()

@@ -5,10 +5,12 @@ distributions of one graph stay warm while another graph is written."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from tests.memory.test_distributions import G, assert_same_as_old
 from tests.memory.test_distributions import graph as graph  # the planted graph G (a fixture)
@@ -61,13 +63,13 @@ def test_a_write_moves_only_its_own_graph_and_a_read_moves_nothing(
         graph.delete_graph(OTHER)
 
 
-def watcher_connections(client: GraphClient) -> dict[str, str]:
-    """The watcher's connections on the server: {"listener": id, "tracker": id}."""
+def watcher_connections(client: GraphClient, user: str = "default") -> dict[str, str]:
+    """A watcher's connections on the server as ``user``: {"listener": id, "tracker": id}."""
     found = {}
     for line in str(client.db.connection.execute_command("CLIENT", "LIST")).splitlines():
         fields = dict(field.split("=", 1) for field in line.split() if "=" in field)
         name = fields.get("name", "")
-        if name.startswith(graph_changes.CLIENT_NAME + ":"):
+        if name.startswith(graph_changes.CLIENT_NAME + ":") and fields.get("user") == user:
             found[name.rsplit(":", 1)[1]] = fields["id"]
     return found
 
@@ -108,11 +110,10 @@ def test_parts_stay_warm_while_another_graph_is_written(
     try:
         first, scanned = view()
         assert scanned == len(names)
-        current = distributions.fingerprint(graph, G)
-        assert current is not None
-        assert isinstance(distributions.kept_under(graph, G, current), GraphVersion)
+        current, kept = graph_changes.change_marks(graph, G)
+        assert current is not None and isinstance(kept, GraphVersion)
         write(graph, OTHER)  # another user's graph: the server-wide counter moves
-        moved = distributions.fingerprint(graph, G)
+        moved = graph_changes.fingerprint(graph, G)
         assert moved is not None and moved != current
         assert view() == (first, 0)  # still kept: G itself did not change
         write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e1'}]->() SET e.status = 'retracted'")
@@ -127,12 +128,11 @@ def test_parts_stay_warm_while_another_graph_is_written(
 def test_without_a_live_watcher_parts_use_the_server_wide_fingerprint(
     graph: GraphClient, watcher: GraphChangeWatcher
 ) -> None:
-    current = distributions.fingerprint(graph, G)
-    assert current is not None
     watcher.close()  # as when the server refuses CLIENT TRACKING, or the connection is down
     try:
         assert watcher.version(G) is None
-        assert distributions.kept_under(graph, G, current) == current
+        current, kept = graph_changes.change_marks(graph, G)
+        assert current is not None and kept == current
         cache = distributions.SummaryCache()
         first = distributions.parts(graph, G, ["breakdown"], cache=cache, share=False)
         write(graph, OTHER)  # any write on the server now makes the kept part stale
@@ -144,3 +144,67 @@ def test_without_a_live_watcher_parts_use_the_server_wide_fingerprint(
     finally:
         graph.delete_graph(OTHER)
         graph_changes.close_watchers()
+
+
+def test_a_write_between_the_two_checks_is_never_hidden(
+    graph: GraphClient, watcher: GraphChangeWatcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows another process shared (kept under the server-wide fingerprint) are taken into
+    this process's cache under the graph's version: a write landing after the fingerprint
+    was read must leave that version stale (it is read first), so later views see it."""
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/15", socket_timeout=5, retry=None)
+    store = distributions.SharedStore(conn, prefix=f"test-changes:{uuid.uuid4().hex[:8]}")
+    try:
+        distributions.parts(  # another process computed and shared the breakdown
+            graph, G, ["breakdown"], cache=distributions.SummaryCache(), shared=store
+        )
+        real = graph_changes.fingerprint
+        racing = True
+
+        def fingerprint_then_a_write(client: GraphClient, group: str) -> Any:
+            nonlocal racing
+            read = real(client, group)
+            if racing:  # once: a retraction lands right after the fingerprint was read
+                racing = False
+                write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e1'}]->() SET e.status = 'x'")
+            return read
+
+        monkeypatch.setattr(graph_changes, "fingerprint", fingerprint_then_a_write)
+        cache = distributions.SummaryCache()
+        distributions.parts(graph, G, ["breakdown"], cache=cache, shared=store)
+        assert not racing
+        later = distributions.parts(graph, G, ["breakdown"], cache=cache, shared=store)
+        assert "x" in {row["status"] for row in later["breakdown"]}  # the write is seen
+        assert_same_as_old(graph, G, later)
+    finally:
+        store.forget(G)
+        conn.close()
+
+
+@pytest.mark.parametrize("denied", ["-client", "-subscribe", "resetchannels"])
+def test_a_server_that_refuses_the_handshake_leaves_the_watcher_idle(
+    graph: GraphClient, denied: str
+) -> None:
+    """An ACL without CLIENT or SUBSCRIBE (or without the channel): refused for good, no
+    retrying every few seconds, and no version (callers use the server-wide fingerprint)."""
+    admin = graph.db.connection
+    user = f"yd_watcher_{denied.strip('-')}"
+    admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", denied)
+    pool = admin.connection_pool
+    kwargs = {**pool.connection_kwargs, "username": user, "password": "pw"}
+
+    def connect() -> Any:
+        connection = pool.connection_class(**kwargs)
+        connection.connect()
+        return connection
+
+    watcher = GraphChangeWatcher(connect)
+    try:
+        assert not watcher.wait_live(WAIT)
+        assert watcher.refused and watcher.version(G) is None
+        watcher._thread.join(WAIT)
+        assert not watcher._thread.is_alive()  # stopped, not reconnecting
+        assert watcher_connections(graph, user) == {}  # nothing left open
+    finally:
+        watcher.close()
+        admin.execute_command("ACL", "DELUSER", user)

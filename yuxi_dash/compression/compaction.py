@@ -309,6 +309,7 @@ def offload_tool_results(
             except _WRITE_FAILURES as exc:
                 # The message stays exactly as it was; the next compaction tries again.
                 logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
+                del data  # freed before the next result is encoded
                 continue
             result[index] = _saved_message(
                 message, text, data, tool_name, saved, tool_result_token_limit, preview_rule

@@ -68,7 +68,7 @@ import redis
 
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient, Row, glob_escape
-from yuxi_dash.memory.graph_changes import Fingerprint, Kept, fingerprint, kept_under
+from yuxi_dash.memory.graph_changes import Fingerprint, Kept, change_marks
 from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
 log = logging.getLogger("yuxi_dash.memory.distributions")
@@ -351,8 +351,8 @@ def parts(
         raise ValueError(f"unknown distribution part(s): {unknown}")
     limit = max(1, min(int(limit), queries.MAX_PAGE))
     cache = cache if cache is not None else get_cache()
-    current = fingerprint(client, group_id)  # before computing: a write meanwhile makes it stale
-    local = None if current is None else kept_under(client, group_id, current)
+    # before computing: a write meanwhile makes them stale (the graph's version first)
+    current, local = change_marks(client, group_id)
     server = _server_key(client)
 
     def key(part: str) -> tuple[Any, ...]:

@@ -19,15 +19,19 @@ of one graph need not go stale when another graph is written.
   otherwise has no version.
 
 `version(graph)` is (epoch, counter) as of the call, or None when the watcher cannot
-vouch for it. It first proves the tracking is on (a PING on the tracker answered),
-then sends a PING with a token on the listener and waits for its reply: the server
+vouch for it. It first proves the tracking is on (the tracker answers CLIENT ID with
+the id it had when it turned tracking on: redis-py reconnects a dropped connection
+silently, and a new connection tracks nothing), then sends a PING with a token on
+the listener and waits for its reply: the server
 queues the invalidations of every write it applied before that PING ahead of the
 reply, so when the reply is read, every write finished before the call is counted.
 A caller reads the version *before* reading the graph and keeps what it read under
-it; a later write moves the counter. Any failure of either connection, or no reply
-within BARRIER_SECONDS, voids the epoch (the thread connects again after
-RECONNECT_SECONDS); the thread pings both every HEALTH_SECONDS. A server that
-refuses CLIENT TRACKING (an ACL, a proxy) leaves the watcher idle: `version` is
+it; a later write moves the counter. No reply within BARRIER_SECONDS gives that
+caller None; any failure of either connection voids the epoch (the thread connects
+again after RECONNECT_SECONDS), and so does a listener that leaves the thread's own
+PING, sent every HEALTH_SECONDS, unanswered that long. A server that refuses the
+handshake (CLIENT, SUBSCRIBE or CLIENT TRACKING: an ACL, a proxy) leaves the
+watcher idle for good: `version` is
 always None and callers use the server-wide fingerprint.
 
 The server-wide fingerprint (`fingerprint`). Nothing O(1) in a graph's content
@@ -39,7 +43,7 @@ every start), `rdb_saves` and `rdb_last_save_time` (new on every save) and
 changed a graph; reads leave it alone), plus the graph's node and RELATES_TO
 counts (O(1), label-free). Within one server run the counter only grows between
 saves and every save moves `rdb_saves`, so no write leaves it as it was; but a
-write to any graph moves it for every graph. `kept_under` gives the per-graph
+write to any graph moves it for every graph. `change_marks` gives the per-graph
 `GraphVersion` instead while the watcher vouches for the graph. Errors are
 logged by type only.
 """
@@ -69,7 +73,7 @@ CHANNEL = "__redis__:invalidate"
 CLIENT_NAME = "yuxi-dash-graph-changes"
 POLL_SECONDS = 0.25  # the listener thread's longest wait for a message
 HEALTH_SECONDS = 5.0  # both connections are pinged this often
-BARRIER_SECONDS = 1.0  # a version waits this long for its PING's reply, then is None
+BARRIER_SECONDS = 1.0  # a version waits this long for a reply, then is None
 RECONNECT_SECONDS = 2.0
 
 _epochs = itertools.count(1)  # process-wide: no two epochs of any watcher are equal
@@ -82,7 +86,7 @@ def _text(value: Any) -> str:
 
 
 class TrackingRefused(Exception):
-    """The server refused CLIENT TRACKING: no watcher for it."""
+    """The server refused the watcher's handshake (CLIENT, SUBSCRIBE, CLIENT TRACKING)."""
 
 
 class GraphChangeWatcher:
@@ -98,6 +102,7 @@ class GraphChangeWatcher:
         self._tracker_lock = threading.Lock()  # the tracker: one request at a time
         self._listener: AbstractConnection | None = None
         self._tracker: AbstractConnection | None = None
+        self._tracker_id = 0  # the tracker's CLIENT ID when it turned tracking on
         self._live = False
         self._epoch = next(_epochs)
         self._counters: dict[str, int] = {}
@@ -135,15 +140,15 @@ class GraphChangeWatcher:
             if not self._live or self._listener is None or self._tracker is None:
                 return None
             epoch, listener, tracker = self._epoch, self._listener, self._tracker
+            tracker_id = self._tracker_id
             token = f"v{next(self._tokens)}"
             self._waiting.add(token)
         try:
             with self._tracker_lock:  # the tracking is on: no write before now went untracked
-                tracker.send_command("PING")
-                tracker.read_response()
+                _check_tracker(tracker, tracker_id)
             with self._send_lock:
                 listener.send_command("PING", token)
-        except (redis.RedisError, OSError) as exc:
+        except (redis.RedisError, OSError, ValueError) as exc:
             self._void(epoch, exc)
             return None
         deadline = time.monotonic() + BARRIER_SECONDS
@@ -182,7 +187,7 @@ class GraphChangeWatcher:
                     self._cond.notify_all()
                 self._close_connections()
                 return
-            except (redis.RedisError, OSError, ValueError, TypeError, IndexError) as exc:
+            except Exception as exc:  # a lost connection, or a reply of an unexpected shape
                 with self._cond:
                     epoch = self._epoch
                 self._void(epoch, exc)
@@ -192,28 +197,30 @@ class GraphChangeWatcher:
         listener = self._connect()
         tracker = None
         try:
-            listener.send_command("CLIENT", "SETNAME", f"{CLIENT_NAME}:listener")
-            listener.read_response()
-            listener.send_command("CLIENT", "ID")
-            client_id = int(listener.read_response())
-            listener.send_command("SUBSCRIBE", CHANNEL)
-            listener.read_response()
-            tracker = self._connect()
-            tracker.send_command("CLIENT", "SETNAME", f"{CLIENT_NAME}:tracker")
-            tracker.read_response()
             try:
+                listener.send_command("CLIENT", "SETNAME", f"{CLIENT_NAME}:listener")
+                listener.read_response()
+                listener.send_command("CLIENT", "ID")
+                listener_id = int(listener.read_response())
+                listener.send_command("SUBSCRIBE", CHANNEL)
+                listener.read_response()
+                tracker = self._connect()
+                tracker.send_command("CLIENT", "SETNAME", f"{CLIENT_NAME}:tracker")
+                tracker.read_response()
+                tracker.send_command("CLIENT", "ID")
+                tracker_id = int(tracker.read_response())
                 tracker.send_command(
                     "CLIENT",
                     "TRACKING",
                     "ON",
                     "REDIRECT",
-                    client_id,
+                    listener_id,
                     "BCAST",
                     "PREFIX",
                     self.prefix,
                 )
                 tracker.read_response()
-            except redis.ResponseError as exc:
+            except redis.ResponseError as exc:  # NOPERM, an unknown command: it will not change
                 raise TrackingRefused(type(exc).__name__) from exc
         except BaseException:
             listener.disconnect()
@@ -221,7 +228,11 @@ class GraphChangeWatcher:
                 tracker.disconnect()
             raise
         with self._cond:
-            self._listener, self._tracker = listener, tracker
+            if self._stop.is_set():  # closed while connecting
+                listener.disconnect()
+                tracker.disconnect()
+                return
+            self._listener, self._tracker, self._tracker_id = listener, tracker, tracker_id
             self._epoch = next(_epochs)
             self._counters = {}
             self._live = True
@@ -244,8 +255,7 @@ class GraphChangeWatcher:
                 raise redis.TimeoutError("the listener did not answer a PING")
             if now >= next_health:
                 with self._tracker_lock:
-                    tracker.send_command("PING")
-                    tracker.read_response()
+                    _check_tracker(tracker, self._tracker_id)
                 if health_sent is None:
                     with self._send_lock:
                         listener.send_command("PING", "health")
@@ -275,15 +285,19 @@ class GraphChangeWatcher:
         return False
 
     def _void(self, epoch: int, exc: BaseException) -> None:
-        """The watcher can no longer vouch for ``epoch``: stop serving it, connect again."""
+        """The watcher can no longer vouch for ``epoch``: stop serving it, connect again.
+
+        A late report about an older epoch changes nothing (its connections are gone)."""
         with self._cond:
-            if self._epoch == epoch:
+            current = self._epoch == epoch
+            if current:
                 self._live = False
                 self._epoch = next(_epochs)
                 self._counters = {}
             self._cond.notify_all()
         self._note(exc)
-        self._close_connections()
+        if current:
+            self._close_connections()
 
     def _close_connections(self) -> None:
         with self._cond:
@@ -303,12 +317,20 @@ class GraphChangeWatcher:
             log.warning("graph change watcher: %s; memory parts use the server-wide check", name)
 
 
+def _check_tracker(tracker: AbstractConnection, tracker_id: int) -> None:
+    """Raise unless ``tracker`` is still the connection that turned tracking on."""
+    tracker.send_command("CLIENT", "ID")
+    if int(tracker.read_response()) != tracker_id:
+        raise redis.ConnectionError("the tracker reconnected: tracking is off")
+
+
 def get_watcher(client: GraphClient) -> GraphChangeWatcher:
     """The process's watcher of ``client``'s server (started on first use)."""
     pool = client.db.connection.connection_pool
     kwargs = dict(pool.connection_kwargs)
-    kwargs["socket_timeout"] = HEALTH_SECONDS
+    kwargs["socket_timeout"] = BARRIER_SECONDS  # a view never waits longer on the tracker
     kwargs["protocol"] = 2  # invalidations as pub/sub messages on the listener
+    kwargs["health_check_interval"] = 0  # only the watcher's thread reads the listener
     server = (kwargs.get("path"), kwargs.get("host"), kwargs.get("port"))
 
     def connect() -> AbstractConnection:
@@ -395,10 +417,17 @@ def fingerprint(client: GraphClient, group_id: str) -> Fingerprint | None:
     )
 
 
-def kept_under(client: GraphClient, group_id: str, current: Fingerprint) -> Kept:
-    """What this process keeps a part under: the graph's own version while the server's
-    change watcher vouches for it (a write to another graph leaves it), else `current`."""
+def change_marks(client: GraphClient, group_id: str) -> tuple[Fingerprint | None, Kept | None]:
+    """(the server-wide fingerprint, what this process keeps the graph's parts under).
+
+    The second is the graph's own `GraphVersion` while the watcher vouches for it (a
+    write to another graph leaves it), else the fingerprint; (None, None) when the
+    server will not tell (no caching). The version is read *before* the fingerprint:
+    rows that match the fingerprint (the shared store's) were read after it, so no
+    write before the version is missing from them.
+    """
     version = get_watcher(client).version(group_id)
-    if version is None:
-        return current
-    return GraphVersion(current.run_id, *version, current.nodes, current.facts)
+    current = fingerprint(client, group_id)
+    if current is None or version is None:
+        return current, current
+    return current, GraphVersion(current.run_id, *version, current.nodes, current.facts)
