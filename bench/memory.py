@@ -348,7 +348,7 @@ def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> 
     """Cheaper statements and a split scan, each in turns with the kept statement."""
     g = GROUP
     limit = {"limit": 50}
-    nodes = q.counts_one(client, g, graph_changes.COUNT_NODES)
+    nodes = q.counts_one(client, g, q.COUNT_NODES)
     halves = [(0, nodes // 2), (nodes // 2, 2**62)]  # the last range is open: ids may exceed
     clients = [GraphClient(FalkorDB(**handle.redis_kwargs()), settings) for _ in halves]
     pool = ThreadPoolExecutor(len(halves))

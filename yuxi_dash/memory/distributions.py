@@ -68,7 +68,7 @@ import redis
 
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient, Row, glob_escape
-from yuxi_dash.memory.graph_changes import Fingerprint, Kept, change_marks
+from yuxi_dash.memory.graph_changes import Fingerprint, Kept, change_marks, server_key
 from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
 log = logging.getLogger("yuxi_dash.memory.distributions")
@@ -318,11 +318,6 @@ def get_cache() -> SummaryCache:
     return get_resources().acquire(MEMORY_SUMMARIES, "process", SummaryCache, SummaryCache.clear)
 
 
-def _server_key(client: GraphClient) -> tuple[Any, ...]:
-    kwargs = client.db.connection.connection_pool.connection_kwargs
-    return (kwargs.get("path"), kwargs.get("host"), kwargs.get("port"))
-
-
 def _compute(client: GraphClient, group_id: str, part: str, limit: int) -> list[Row]:
     if part in UNLIMITED_PARTS:
         return client.ro_rows(group_id, PARTS[part])
@@ -353,7 +348,7 @@ def parts(
     cache = cache if cache is not None else get_cache()
     # before computing: a write meanwhile makes them stale (the graph's version first)
     current, local = change_marks(client, group_id)
-    server = _server_key(client)
+    server = server_key(client)
 
     def key(part: str) -> tuple[Any, ...]:
         return (server, group_id, part, None if part in UNLIMITED_PARTS else limit)

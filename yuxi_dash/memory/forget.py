@@ -64,7 +64,6 @@ CONFIRMATION_TEXT = (
     "Type the user id to confirm."
 )
 
-COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 COUNT_EDGES = "MATCH ()-[e]->() RETURN count(e) AS c"
 
 
@@ -157,7 +156,7 @@ def graph_counts(client: GraphClient, group_id: str) -> dict[str, int]:
     if not client.graph_exists(group_id):
         return dict.fromkeys((*names, "community_members"), 0)
     statements = (
-        COUNT_NODES,
+        queries.COUNT_NODES,
         COUNT_EDGES,
         queries.COUNT_ENTITIES,
         queries.COUNT_EPISODES,

@@ -78,7 +78,6 @@ RECONNECT_SECONDS = 2.0
 
 _epochs = itertools.count(1)  # process-wide: no two epochs of any watcher are equal
 Version = tuple[int, int]  # (epoch, the graph's change counter)
-COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 
 
 def _text(value: Any) -> str:
@@ -116,11 +115,6 @@ class GraphChangeWatcher:
         self._thread.start()
 
     # -- what callers use -------------------------------------------------------
-    @property
-    def live(self) -> bool:
-        with self._cond:
-            return self._live
-
     def wait_live(self, timeout: float) -> bool:
         """Whether the watcher is live within ``timeout`` seconds (False when refused)."""
         deadline = time.monotonic() + timeout
@@ -324,6 +318,12 @@ def _check_tracker(tracker: AbstractConnection, tracker_id: int) -> None:
         raise redis.ConnectionError("the tracker reconnected: tracking is off")
 
 
+def server_key(client: GraphClient) -> tuple[Any, ...]:
+    """The FalkorDB server ``client`` talks to: (socket path, host, port)."""
+    kwargs = client.db.connection.connection_pool.connection_kwargs
+    return (kwargs.get("path"), kwargs.get("host"), kwargs.get("port"))
+
+
 def get_watcher(client: GraphClient) -> GraphChangeWatcher:
     """The process's watcher of ``client``'s server (started on first use)."""
     pool = client.db.connection.connection_pool
@@ -331,7 +331,6 @@ def get_watcher(client: GraphClient) -> GraphChangeWatcher:
     kwargs["socket_timeout"] = BARRIER_SECONDS  # a view never waits longer on the tracker
     kwargs["protocol"] = 2  # invalidations as pub/sub messages on the listener
     kwargs["health_check_interval"] = 0  # only the watcher's thread reads the listener
-    server = (kwargs.get("path"), kwargs.get("host"), kwargs.get("port"))
 
     def connect() -> AbstractConnection:
         connection = pool.connection_class(**kwargs)
@@ -339,7 +338,10 @@ def get_watcher(client: GraphClient) -> GraphChangeWatcher:
         return connection
 
     return get_resources().acquire(
-        GRAPH_CHANGES, server, lambda: GraphChangeWatcher(connect), GraphChangeWatcher.close
+        GRAPH_CHANGES,
+        server_key(client),
+        lambda: GraphChangeWatcher(connect),
+        GraphChangeWatcher.close,
     )
 
 
@@ -412,7 +414,7 @@ def fingerprint(client: GraphClient, group_id: str) -> Fingerprint | None:
         saves=saves,
         last_save=last_save,
         changes=changes,
-        nodes=queries.counts_one(client, group_id, COUNT_NODES),
+        nodes=queries.counts_one(client, group_id, queries.COUNT_NODES),
         facts=queries.counts_one(client, group_id, queries.COUNT_RELATES_TO),
     )
 

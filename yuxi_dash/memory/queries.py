@@ -28,6 +28,7 @@ MAX_PAGE = 500
 COUNT_ENTITIES = "MATCH (n:Entity) RETURN count(n) AS c"
 COUNT_EPISODES = "MATCH (n:Episodic) RETURN count(n) AS c"
 COUNT_COMMUNITIES = "MATCH (n:Community) RETURN count(n) AS c"
+COUNT_NODES = "MATCH (n) RETURN count(n) AS c"
 COUNT_RELATES_TO = "MATCH ()-[e:RELATES_TO]->() RETURN count(e) AS c"
 COUNT_MENTIONS = "MATCH ()-[e:MENTIONS]->() RETURN count(e) AS c"
 COUNT_HAS_MEMBER = "MATCH ()-[e:HAS_MEMBER]->() RETURN count(e) AS c"
