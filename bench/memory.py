@@ -9,19 +9,21 @@ UNWIND statements, batched) on a private embedded FalkorDB (or reuses it when
 query (median of 5 runs, after one warm-up), prints each plan (GRAPH.EXPLAIN),
 times the distributions the old way (one statement after another, every view)
 beside the new plan (`memory.distributions`: cold, nothing kept anywhere =
-the first view after a write; shared, a new process served from the shared
+the first view after a write, the large parts read as node-id ranges at once by
+`memory.split_scans`; shared, a new process served from the shared
 Redis store; warm, kept in this process under the graph's version, the change
 watcher live) with ratios; then the view after a write to another graph on the
 same server (`memory.graph_changes`: with the watcher live the graph's own
 version keeps the parts warm, with it closed the server-wide fingerprint makes
 them cold; the two alternated, ms, closed/live ratio and parts served kept)
-and the watcher's `version` cost; optionally the statement variants that lost
-(`--alternatives`: a split scan, cheaper groupings, each in turns with the kept
-statement); restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
+and the watcher's `version` cost; optionally (`--alternatives`) each split part
+as one statement vs its node-id ranges at once, and the cheaper groupings that
+lost, each in turns with the kept statement; restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
 and compares with graphiti-core's full load (`get_by_group_ids`) on a 10%
 sample graph. Every memory page rendered on this graph: bench/memory_pages.py.
-Targets: counts < 5 ms, pages and hub facts < 50 ms, distributions < 300 ms
-cold and < 20 ms warm, dashboard process < 500 MB. Prints numbers and ratios;
+Targets: counts < 5 ms, pages and hub facts < 50 ms, each distribution < 300 ms
+cold and < 20 ms warm (a page's several parts together: < 1.5 s cold, the
+memory page target), dashboard process < 500 MB. Prints numbers and ratios;
 asserts nothing (speed is not a test).
 """
 
@@ -49,7 +51,7 @@ from falkordb import FalkorDB  # noqa: E402
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa: E402
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode  # noqa: E402
 
-from yuxi_dash.memory import distributions, graph_changes  # noqa: E402
+from yuxi_dash.memory import distributions, graph_changes, split_scans  # noqa: E402
 from yuxi_dash.memory import queries as q  # noqa: E402
 from yuxi_dash.memory.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.index_health import (  # noqa: E402
@@ -68,7 +70,8 @@ KINDS = ("user_asserted", "assistant_derived", "tool_observed")
 LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
 NAMES = tuple(f"REL_{i:02d}" for i in range(40))
 HUB_EDGES = 2000
-TARGETS_MS = {"count": 5.0, "page": 50.0, "distribution": 300.0}
+# "page": one page of rows; "memory page": a whole memory page (bench/memory_pages.py)
+TARGETS_MS = {"count": 5.0, "page": 50.0, "distribution": 300.0, "memory page": 1500.0}
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -337,36 +340,22 @@ RETURN left(fact, 300) AS fact, copies
 ORDER BY copies DESC, fact
 LIMIT $limit
 """
-BREAKDOWN_RANGE = """
-MATCH (a)-[e:RELATES_TO]->() WHERE id(a) >= $lo AND id(a) < $hi
-RETURN coalesce(e.status, '') AS status, coalesce(e.source_kind, '') AS source_kind,
-       (e.expired_at IS NULL AND e.forgotten_at IS NULL) AS unexpired, count(e) AS facts
-"""
 
 
 def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> None:
-    """Cheaper statements and a split scan, each in turns with the kept statement."""
+    """Cheaper statements, and each split part as one statement vs its node-id ranges at
+    once (`memory.split_scans`, what the views run on a large graph), in turns."""
     g = GROUP
     limit = {"limit": 50}
     nodes = q.counts_one(client, g, q.COUNT_NODES)
-    halves = [(0, nodes // 2), (nodes // 2, 2**62)]  # the last range is open: ids may exceed
-    clients = [GraphClient(FalkorDB(**handle.redis_kwargs()), settings) for _ in halves]
-    pool = ThreadPoolExecutor(len(halves))
+    splits = max(2, settings.falkordb_scan_splits)
 
-    def split_breakdown() -> list[dict[str, Any]]:
-        futures = [
-            pool.submit(c.ro_rows, g, BREAKDOWN_RANGE, {"lo": lo, "hi": hi})
-            for c, (lo, hi) in zip(clients, halves, strict=True)
-        ]
-        merged: dict[tuple[Any, ...], int] = {}
-        for future in futures:
-            for row in future.result():
-                group = (row["status"], row["source_kind"], row["unexpired"])
-                merged[group] = merged.get(group, 0) + row["facts"]
-        return [
-            dict(zip(("status", "source_kind", "unexpired", "facts"), (*k, v), strict=True))
-            for k, v in merged.items()
-        ]
+    def one_statement(part: str) -> Any:
+        params = {} if part == "breakdown" else {**limit, "offset": 0}
+        return lambda: client.ro_rows(g, distributions.PARTS[part], params)
+
+    def split(part: str) -> Any:
+        return lambda: split_scans.split_rows(client, g, part, 50, nodes=nodes, splits=splits)
 
     def keys(rows: list[dict[str, Any]]) -> list[str]:
         return sorted(repr(sorted(r.items())) for r in rows)
@@ -376,7 +365,7 @@ def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> 
         return sorted((r["copies"], r["source"], r["name"]) for r in rows)
 
     trials: list[tuple[str, Any, Any, Any]] = [
-        ("breakdown: 2 node-id halves at once vs one scan", lambda: client.ro_rows(g, q.FACT_BREAKDOWN), split_breakdown, keys),
+        *((f"{part}: one statement vs {splits} node-id ranges at once", one_statement(part), split(part), tied_keys if part == "same_triple" else keys) for part in split_scans.SPLIT_PARTS),
         ("same triple: grouped on end ids, names after", lambda: client.ro_rows(g, q.DUPLICATE_TRIPLES, limit), lambda: client.ro_rows(g, TRIPLES_BY_IDS, limit), tied_keys),
         ("same triple: end pair first, then names", lambda: client.ro_rows(g, q.DUPLICATE_TRIPLES, limit), lambda: client.ro_rows(g, TRIPLES_PAIR_FIRST, limit), tied_keys),
         ("same fact text: one sort of every text", lambda: client.ro_rows(g, q.DUPLICATE_FACT_TEXT, limit), lambda: client.ro_rows(g, TEXT_SORT_ALL, limit), keys),
@@ -389,9 +378,6 @@ def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> 
         print(
             f"{label:58} {kept_ms:8.1f} {alt_ms:8.1f} {kept_ms / alt_ms:8.2f}x  {key(kept_rows) == key(alt_rows)}"
         )
-    pool.shutdown()
-    for c in clients:
-        c.close()
 
 
 def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
@@ -463,10 +449,10 @@ def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
             == rows_of([shared_rows[n] for n in names])
             == rows_of([warm_rows[n] for n in names])
         )
+        # one distribution: < 300 ms cold; several (a whole page's parts): the page's 1.5 s
+        target = TARGETS_MS["distribution"] if len(names) == 1 else TARGETS_MS["memory page"]
         flag = (
-            ""
-            if cold_ms <= TARGETS_MS["distribution"] and warm_ms <= 20
-            else "  OVER TARGET (cold)"
+            "" if cold_ms <= target and warm_ms <= 20 else f"  OVER TARGET (cold > {target:.0f} ms)"
         )
         print(
             f"{label:58} {old_ms:8.1f} {cold_ms:9.1f} {shared_ms:8.2f} {warm_ms:6.2f}"

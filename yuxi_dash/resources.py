@@ -4,8 +4,8 @@ A process (the dashboard, one CLI command, a test run) holds a few things that
 outlive a single call: SQLAlchemy engines, the LangGraph checkpoint stores of
 our own database, FalkorDB graph clients, the handles of FalkorDB servers this
 process started, LaunchDarkly flag evaluators, the audit log's background
-writer, the memory views' cached distribution summaries and the watchers of
-which graphs changed. Each is created
+writer, the memory views' cached distribution summaries, the watchers of
+which graphs changed and the threads that split a fact scan. Each is created
 here lazily, on its first use, under a key made of the settings that matter
 for it (a database URL, a server address, a flag file and its mtime), and
 registered with the function that closes it.
@@ -61,6 +61,8 @@ MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
 SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
 # memory.graph_changes.GraphChangeWatcher: per-graph change counters from one FalkorDB server
 GRAPH_CHANGES: Kind[Any] = Kind("graph-changes")
+# memory.split_scans: the threads that run a fact scan's node-id ranges at once
+SCAN_WORKERS: Kind[Any] = Kind("scan-workers")
 
 
 @dataclass
