@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,25 @@ def test_node_ranges_cover_every_id_from_zero() -> None:
 def test_cypher_order_is_the_servers_order(graph: GraphClient) -> None:
     values = ["b", "B", "a", "", "a ", "ab", "é", "e\u0301", "中", "\uffff", "😀", None]
     values += [True, False, -1, 2, 2.5, [1, "x"], ["a"]]
-    served = graph.ro_rows(G, "UNWIND $v AS x RETURN x ORDER BY x", {"v": values})
-    assert [row["x"] for row in served] == sorted(values, key=split_scans.cypher_order)
+    served = graph.ro_rows(  # NaN is not a Cypher literal: made on the server
+        G, "UNWIND $v + [0.0 / 0.0] AS x RETURN x ORDER BY x", {"v": values}
+    )
+    ours = sorted([*values, float("nan")], key=split_scans.cypher_order)
+    assert [repr(row["x"]) for row in served] == [repr(value) for value in ours]  # NaN != NaN
+
+
+def test_groups_merge_as_cypher_groups() -> None:
+    """True and 1 are two groups (Python's dict would fold them), 1 and 1.0 one."""
+
+    def row(status: Any, facts: int) -> dict[str, Any]:
+        return {"status": status, "source_kind": "", "unexpired": True, "facts": facts}
+
+    merged = split_scans.SPLIT_PARTS["breakdown"][2]([[row(True, 2)], [row(1, 3), row(1.0, 4)]], 0)
+    assert sorted((repr(r["status"]), r["facts"]) for r in merged) == [("1", 7), ("True", 2)]
+    names = split_scans.SPLIT_PARTS["names"][2](
+        [[{"name": float("nan"), "facts": 1}], [{"name": float("nan"), "facts": 2}]], 5
+    )
+    assert [(repr(r["name"]), r["facts"]) for r in names] == [("nan", 3)]
 
 
 @pytest.mark.parametrize("splits", [2, 3, 5])
@@ -139,16 +157,46 @@ def test_a_wrong_node_count_only_unbalances_the_ranges(graph: GraphClient) -> No
 def test_a_failing_range_raises_what_the_single_statement_raises(
     graph_client: GraphClient,
 ) -> None:
-    """Every range finishes first; the error is the one statement's (here: no such graph)."""
+    """Several ranges, each failing as the one statement does (here: no such graph)."""
     missing = "user_split_missing"
     graph_client.delete_graph(missing)
     for part in split_scans.SPLIT_PARTS:
-        statement = distributions.PARTS[part]
+        statement = split_scans.SPLIT_PARTS[part][0]
         with pytest.raises(Exception) as single:
-            graph_client.ro_rows(missing, statement, {"limit": 5, "offset": 0})
+            graph_client.ro_rows(missing, distributions.PARTS[part], {"limit": 5, "offset": 0})
+        sent = len(graph_client.stats.statements)
         with pytest.raises(type(single.value)) as split:
-            split_scans.split_rows(graph_client, missing, part, 5, nodes=0, splits=3)
+            split_scans.split_rows(graph_client, missing, part, 5, nodes=30, splits=3)
         assert str(split.value) == str(single.value)
+        assert graph_client.stats.statements[sent:].count(statement) == 3, part
+
+
+def test_a_bad_range_is_never_sent_and_the_others_finish(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upper bound of 0 kills FalkorDB 4.16: refused before sending, on a scan thread,
+    after the good ranges ran; the server is still up."""
+    end = split_scans._NO_END
+    monkeypatch.setattr(
+        split_scans, "node_ranges", lambda nodes, splits: [(0, 9), (0, 0), (9, end)]
+    )
+    sent = len(graph.stats.statements)
+    with pytest.raises(ValueError, match="not a node-id range"):
+        split_scans.split_rows(graph, G, "breakdown", 5, nodes=30, splits=3)
+    statement = split_scans.SPLIT_PARTS["breakdown"][0]
+    assert graph.stats.statements[sent:].count(statement) == 2
+    assert queries.counts_one(graph, G, queries.COUNT_RELATES_TO) > 0
+
+
+def test_ranges_run_here_when_the_scan_threads_are_shut_down(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed = ThreadPoolExecutor(1)
+    closed.shutdown()  # as when the process closes between acquire and submit
+    monkeypatch.setattr(split_scans, "_workers", lambda: closed)
+    nodes = queries.counts_one(graph, G, queries.COUNT_NODES)
+    merged = split_scans.split_rows(graph, G, "names", 500, nodes=nodes, splits=3)
+    assert merged == _single(graph, "names", 500)
 
 
 @pytest.mark.parametrize("splits", [1, 3])
@@ -184,3 +232,43 @@ def test_parts_split_large_graphs_and_keep_their_rows(
         assert (ranged, sent.count(distributions.PARTS[part])) == (
             (splits, 0) if splits > 1 else (0, 1)
         ), part
+
+
+def test_a_write_during_the_ranges_reads_the_part_again_in_one_statement(
+    graph: GraphClient,
+    falkordb_server: ServerHandle,
+    falkordb_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ranges are separate reads: a fact deleted after them moves the graph's version, so the
+    split rows (which still count it) are dropped for one statement's."""
+    monkeypatch.setattr(split_scans, "SPLIT_MIN_FACTS", 1)
+    real = split_scans.split_rows
+    split_results: list[list[dict[str, Any]]] = []
+
+    def then_a_write(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        rows = real(*args, **kwargs)
+        split_results.append(rows)
+        graph.write(G, "MATCH ()-[e:RELATES_TO]->() WITH e LIMIT 1 DELETE e")
+        return rows
+
+    monkeypatch.setattr(split_scans, "split_rows", then_a_write)
+    client = make_client(
+        falkordb_server,
+        graph_settings(falkordb_dir, falkordb_scan_splits=2),
+        record_statements=True,
+    )
+    try:
+        found = distributions.parts(
+            client, G, ["breakdown"], cache=distributions.SummaryCache(), share=False
+        )
+        sent = client.stats.statements
+    finally:
+        client.close()
+    assert len(split_results) == 1  # the watcher vouched for the version: it was split
+    total = sum(row["facts"] for row in found["breakdown"])
+    assert total == sum(row["facts"] for row in split_results[0]) - 1
+    assert _order_keys("breakdown", found["breakdown"]) == _order_keys(
+        "breakdown", _single(graph, "breakdown", 0)
+    )
+    assert sent[-1] == queries.FACT_BREAKDOWN  # read again, in one statement

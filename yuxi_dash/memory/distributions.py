@@ -22,7 +22,10 @@ statements below: the per-fact aggregation is the floor (bench/memory.py
   `memory.queries`, so the rows are exactly those statements'. On a graph of
   `split_scans.SPLIT_MIN_FACTS` facts or more, the breakdown, the names, the same
   triple and the newest facts run as `falkordb_scan_splits` source node-id ranges
-  at once on the server's threads, merged into the same rows (`memory.split_scans`).
+  at once on the server's threads, merged into the same rows (`memory.split_scans`),
+  while the watcher vouches for the graph's own version: read again after the
+  ranges, a moved version (a write between two ranges) reads the part once more
+  in one statement.
   Views of the same part arriving together (after a write) share one run of
   it: the first holds the part's gate while computing, the others wait and
   take its rows when their fingerprint is the same (one part at a time).
@@ -72,7 +75,13 @@ import redis
 
 from yuxi_dash.memory import queries, split_scans
 from yuxi_dash.memory.client import GraphClient, Row, glob_escape
-from yuxi_dash.memory.graph_changes import Fingerprint, Kept, change_marks, server_key
+from yuxi_dash.memory.graph_changes import (
+    Fingerprint,
+    GraphVersion,
+    Kept,
+    change_marks,
+    server_key,
+)
 from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
 log = logging.getLogger("yuxi_dash.memory.distributions")
@@ -323,20 +332,34 @@ def get_cache() -> SummaryCache:
 
 
 def _compute(
-    client: GraphClient, group_id: str, part: str, limit: int, size: Fingerprint | None
+    client: GraphClient,
+    group_id: str,
+    part: str,
+    limit: int,
+    size: Fingerprint | None,
+    kept: Kept | None,
 ) -> list[Row]:
-    """The part's rows from the graph: split into node-id ranges run at once when the graph
-    is large (`size`: the fingerprint read before, with its node and fact counts)."""
+    """The part's rows from the graph (`size`, `kept`: what `change_marks` read before).
+
+    On a large graph whose own version the watcher vouches for, the part is read as
+    node-id ranges at once (`split_scans`); when the version moved meanwhile (a write
+    landed between two ranges, so a fact may be counted twice or missed), it is read
+    again in one statement, which sees one state of the graph. Without the watcher,
+    any write to the server would move the check, so such a graph is read in one go.
+    """
     splits = client.settings.falkordb_scan_splits
     if (
         splits > 1
         and size is not None
+        and isinstance(kept, GraphVersion)
         and size.facts >= split_scans.SPLIT_MIN_FACTS
         and part in split_scans.SPLIT_PARTS
     ):
-        return split_scans.split_rows(
+        rows = split_scans.split_rows(
             client, group_id, part, limit, nodes=size.nodes, splits=splits
         )
+        if change_marks(client, group_id)[1] == kept:
+            return rows
     if part in UNLIMITED_PARTS:
         return client.ro_rows(group_id, PARTS[part])
     params: dict[str, Any] = {"limit": limit}
@@ -396,13 +419,13 @@ def parts(
     computed: list[str] = []
     for part in missing:
         if local is None:
-            out[part] = _compute(client, group_id, part, limit, current)
+            out[part] = _compute(client, group_id, part, limit, current, local)
             continue
         gate = cache.gate(key(part))
         with gate.lock:  # one part at a time: never two gates held, so no deadlock
             rows = cache.get(key(part), local, count=False)  # a view ahead of us kept it
             if rows is None:
-                rows = _compute(client, group_id, part, limit, current)
+                rows = _compute(client, group_id, part, limit, current, local)
                 cache.put(key(part), local, rows)
                 computed.append(part)
         out[part] = rows

@@ -9,7 +9,10 @@ bench graph two ranges took 0.53x-0.57x of one statement's time on an idle 2-cor
 server (bench/memory.py --alternatives); on a server whose cores are all busy they
 cost about the same as one statement (0.95x-1.11x measured), never much more.
 
-The merged rows are the single statement's rows:
+The merged rows are the single statement's rows when no write lands while the ranges
+run. Each range is its own read, so a fact moved meanwhile can be seen twice or not at
+all: `memory.distributions` reads the graph's version before and after, and reads the
+part again in one statement when it moved. Merging:
 
 - ``breakdown`` and ``names``: counts summed per group (a group's facts may start in
   several ranges), then the single statement's ORDER BY and LIMIT;
@@ -17,8 +20,9 @@ The merged rows are the single statement's rows:
   returns whole groups; the ranges' top rows are merged under the same ORDER BY;
 - ``newest_facts``: each range's newest, merged newest first.
 
-Ordering follows Cypher's: strings by code point (as FalkorDB compares UTF-8),
-then booleans, then numbers, then null (last ascending, first descending); lists and
+Ordering and grouping follow Cypher's: strings by code point (as FalkorDB compares
+UTF-8), then booleans, then numbers, then NaN, then null (last ascending, first
+descending); True and 1 are different groups, 1 and 1.0 the same; lists and
 maps, which these statements never sort on, come first, ordered by their text. Rows
 tied on every ORDER BY key may come in another order than the server's (the server's
 own order among them is not defined either).
@@ -41,18 +45,22 @@ from yuxi_dash.resources import SCAN_WORKERS, get_resources
 
 # A smaller graph is read in one statement: its scan is short, a thread hand-off is not free.
 SPLIT_MIN_FACTS = 20_000
-MAX_WORKERS = 8  # range statements in flight from this process at once (others queue)
+# Scan threads per process: each view runs its first range itself and queues the rest here.
+MAX_WORKERS = 8
 _NO_END = 2**62  # the last range's upper bound: above any node id FalkorDB hands out
 
 Merge = Callable[[list[list[Row]], int], list[Row]]
 
 
 def cypher_order(value: Any) -> tuple[int, Any]:
-    """A sort key ordering values as Cypher's ORDER BY does (ascending)."""
+    """A sort key ordering values as Cypher's ORDER BY does (ascending); also the grouping
+    key where Cypher groups (True and 1 apart, 1 and 1.0 together, every NaN together)."""
     if value is None:
-        return (4, 0)
+        return (5, 0)
     if isinstance(value, bool):
         return (2, value)
+    if isinstance(value, float) and value != value:
+        return (4, 0)  # NaN: after every number, before null
     if isinstance(value, int | float):
         return (3, value)
     if isinstance(value, str):
@@ -63,29 +71,34 @@ def cypher_order(value: Any) -> tuple[int, Any]:
 def node_ranges(nodes: int, splits: int) -> list[tuple[int, int]]:
     """Up to ``splits`` [lo, hi) node-id ranges covering every id: 0 up, the last one open.
 
-    Never an empty range: FalkorDB 4.16 drops the connection on ``id(a) >= 0 AND
-    id(a) < 0`` (the server process dies), so a graph with fewer nodes than ``splits``
-    gets fewer ranges.
+    Never an empty range: FalkorDB 4.16 dies (the connection drops, the server process
+    exits) on an upper bound of 0 or less (``id(a) >= 0 AND id(a) < 0``, ``>= 1 AND < 0``)
+    and reads negative bounds wrongly, so a graph with fewer nodes than ``splits`` gets
+    fewer ranges and every range has 0 <= lo < hi.
     """
     splits = max(1, splits)
     bounds = [max(0, nodes) * index // splits for index in range(splits)] + [_NO_END]
     return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if lo < hi]
 
 
+_BREAKDOWN_GROUP = ("status", "source_kind", "unexpired")
+
+
 def _merge_breakdown(ranges: list[list[Row]], _limit: int) -> list[Row]:
-    facts: dict[tuple[Any, ...], int] = {}
+    groups: dict[tuple[Any, ...], Row] = {}  # keyed as Cypher groups (True and 1 apart)
     for rows in ranges:
         for row in rows:
-            group = (row["status"], row["source_kind"], row["unexpired"])
-            facts[group] = facts.get(group, 0) + row["facts"]
-    return [
-        {"status": status, "source_kind": kind, "unexpired": unexpired, "facts": count}
-        for (status, kind, unexpired), count in facts.items()
-    ]
+            key = tuple(cypher_order(row[column]) for column in _BREAKDOWN_GROUP)
+            kept = groups.get(key)
+            if kept is None:
+                groups[key] = {**{c: row[c] for c in _BREAKDOWN_GROUP}, "facts": row["facts"]}
+            else:
+                kept["facts"] += row["facts"]
+    return list(groups.values())
 
 
 def _merge_names(ranges: list[list[Row]], limit: int) -> list[Row]:
-    facts: dict[tuple[int, Any], tuple[Any, int]] = {}  # keyed so True and 1 stay apart
+    facts: dict[tuple[int, Any], tuple[Any, int]] = {}  # keyed as Cypher groups
     for rows in ranges:
         for row in rows:
             key = cypher_order(row["name"])
@@ -129,7 +142,7 @@ def _workers() -> ThreadPoolExecutor:
         SCAN_WORKERS,
         "process",
         lambda: ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="yuxi-dash-scan"),
-        lambda pool: pool.shutdown(wait=True, cancel_futures=True),
+        lambda pool: pool.shutdown(wait=True),
     )
 
 
@@ -139,26 +152,37 @@ def split_rows(
     """``part``'s rows read as ``splits`` node-id ranges at once (``nodes``: the graph's node
     count, which only balances the ranges), merged into the single statement's rows.
 
-    The first range runs in this thread, the others on the process's scan threads. Every
-    range finishes before this returns; the first error any range raised is raised.
+    The rows are the single statement's when no write lands while the ranges run (each
+    range is its own read: a fact moved meanwhile can be seen twice or not at all); the
+    caller checks the graph's version around it (`memory.distributions`). The first range
+    runs in this thread, the others on the process's scan threads (in this thread too
+    when those are shut down). Every range finishes before this returns; the first error
+    any range raised is raised.
     """
     statement, limited, merge = SPLIT_PARTS[part]
     ranges = node_ranges(nodes, splits)
     extra = {"limit": limit} if limited else {}
-    pending: list[Future[list[Row]]] = [
-        _workers().submit(client.ro_rows, group_id, statement, {"lo": lo, "hi": hi, **extra})
-        for lo, hi in ranges[1:]
-    ]
+
+    def read(lo: int, hi: int) -> list[Row]:
+        if not 0 <= lo < hi:  # FalkorDB 4.16 dies on an upper bound <= 0 (node_ranges)
+            raise ValueError(f"not a node-id range: [{lo}, {hi})")
+        return client.ro_rows(group_id, statement, {"lo": lo, "hi": hi, **extra})
+
+    pending: list[tuple[tuple[int, int], Future[list[Row]] | None]] = []
+    for bounds in ranges[1:]:
+        try:
+            pending.append((bounds, _workers().submit(read, *bounds)))
+        except RuntimeError:  # the pool was shut down (the process is closing): run it here
+            pending.append((bounds, None))
     results: list[list[Row]] = []
     error: BaseException | None = None
     try:
-        lo, hi = ranges[0]
-        results.append(client.ro_rows(group_id, statement, {"lo": lo, "hi": hi, **extra}))
+        results.append(read(*ranges[0]))
     except BaseException as exc:  # the other ranges still finish before this is raised
         error = exc
-    for future in pending:
+    for bounds, future in pending:
         try:
-            results.append(future.result())
+            results.append(read(*bounds) if future is None else future.result())
         except BaseException as exc:
             error = error or exc
     if error is not None:
