@@ -17,7 +17,7 @@ import pytest
 
 from tests.fixtures.graph import graph_settings, make_client
 from yuxi_dash.memory import distributions, queries, split_scans
-from yuxi_dash.memory.client import GraphClient
+from yuxi_dash.memory.client import GraphClient, get_client
 from yuxi_dash.memory.server import ServerHandle
 
 G = "user_split_scans"
@@ -272,3 +272,11 @@ def test_a_write_during_the_ranges_reads_the_part_again_in_one_statement(
         "breakdown", _single(graph, "breakdown", 0)
     )
     assert sent[-1] == queries.FACT_BREAKDOWN  # read again, in one statement
+
+
+def test_the_process_client_carries_the_configured_splits(
+    falkordb_server: ServerHandle, falkordb_dir: Path
+) -> None:
+    one, three = (get_client(graph_settings(falkordb_dir, falkordb_scan_splits=n)) for n in (1, 3))
+    assert one is not three
+    assert (one.settings.falkordb_scan_splits, three.settings.falkordb_scan_splits) == (1, 3)

@@ -5,9 +5,10 @@ hundred milliseconds on 200,000 facts, spent on one of the server's threads. Run
 `splits` statements, each over the facts whose source node id falls in one range
 (`queries.*_IN_RANGE`: FalkorDB seeks the id range and walks only those nodes'
 edges), the scan runs on as many of the server's threads at once. On the 200,000-fact
-bench graph two ranges took 0.53x-0.57x of one statement's time on an idle 2-core
-server (bench/memory.py --alternatives); on a server whose cores are all busy they
-cost about the same as one statement (0.95x-1.11x measured), never much more.
+bench graph two ranges took 0.52x-0.62x of one statement's time with the 2-core
+server otherwise idle (bench/memory.py --alternatives, four parts, three runs); with
+its cores busy (a loaded machine) they ran about as fast as one statement (the
+breakdown: 0.95x-1.11x its speed over three runs).
 
 The merged rows are the single statement's rows when no write lands while the ranges
 run. Each range is its own read, so a fact moved meanwhile can be seen twice or not at
