@@ -10,7 +10,7 @@ passes (0.8x-1.1x of them on the bench graph, before even reading the
 triples' end names), and would make the overview and ratification, which need
 only the breakdown, pay for the duplicates too; running the parts
 concurrently measured 0.6x-0.8x (slower) on a busy 2-core machine. Splitting
-one part's scan into two node-id ranges run at once is what helps: 1.78x-1.87x
+one part's scan into two node-id ranges run at once is what helps: 1.62x-1.92x
 faster with the server's cores free, about even (0.95x-1.11x) with them busy
 (`memory.split_scans`, used below). Cheaper groupings (the same triple grouped on end
 ids with the names read afterwards, 0.77x-0.91x, or on the end pair first,
