@@ -342,7 +342,7 @@ LIMIT $limit
 """
 
 
-def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> None:
+def bench_alternatives(client: GraphClient, settings: Settings) -> None:
     """Cheaper statements, and each split part as one statement vs its node-id ranges at
     once (`memory.split_scans`, what the views run on a large graph), in turns."""
     g = GROUP
@@ -351,8 +351,7 @@ def bench_alternatives(client: GraphClient, settings: Settings, handle: Any) -> 
     splits = max(2, settings.falkordb_scan_splits)
 
     def one_statement(part: str) -> Any:
-        params = {} if part == "breakdown" else {**limit, "offset": 0}
-        return lambda: client.ro_rows(g, distributions.PARTS[part], params)
+        return lambda: distributions.one_statement_rows(client, g, part, 50)
 
     def split(part: str) -> Any:
         return lambda: split_scans.split_rows(client, g, part, 50, nodes=nodes, splits=splits)
@@ -657,12 +656,12 @@ def main() -> None:
         if args.only_distributions:
             bench_distributions(client, args.shared_redis or None)
             if args.alternatives:
-                bench_alternatives(client, settings, handle)
+                bench_alternatives(client, settings)
             return
         rows = bench_views(client, show_plans=args.plans)
         bench_distributions(client, args.shared_redis or None)
         if args.alternatives:
-            bench_alternatives(client, settings, handle)
+            bench_alternatives(client, settings)
 
         if not args.skip_restart:
             print("\nSAVE, stop, start from the RDB (the index drifts):")

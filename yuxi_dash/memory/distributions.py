@@ -360,6 +360,11 @@ def _compute(
         )
         if change_marks(client, group_id)[1] == kept:
             return rows
+    return one_statement_rows(client, group_id, part, limit)
+
+
+def one_statement_rows(client: GraphClient, group_id: str, part: str, limit: int) -> list[Row]:
+    """The part's rows read by its one statement in `PARTS` (never split, never kept)."""
     if part in UNLIMITED_PARTS:
         return client.ro_rows(group_id, PARTS[part])
     params: dict[str, Any] = {"limit": limit}

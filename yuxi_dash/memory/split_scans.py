@@ -104,7 +104,7 @@ def _merge_names(ranges: list[list[Row]], limit: int) -> list[Row]:
         for row in rows:
             key = cypher_order(row["name"])
             facts[key] = (row["name"], facts.get(key, (None, 0))[1] + row["facts"])
-    ordered = sorted(facts.items(), key=lambda item: ((-item[1][1],), item[0]))
+    ordered = sorted(facts.items(), key=lambda item: (-item[1][1], item[0]))  # facts DESC, name
     return [{"name": name, "facts": count} for _key, (name, count) in ordered[:limit]]
 
 
