@@ -31,7 +31,7 @@ def _migrate(action: str, revision: str) -> CommandResult:
     after = db.current_revision(url)
     data: dict[str, Any] = {"action": action, "from_revision": before, "revision": after}
     text = f"database {action}: {before or 'base'} -> {after or 'base'}"
-    if action == "upgrade":  # first set-up: the one command that creates the workdir
+    if action == "upgrade":  # first set-up creates the workdir (as do the demo and `serve`)
         from yuxi_dash.workdir import Workdir
 
         workdir = Workdir(get_settings().workdir)

@@ -1,4 +1,5 @@
-"""CLI commands: `memory stats|entities|facts|communities|ratification USER` and `flags USER`.
+"""CLI commands: `memory stats|entities|facts|communities|ratification USER`, `flags USER`,
+`memory index-health`, `memory repair-indexes` and `memory server status|start|stop`.
 
 Every memory command goes through `yuxi_dash.memory.service.open_view`, so it
 is gated (exit 6 when LaunchDarkly says off, and no graph query runs) and

@@ -1,4 +1,5 @@
-"""Forget everything about a user, verified: their graph, their hit counters, their communities.
+"""Forget everything about a user, verified: their graph (communities included), their hit
+counters, their correction rows and the shared copies of their memory distributions.
 
 `forget_user` is admin only (checked here, not only in the page) and needs a
 typed confirmation equal to the user id exactly. It then
