@@ -233,6 +233,18 @@ def test_a_cut_list_is_read_up_to_the_item_cap() -> None:
     assert parsed is not None and parsed[1] == "cut" and len(parsed[0]) == MAX_SALVAGED_ITEMS
 
 
+def test_a_cut_object_is_read_up_to_the_pair_cap() -> None:
+    """A hostile cut object of many small pairs stops at the cap, as a cut list does."""
+    pairs = ",".join(f'"k{i}":{i}' for i in range(MAX_SALVAGED_ITEMS * 20))
+    parsed = parse_records_text('{"results":[{"id":"a","score":1}],' + pairs)
+    assert parsed is not None and parsed[1] == "cut"
+    value = parsed[0]
+    assert len(value) == MAX_SALVAGED_ITEMS  # "results" and the first 999 pairs
+    assert value["results"] == [{"id": "a", "score": 1}]
+    assert value[f"k{MAX_SALVAGED_ITEMS - 2}"] == MAX_SALVAGED_ITEMS - 2
+    assert f"k{MAX_SALVAGED_ITEMS - 1}" not in value
+
+
 def test_preview_salvage_reports_only_a_salvaged_structured_preview() -> None:
     text = kb_payload(10)
     cut = _cut_inside_record(text, 3)

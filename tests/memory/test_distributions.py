@@ -250,6 +250,24 @@ def test_views_arriving_together_share_one_scan(
     assert_same_as_old(graph, G, found[0])
 
 
+def test_rows_kept_before_the_watcher_was_live_serve_while_the_fingerprint_holds() -> None:
+    """The first view of a process keeps its rows under the server-wide fingerprint (the
+    watcher is not live yet); the next, under the graph's version, takes them while that
+    fingerprint is still the server's, and keeps them under the version from then on."""
+    cache = distributions.SummaryCache()
+    fp = distributions.Fingerprint("run", 0, 0, 5, 10, 20)
+    moved = distributions.Fingerprint("run", 0, 0, 6, 10, 20)
+    version = graph_changes.GraphVersion("run", 1, 0, 10, 20)
+    rows = [{"name": "KNOWS", "facts": 3}]
+    cache.put("a", fp, rows)
+    assert cache.get("a", version, or_under=moved) is None  # a write since: stale
+    assert cache.get("a", version) is None
+    assert cache.get("a", version, or_under=fp) == rows
+    assert cache.get("a", version) == rows  # kept under the version now
+    assert cache.get("a", fp) is None
+    assert (cache.hits, cache.misses) == (2, 3)
+
+
 def test_cache_keeps_copies_and_drops_the_least_recently_used() -> None:
     cache = distributions.SummaryCache(max_entries=2)
     fp = distributions.Fingerprint("run", 0, 0, 0, 1, 1)

@@ -8,8 +8,8 @@ timestamps, non-ASCII names, and node ids above the node count (the lowest ids d
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -191,12 +191,46 @@ def test_a_bad_range_is_never_sent_and_the_others_finish(
 def test_ranges_run_here_when_the_scan_threads_are_shut_down(
     graph: GraphClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    closed = ThreadPoolExecutor(1)
+    closed = split_scans.ScanThreads(1)
     closed.shutdown()  # as when the process closes between acquire and submit
     monkeypatch.setattr(split_scans, "_workers", lambda: closed)
     nodes = queries.counts_one(graph, G, queries.COUNT_NODES)
     merged = split_scans.split_rows(graph, G, "names", 500, nodes=nodes, splits=3)
     assert merged == _single(graph, "names", 500)
+
+
+def test_a_view_never_waits_behind_other_views_ranges(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every scan thread busy (other users' long ranges), the view runs its ranges
+    itself instead of queueing behind them, and a thread freed again is used again."""
+    threads = split_scans.ScanThreads(2)
+    monkeypatch.setattr(split_scans, "_workers", lambda: threads)
+    release = threading.Event()
+    busy = [threads.try_submit(release.wait, 30) for _ in range(2)]
+    assert all(future is not None for future in busy)
+    assert threads.try_submit(release.wait, 30) is None  # none free: not queued
+    nodes = queries.counts_one(graph, G, queries.COUNT_NODES)
+    ran_in: list[str] = []
+    real_rows = graph.ro_rows
+
+    def ro_rows(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        ran_in.append(threading.current_thread().name)
+        return real_rows(*args, **kwargs)
+
+    monkeypatch.setattr(graph, "ro_rows", ro_rows)
+    try:
+        merged = split_scans.split_rows(graph, G, "names", 500, nodes=nodes, splits=3)
+        assert ran_in == [threading.current_thread().name] * 3  # all here, none queued
+    finally:
+        release.set()
+    for future in busy:
+        assert future is not None and future.result(timeout=10) is True
+    ran_in.clear()
+    again = split_scans.split_rows(graph, G, "names", 500, nodes=nodes, splits=3)
+    assert merged == again == _single(graph, "names", 500)
+    assert sum(name.startswith("yuxi-dash-scan") for name in ran_in) == 2  # freed: used again
+    threads.shutdown()
 
 
 @pytest.mark.parametrize("splits", [1, 3])

@@ -20,7 +20,8 @@ fails, the leading complete records recovered from what the text starts with:
   envelope, its ``data``, its ``results``); list items are read whole or not at
   all, so a record is either complete or absent, and at most
   ``MAX_SALVAGED_ITEMS`` of them (the count shown is then a lower bound, as for
-  any cut text);
+  any cut text), as are at most ``MAX_SALVAGED_ITEMS`` key/value pairs of a cut
+  object (a Python loop each: a hostile result cannot make it run long);
 - ``"python_repr"``: a Python literal (``str(dict)`` of a result: single quotes,
   ``True``/``None``). A plain repr (no ``"``, no backslash) is turned into JSON
   text with string operations and decoded like JSON (so a cut one keeps its
@@ -48,7 +49,7 @@ import msgspec
 
 SalvageKind = Literal["trailing_text", "cut", "python_repr", "python_repr_cut"]
 MAX_SALVAGE_DEPTH = 3
-MAX_SALVAGED_ITEMS = 1000  # a cut list is read item by item up to this many (a Python loop)
+MAX_SALVAGED_ITEMS = 1000  # a cut list (object) is read item (pair) by item up to this many
 MAX_LITERAL_CHARS = 1 << 20  # a longer Python repr is not parsed
 MAX_LITERAL_ITEMS = 5000  # nor one with more separators: at most ~50 ms of parsing
 
@@ -219,7 +220,7 @@ def _partial(text: str, pos: int, depth: int) -> tuple[Any, bool]:
         pos = _skip_space(text, pos + 1)
         if text.startswith("}", pos):
             return obj, True
-        while True:
+        for _pair in range(MAX_SALVAGED_ITEMS):
             if not text.startswith('"', pos):
                 return obj, False
             try:
@@ -246,6 +247,7 @@ def _partial(text: str, pos: int, depth: int) -> tuple[Any, bool]:
                 return obj, True
             else:
                 return obj, False
+        return obj, False  # the rest is not read: shown as if cut here
     items: list[Any] = []
     pos = _skip_space(text, pos + 1)
     if text.startswith("]", pos):

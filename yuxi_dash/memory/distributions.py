@@ -37,7 +37,9 @@ statements below: the per-fact aggregation is the floor (bench/memory.py
   again (one INFO, two O(1) counts and the watcher's two PINGs, about a
   millisecond) and uses the kept rows only when it is the same; a write during
   a computation therefore leaves rows under an older version, which the next
-  view sees as stale.
+  view sees as stale. Rows kept under the fingerprint before the watcher was live
+  (a process's first view) serve a view under the version while the fingerprint
+  is unchanged, and are kept under the version from then on.
 - Shared: when `YUXI_DASH_REDIS_URL` is set, each computed part is also kept
   in that Redis (`SharedStore`, its connection held by `yuxi_dash.resources`)
   beside the same fingerprint, for SHARED_TTL_SECONDS. A process that misses
@@ -134,13 +136,20 @@ class SummaryCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Hashable, fingerprint: Kept, *, count: bool = True) -> list[Row] | None:
-        """A copy of the rows kept under `key`, only when kept under this same fingerprint."""
+    def get(
+        self, key: Hashable, fingerprint: Kept, *, count: bool = True, or_under: Kept | None = None
+    ) -> list[Row] | None:
+        """A copy of the rows kept under `key`, only when kept under this same fingerprint, or
+        under `or_under` (then they are kept under `fingerprint` from now on)."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or entry[0] != fingerprint:
+            if entry is None or (
+                entry[0] != fingerprint and (or_under is None or entry[0] != or_under)
+            ):
                 self.misses += count
                 return None
+            if entry[0] != fingerprint:
+                self._entries[key] = (fingerprint, entry[1])
             self._entries.move_to_end(key)
             self.hits += count
             return [dict(row) for row in entry[1]]
@@ -402,7 +411,9 @@ def parts(
     out: dict[str, list[Row]] = {}
     missing: list[str] = []
     for part in dict.fromkeys(names):
-        rows = cache.get(key(part), local) if local is not None else None
+        # rows kept before the watcher was live are under the server-wide fingerprint: still
+        # true while it is unchanged (no write anywhere on the server since)
+        rows = cache.get(key(part), local, or_under=current) if local is not None else None
         if rows is None:
             missing.append(part)
         else:

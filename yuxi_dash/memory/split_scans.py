@@ -36,9 +36,10 @@ a source; mirrored pairs, grouped by name across nodes) are never split.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient, Row
@@ -46,7 +47,8 @@ from yuxi_dash.resources import SCAN_WORKERS, get_resources
 
 # A smaller graph is read in one statement: its scan is short, a thread hand-off is not free.
 SPLIT_MIN_FACTS = 20_000
-# Scan threads per process: each view runs its first range itself and queues the rest here.
+# Scan threads per process: each view runs its first range itself and hands the rest to a
+# free one (never queued behind other views' ranges: with none free, it runs them itself).
 MAX_WORKERS = 8
 _NO_END = 2**62  # the last range's upper bound: above any node id FalkorDB hands out
 
@@ -137,14 +139,46 @@ SPLIT_PARTS: dict[str, tuple[str, bool, Merge]] = {
 }
 
 
-def _workers() -> ThreadPoolExecutor:
+_T = TypeVar("_T")
+
+
+class ScanThreads:
+    """Threads for range statements, and how many of them are free.
+
+    A range is handed over only to a free thread: with every thread busy (other
+    views' ranges) it runs in the caller's thread instead, so a view never waits
+    in a queue behind other users' scans, only for its own ranges.
+    """
+
+    def __init__(self, workers: int = MAX_WORKERS) -> None:
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan")
+        self._free = threading.Semaphore(workers)
+
+    def try_submit(self, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
+        """``fn(*args)`` on a free thread; None when none is free or the threads are shut
+        down (then run it in the caller's thread)."""
+        if not self._free.acquire(blocking=False):
+            return None
+
+        def run() -> _T:
+            try:
+                return fn(*args)
+            finally:
+                self._free.release()  # before the result is seen: the thread is free by then
+
+        try:
+            return self.pool.submit(run)
+        except RuntimeError:  # shut down (the process is closing)
+            self._free.release()
+            return None
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def _workers() -> ScanThreads:
     """The process's range-statement threads (created on first use; shut down at exit)."""
-    return get_resources().acquire(
-        SCAN_WORKERS,
-        "process",
-        lambda: ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="yuxi-dash-scan"),
-        lambda pool: pool.shutdown(wait=True),
-    )
+    return get_resources().acquire(SCAN_WORKERS, "process", ScanThreads, ScanThreads.shutdown)
 
 
 def split_rows(
@@ -156,9 +190,9 @@ def split_rows(
     The rows are the single statement's when no write lands while the ranges run (each
     range is its own read: a fact moved meanwhile can be seen twice or not at all); the
     caller checks the graph's version around it (`memory.distributions`). The first range
-    runs in this thread, the others on the process's scan threads (in this thread too
-    when those are shut down). Every range finishes before this returns; the first error
-    any range raised is raised.
+    runs in this thread, the others on the process's free scan threads (in this thread,
+    one after the other, when none is free or they are shut down). Every range finishes
+    before this returns; the first error any range raised is raised.
     """
     statement, limited, merge = SPLIT_PARTS[part]
     ranges = node_ranges(nodes, splits)
@@ -170,11 +204,9 @@ def split_rows(
         return client.ro_rows(group_id, statement, {"lo": lo, "hi": hi, **extra})
 
     pending: list[tuple[tuple[int, int], Future[list[Row]] | None]] = []
+    workers = _workers()
     for bounds in ranges[1:]:
-        try:
-            pending.append((bounds, _workers().submit(read, *bounds)))
-        except RuntimeError:  # the pool was shut down (the process is closing): run it here
-            pending.append((bounds, None))
+        pending.append((bounds, workers.try_submit(read, *bounds)))
     results: list[list[Row]] = []
     error: BaseException | None = None
     try:
