@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -52,6 +53,41 @@ def test_large_result_is_offloaded_with_exact_header(workdir: Workdir) -> None:
     assert hashlib.sha256(raw).hexdigest() == parse_saved_result(replaced.content).sha256
     # Input messages are untouched.
     assert messages[2].content == content
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["run_command", "query_kb", "web_search"]),
+    st.integers(min_value=1201, max_value=9000),
+    st.sampled_from(["a", "é", "中", "\n", "😀"]),
+)
+def test_the_header_states_the_original_length(
+    tmp_path_factory: pytest.TempPathFactory, tool: str, chars: int, unit: str
+) -> None:
+    """`SavedResult.chars` (the tool-results index's figure) is the original's length
+    whenever the preview is shorter than it, and never below it otherwise."""
+    workdir = Workdir(tmp_path_factory.mktemp("wd"))
+    workdir.initialize()
+    if tool == "query_kb":
+        content = kb_payload(max(1, chars // 400))
+    else:
+        content = (unit * chars)[:chars]
+    messages = list(tool_exchange(1, tool, content))
+    offloaded, saved = offload_tool_results(messages, workdir)
+    header = parse_saved_result(offloaded[1].content)
+    assert saved and header is not None
+    if len(header.preview) < len(content):
+        assert header.chars == len(content) == saved[0][2].chars
+    else:
+        assert len(content) <= header.chars <= 4 * (header.approx_tokens or 0)
+
+
+def test_a_header_without_a_count_gives_an_upper_bound() -> None:
+    forged = "[Tool result saved]\nTool: x\nApprox tokens: 400\n\nOutput preview:\nabc"
+    header = parse_saved_result(forged)
+    assert header is not None and header.note == "" and header.chars == 3
+    cut = forged + "\n[Truncated 1597 chars. Read the full output from the saved file.]"
+    assert parse_saved_result(cut).chars == 1600  # type: ignore[union-attr]
 
 
 def test_threshold_is_ceil_chars_over_4_greater_than_limit(workdir: Workdir) -> None:

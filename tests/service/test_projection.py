@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.service.builders import seed_thread
 from yuxi_dash import service
 from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.compaction import offload_tool_results
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ChatMessage, UsageSnapshotRow
+from yuxi_dash.store.models import ChatMessage, ToolResult, UsageSnapshotRow
 from yuxi_dash.store.state_repository import state_store, write_state
+from yuxi_dash.workdir import Workdir
 
 
 def _usage(next_tokens: int, at: str) -> dict[str, Any]:
@@ -66,3 +69,30 @@ def test_a_thread_projected_again_from_scratch_gets_no_snapshot_twice(db_url: st
         latest = project_thread(session, conv, state_store())
         assert latest is not None and latest.checkpoint_id == checkpoint
     assert _rows() == once  # the same snapshots and chat rows, none twice
+
+
+def test_saved_results_are_indexed_with_their_original_length(db_url: str, tmp_path: Path) -> None:
+    """The index's chars is the original result's length (not 4 x its approximate tokens)."""
+    checkpoint = seed_thread()
+    workdir = Workdir(tmp_path / "wd")
+    workdir.initialize()
+    contents = {"c1": "x" * 9451, "c2": "中文" * 1001, "c3": "line\n" * 333}
+    calls = [{"name": "run", "args": {}, "id": call_id} for call_id in contents]
+    results = [
+        ToolMessage(text, tool_call_id=call_id, name="run") for call_id, text in contents.items()
+    ]
+    offloaded, saved = offload_tool_results([AIMessage("", tool_calls=calls), *results], workdir)
+    assert len(saved) == 3
+    write_state(
+        "t1",
+        {"messages": [HumanMessage("q", id="h1"), *offloaded]},
+        expected_checkpoint_id=checkpoint,
+    )
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None
+        project_thread(session, conv, state_store())
+    with session_scope() as session:
+        rows = dict(
+            session.execute(sa.select(ToolResult.tool_call_id, ToolResult.chars)).tuples().all()
+        )
+    assert rows == {call_id: len(text) for call_id, text in contents.items()}

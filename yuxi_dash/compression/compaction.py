@@ -24,6 +24,7 @@ No model is called here and input messages are never mutated.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,7 @@ _PATH = "Full output path"
 _HEADER_FIELDS = (_TOOL, _APPROX_TOKENS, _SHA256, _PATH)
 _PREVIEW_LINE = "Output preview:"
 _NOTE_START = "[Truncated "
+_TRUNCATED_COUNT = re.compile(r"\[Truncated ([0-9]+) chars\.")
 
 
 def saved_result_header(tool_name: str, saved: SavedFile, preview: str, original_chars: int) -> str:
@@ -125,6 +127,22 @@ class SavedResult:
         """The original result's approximate tokens, None unless the header gives a number."""
         text = self.approx_tokens_text
         return int(text) if text.isascii() and text.isdigit() else None
+
+    @property
+    def chars(self) -> int:
+        """The original result's characters as the header states them.
+
+        Exact when the truncation note counts what the preview left out (the note is
+        written as original minus preview characters): that count plus the preview's
+        length. Otherwise (no count, or 0: a result hardly longer than its preview) the
+        smaller of the preview's length and ``4 × approx_tokens``, which the original is
+        no longer than.
+        """
+        match = _TRUNCATED_COUNT.match(self.note)
+        if match is not None and len(match.group(1)) <= 18 and int(match.group(1)) > 0:
+            return int(match.group(1)) + len(self.preview)
+        approx = self.approx_tokens
+        return len(self.preview) if approx is None else min(4 * approx, len(self.preview))
 
 
 def parse_saved_result(content: Any) -> SavedResult | None:

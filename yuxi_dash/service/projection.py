@@ -370,7 +370,7 @@ def _index_saved_results(
                 "tool_call_id": message.tool_call_id,
                 "sha256": saved.sha256[:64],
                 "path": saved.path[:1024],
-                "chars": approx * 4,
+                "chars": saved.chars,
                 "approx_tokens": approx,
                 "created_at": utcnow(),
             }
