@@ -16,3 +16,25 @@ data = ui.load_warm_context(access, query)
 st.info(literal(data["note"]), icon=":material/info:")
 st.caption(md("{} fact(s), {} recent episode(s).", len(data["facts"]), len(data["episodes"])))
 st.code(data["block"], language="xml", wrap_lines=True)
+stale = [fact for fact in data["facts"] if fact.get("not_live")]
+if stale:
+    st.warning(
+        md(
+            "{} of these facts are no longer live, yet the search hands them to the agent:",
+            len(stale),
+        ),
+        icon=":material/warning:",
+    )
+    st.dataframe(
+        [
+            {
+                "Fact": fact["fact"],
+                "Why not live": fact["not_live"],
+                "Valid from": fact["valid_at"],
+                "Invalid from": fact["invalid_at"],
+            }
+            for fact in stale
+        ],
+        hide_index=True,
+        width="stretch",
+    )

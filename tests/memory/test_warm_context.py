@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from tests.fixtures.graph import DEMO_TEST_USERS
 from yuxi_dash.memory.warm_context import (
     SEARCH_METHOD,
     build_warm_context,
     format_temporal_context,
+    why_not_live,
 )
 
 
@@ -44,6 +46,35 @@ def test_bm25_search_on_the_users_graph(demo_graphs, graph_client, memory_settin
     assert context.block.startswith("<temporal_context>\n<FACTS>\n- ")
 
 
+def test_why_a_fact_is_not_live() -> None:
+    assert why_not_live({"status": "active"}) is None
+    assert why_not_live({"status": None, "expired_at": None, "forgotten_at": None}) is None
+    assert why_not_live({"status": "retracted", "expired_at": "2026-01-01"}) == "retracted"
+    assert why_not_live({"status": "active", "forgotten_at": "2026-01-01"}) == "forgotten"
+    assert why_not_live({"status": "tentative", "expired_at": "2026-01-01"}) == "expired"
+
+
+def test_facts_no_longer_live_are_marked_and_still_in_the_block(demo_graphs, graph_client) -> None:
+    """The block is what the search finds, live or not; each fact says whether it is live."""
+    retracted = (
+        "MATCH ()-[e:RELATES_TO]->() WHERE e.status = 'retracted' "
+        "RETURN e.uuid AS uuid, e.fact AS fact LIMIT 1"
+    )
+    group, dead = next(
+        (group, rows)
+        for group in (f"user_{user}" for user in DEMO_TEST_USERS)
+        if (rows := graph_client.ro_rows(group, retracted))
+    )
+    context = build_warm_context(graph_client, group, dead[0]["fact"], max_facts=20)
+    found = {fact["uuid"]: fact for fact in context.facts}
+    assert found[dead[0]["uuid"]]["not_live"] == "retracted"
+    assert f"- {dead[0]['fact']} (" in context.block
+    for fact in context.facts:
+        live = fact["status"] not in {"retracted", "rejected", "superseded", "contradicted"}
+        live = live and not fact["expired_at"] and not fact["forgotten_at"]
+        assert (fact["not_live"] is None) == live
+
+
 def test_hostile_query_text_is_harmless(demo_graphs, graph_client) -> None:
     before = graph_client.ro_value("user_alice_chen", "MATCH (n) RETURN count(n)")
     context = build_warm_context(
@@ -64,7 +95,8 @@ YIELD relationship AS rel, score
 WITH rel AS e, score, startNode(rel) AS n, endNode(rel) AS m
 WHERE n:Entity AND m:Entity AND e.group_id IN $group_ids
 RETURN e.uuid AS uuid, e.name AS name, e.fact AS fact,
-       e.valid_at AS valid_at, e.invalid_at AS invalid_at
+       e.valid_at AS valid_at, e.invalid_at AS invalid_at,
+       e.status AS status, e.expired_at AS expired_at, e.forgotten_at AS forgotten_at
 ORDER BY score DESC
 LIMIT $limit"""
 

@@ -19,6 +19,11 @@ GRAPH.RO_QUERY with the per-query timeout and logs no parameters. Format:
     - [{created_at}] {content[:500]}
     </RECENT_EPISODES>
     </temporal_context>
+
+Each fact also says whether it is still live (`not_live`: its status when retracted,
+rejected, superseded or contradicted, else "forgotten" or "expired" when so marked,
+else None): the block gives the agent what the search finds, live or not, and a
+support user needs to see which of those the user's memory no longer holds true.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from graphiti_core.driver.falkordb.fulltext import build_falkor_fulltext_query
 
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient, Row
+from yuxi_dash.memory.correction_rules import INVALIDATED_STATUSES
 
 RECENT_EPISODE_COUNT = 5
 EPISODE_CONTENT_CHARS = 500
@@ -51,7 +57,8 @@ WITH rel, score ORDER BY score DESC
 WITH rel AS e, score, startNode(rel) AS n, endNode(rel) AS m
 WHERE n:Entity AND m:Entity AND e.group_id IN $group_ids
 RETURN e.uuid AS uuid, e.name AS name, e.fact AS fact,
-       e.valid_at AS valid_at, e.invalid_at AS invalid_at
+       e.valid_at AS valid_at, e.invalid_at AS invalid_at,
+       e.status AS status, e.expired_at AS expired_at, e.forgotten_at AS forgotten_at
 LIMIT $limit"""
 
 
@@ -95,6 +102,19 @@ def format_temporal_context(
     return "\n".join(lines)
 
 
+def why_not_live(fact: dict[str, Any]) -> str | None:
+    """Why a fact the search found is no longer live (the block still gives it to the agent,
+    as the platform's search does), or None while it is."""
+    status = fact.get("status")
+    if isinstance(status, str) and status in INVALIDATED_STATUSES:
+        return status
+    if fact.get("forgotten_at") not in (None, ""):
+        return "forgotten"
+    if fact.get("expired_at") not in (None, ""):
+        return "expired"
+    return None
+
+
 def bm25_fact_search(client: GraphClient, group_id: str, query: str, *, limit: int) -> list[Row]:
     """BM25 fulltext fact search on this user's graph only: read-only, with the query timeout."""
     fulltext = build_falkor_fulltext_query(query, [group_id])  # "" when only stopwords remain
@@ -117,9 +137,14 @@ def build_warm_context(
             "fact": row["fact"] or "",
             "valid_at": _when(row["valid_at"]),
             "invalid_at": _when(row["invalid_at"]),
+            "status": row.get("status"),
+            "expired_at": _when(row.get("expired_at")),
+            "forgotten_at": _when(row.get("forgotten_at")),
         }
         for row in bm25_fact_search(client, group_id, query, limit=max_facts)
     ]
+    for fact in facts:
+        fact["not_live"] = why_not_live(fact)
     episodes = queries.recent_episodes(client, group_id, limit=RECENT_EPISODE_COUNT)
     return WarmContext(
         query=query,
