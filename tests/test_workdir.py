@@ -254,6 +254,8 @@ def test_both_write_paths_create_skip_and_repair(
     saved = workdir.save_tool_result("run", "é" * 3000)
     target = workdir.root / saved.path
     assert target.read_bytes() == ("é" * 3000).encode()
+    # the owner's only: a tool result holds a user's data
+    assert target.stat().st_mode & 0o077 == 0 and target.parent.stat().st_mode & 0o077 == 0
     inode = target.stat().st_ino
     workdir.save_tool_result("run", "é" * 3000)
     assert target.stat().st_ino == inode

@@ -27,6 +27,10 @@ from pathlib import PurePosixPath
 from yuxi_dash.errors import PathRefused
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# Files and directories made here are the owner's only: tool results and histories hold
+# users' data (replicas share the workdir as one user).
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
 _NOFOLLOW = os.O_NOFOLLOW
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
@@ -82,7 +86,7 @@ def open_dir(parent_fd: int, name: str, *, create: bool = False) -> int:
             raise _refuse_link(name) from None
         raise
     try:
-        os.mkdir(name, 0o755, dir_fd=parent_fd)
+        os.mkdir(name, _DIR_MODE, dir_fd=parent_fd)
     except FileExistsError:
         pass  # made by someone else meanwhile: open whatever is there, still without following
     return open_dir(parent_fd, name, create=False)
@@ -183,7 +187,7 @@ def link_new_file(dir_fd: int, name: str, data: bytes) -> bool:
 
 
 def _link_anonymous(dir_fd: int, name: str, data: bytes) -> bool:
-    fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, 0o644, dir_fd=dir_fd)
+    fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, _FILE_MODE, dir_fd=dir_fd)
     try:
         write_all(fd, data)
         try:
@@ -207,7 +211,7 @@ def replace_file(dir_fd: int, name: str, data: bytes, *, durable: bool = False) 
     while True:
         temp = f".{name[:100]}.{os.getpid()}-{next(_temp_names)}.tmp"
         try:
-            fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
+            fd = os.open(temp, flags, _FILE_MODE, dir_fd=dir_fd)
             break
         except FileExistsError:
             continue  # a stale temp of an earlier process with the same pid: next name

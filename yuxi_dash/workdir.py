@@ -205,7 +205,7 @@ class Workdir:
         the marked root, so an absent history dir still means "nothing written".
         """
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             with self._root_fd() as root_fd:
                 created = safe_fs.link_new_file(root_fd, MARKER_NAME, _MARKER_TEXT)
                 os.close(safe_fs.open_regular(root_fd, MARKER_NAME))  # PathRefused if a link
