@@ -8,6 +8,7 @@ separators, `threads` says how many of how many, its --help names the defaults, 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -57,6 +58,23 @@ def test_threads_help_gives_the_defaults(capsys: pytest.CaptureFixture[str]) -> 
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: 50)" in text and "(default: 0)" in text
     assert "(default: active and archived; deleted only when asked)" in text
+
+
+def test_actor_help_is_one_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    role = "the role comes from YUXI_DASH_CLI_ROLE, default operator"
+    for argv, fallback in (
+        (["compress", "--help"], "required unless YUXI_DASH_CLI_ACTOR is set"),
+        (["import-thread", "--help"], "default: YUXI_DASH_CLI_ACTOR, else cli"),
+        (["memory", "stats", "--help"], "default: YUXI_DASH_CLI_ACTOR, else cli"),
+        (["memory", "index-health", "--help"], "default: YUXI_DASH_CLI_ACTOR, else cli"),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"--actor NAME the name the audit log records as acting ({fallback}); {role}" in (
+            text
+        ), argv
+        assert "one is needed" not in text and ") (" not in text, argv
 
 
 def test_tool_result_ids_have_no_thousands_separators(
@@ -136,3 +154,41 @@ def test_flags_exit_6_with_no_launchdarkly_at_all(
     code, text = text_of(capsys, "flags", "alice_chen")
     assert code == 6
     assert "graphiti-memory: off (LaunchDarkly is not configured)" in text
+
+
+LD_HINT = "set LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE (the demo's flag file is "
+
+
+def test_gated_off_with_no_launchdarkly_says_how_to_configure_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
+
+    code = main(["memory", "stats", "alice_chen"])
+    err = capsys.readouterr().err
+    assert code == 6 and err.count("\n") == 1  # still one line
+    assert err.startswith("yuxi-dash: memory is gated off for alice_chen: graphiti-memory is off")
+    assert f"{LD_HINT}{DEMO_FLAGS_FILE}) [memory_gated_off]" in err
+    code = main(["memory", "facts", "alice_chen", "--json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert code == 6 and error["code"] == "memory_gated_off" and LD_HINT in error["message"]
+    code, text = text_of(capsys, "memory", "index-health", "alice_chen")
+    assert code == 6
+    code, text = text_of(capsys, "flags", "alice_chen")
+    assert code == 6 and f"memory is gated off for every user: {LD_HINT}" in text
+
+
+def test_gated_off_by_a_flag_file_has_no_configuration_hint(
+    tmp_path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from yuxi_dash.demo.flags import write_demo_flags
+
+    users = ["ann", "ben", "cid", "dee"]  # the demo gates every 7th user from the 4th off
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(write_demo_flags(users, tmp_path / "f.json")))
+    get_settings.cache_clear()
+    code = main(["memory", "stats", "dee"])
+    err = capsys.readouterr().err
+    assert code == 6 and "the user is targeted individually" in err
+    assert "LAUNCHDARKLY_SDK_KEY" not in err
+    code, text = text_of(capsys, "flags", "dee")
+    assert code == 6 and "LAUNCHDARKLY_SDK_KEY" not in text

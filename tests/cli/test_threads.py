@@ -159,6 +159,27 @@ def test_threads_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_a_min_pressure_given_as_a_percentage_is_refused_with_a_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for value in ("85", "150"):  # 150 was once an argparse line with no hint
+        code, out, _ = run(capsys, "threads", "--min-pressure", value)
+        assert code == 2 and out["error"]["code"] == "invalid_input"
+        assert "--min-pressure is a ratio: 0.85 means 85%" in out["error"]["message"]
+    code, _, err = run_text(capsys, "threads", "--min-pressure", "85")
+    assert code == 2 and err.count("\n") == 1  # one line
+    assert "0.85 means 85%" in err and "[invalid_input]" in err
+    with session_scope() as session:
+        refused = session.scalars(
+            sa.select(AuditEntry).where(AuditEntry.action == "cli.threads")
+        ).all()
+    assert [(row.actor, row.outcome) for row in refused] == [("cli", "refused")] * 3
+    assert run(capsys, "threads", "--min-pressure", "5")[0] == 0  # 500%: still a ratio
+    with pytest.raises(SystemExit) as exc:
+        main(["threads", "--min-pressure", "85%"])
+    assert exc.value.code == 2 and "0.85 means 85%" in capsys.readouterr().err
+
+
 def test_context_shows_the_next_model_call(capsys: pytest.CaptureFixture[str]) -> None:
     from yuxi_dash.compression import count_state_tokens
     from yuxi_dash.store.queries import get_thread
@@ -229,6 +250,16 @@ def test_compress_completed_then_no_op_and_audited(capsys: pytest.CaptureFixture
             .order_by(AuditEntry.id)
         ).all()
     assert outcomes[-2:] == ["completed", "no_op"]
+
+
+def test_compress_says_the_file_holds_the_history(capsys: pytest.CaptureFixture[str]) -> None:
+    thread_id = _simulated_thread(turns=5)
+    code, text, _ = run_text(capsys, "compress", thread_id, "--actor", "ops")
+    assert code == 0 and text.startswith("completed: ")
+    assert "messages summarized; history in " in text  # the summary is in the thread state
+    assert "summarized into" not in text
+    file_path = text.split("history in ", 1)[1].split(" (checkpoint", 1)[0]
+    assert file_path.endswith(".md") and "conversation_history" in file_path
 
 
 def test_compress_with_a_stale_checkpoint_is_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
@@ -303,6 +334,13 @@ def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
     assert problems == {tampered: "mismatch", deleted: "missing"}
     code, text, _ = run_text(capsys, "tool-results", "--verify")
     assert code == 1 and "1 missing, 1 mismatched" in text and deleted in text
+    # --limit and --offset page --verify as they page the listing (newest first)
+    code, page, _ = run(capsys, "tool-results", "--verify", "--limit", "1")
+    assert code == 1 and (page["checked"], page["mismatch"], page["missing"]) == (1, 1, 0)
+    code, rest, _ = run(capsys, "tool-results", "--verify", "--offset", "2")
+    assert code == 0 and rest["checked"] == rest["ok"] == len(listed) - 2
+    code, text, _ = run_text(capsys, "tool-results", "--verify", "--limit", "2")
+    assert code == 1 and text.startswith("checked 2 files (--limit 2, --offset 0, newest first)")
 
 
 # --- db, simulate, demo ---------------------------------------------------------------

@@ -13,6 +13,7 @@ import this module; it re-exports those names.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -53,12 +54,22 @@ log = logging.getLogger("yuxi_dash.cli")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line with exit code 2 (and JSON if asked)."""
+    """argparse that reports usage errors as one line with exit code 2 (and JSON if asked).
 
-    json_requested = False  # set by main() from the argv it parses
+    ``json_errors`` is this parser's and its subcommands' own (set by `build_parser`
+    from the argv `main` parses), so one call's ``--json`` never changes the next's.
+    """
+
+    def __init__(self, *args: Any, json_errors: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.json_errors = json_errors
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        kwargs.setdefault("parser_class", functools.partial(_Parser, json_errors=self.json_errors))
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str) -> NoReturn:
-        if _Parser.json_requested:
+        if self.json_errors:
             _print_json({"error": {"code": "usage", "status": 400, "message": message}})
         else:
             print(f"yuxi-dash: {message} (see `yuxi-dash --help`)", file=sys.stderr)
@@ -82,14 +93,16 @@ def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, default=str, ensure_ascii=False, indent=2) + "\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
+    """The `yuxi-dash` parser; ``json_errors``: usage errors are printed as JSON."""
     from yuxi_dash.cli import attach, db, memory, serve, simulate, threads, tool_results
 
     parser = _Parser(
         prog="yuxi-dash",
         description="Operator console for context compression and Graphiti memory.",
+        json_errors=json_errors,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (db, threads, tool_results, simulate, memory, attach, serve):
         module.register(sub)
@@ -99,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
-    _Parser.json_requested = "--json" in argv
-    parser = build_parser()
+    parser = build_parser(json_errors="--json" in argv)
     args = parser.parse_args(argv)
     want_json = bool(getattr(args, "json", False))
     handler: Handler = args.handler

@@ -1,6 +1,6 @@
 """Argument types of the `yuxi-dash` commands: bad input is a usage error, exit 2, one line.
 
-Each is an argparse `type=`: a ratio (0..100), integers that fit a signed 64-bit
+Each is an argparse `type=`: a ratio (finite, 0 or more), integers that fit a signed 64-bit
 column (`positive_int`, `non_negative_int`) and a pause in seconds (0..3600).
 Imports nothing from the CLI, so every command module can use them.
 """
@@ -12,12 +12,18 @@ import math
 
 
 def ratio(text: str) -> float:
+    """An argparse type: a finite, non-negative ratio (0.85 is 85%).
+
+    No upper bound here: the command refuses one too large for its own use with a
+    hint (`threads --min-pressure 85` is InvalidInput, audited, not a usage line).
+    """
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"ratio out of range (0..100): {text}")
+        hint = "; a ratio: 0.85 means 85%" if text.strip().endswith("%") else ""
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}{hint}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"ratio out of range (0 or more): {text}")
     return value
 
 

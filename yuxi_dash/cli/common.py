@@ -9,13 +9,14 @@ and the entry point import each other.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yuxi_dash.errors import InvalidInput
+from yuxi_dash.errors import InvalidInput, MemoryGatedOff
 
 if TYPE_CHECKING:
     from yuxi_dash.auth import Actor
@@ -49,13 +50,28 @@ def say_progress(stage: str) -> None:
     print(f"yuxi-dash: {stage}…", file=sys.stderr, flush=True)
 
 
-ACTOR_HELP = "who the audit log records; the role is YUXI_DASH_CLI_ROLE (default operator)"
+ACTOR_HELP = "the name the audit log records as acting"
+ROLE_HELP = "the role comes from YUXI_DASH_CLI_ROLE, default operator"
 UNNAMED_ACTOR = "cli:unnamed"  # what the audit log records for a refused, unusable actor
+
+
+def actor_help(*, required: bool = False) -> str:
+    """The `--actor` help as one sentence: who is recorded, the fallback, where the role is from.
+
+    `required`: the command refuses to run without an actor (`compress`), rather than
+    falling back to `cli`.
+    """
+    fallback = (
+        "required unless YUXI_DASH_CLI_ACTOR is set"
+        if required
+        else "default: YUXI_DASH_CLI_ACTOR, else cli"
+    )
+    return f"{ACTOR_HELP} ({fallback}); {ROLE_HELP}"
 
 
 def add_actor_and_json_flags(parser: argparse.ArgumentParser) -> None:
     """`--actor` (who the audit log records) and `--json`, as every memory command takes them."""
-    parser.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
+    parser.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(parser)
 
 
@@ -69,8 +85,43 @@ def add_user_command(
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
     parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
     add_actor_and_json_flags(parser)
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=with_gate_hint(handler))
     return parser
+
+
+def launchdarkly_hint() -> str | None:
+    """How to turn the gates on when no LaunchDarkly source is configured at all, else None.
+
+    With neither LAUNCHDARKLY_SDK_KEY nor YUXI_DASH_LD_FLAGS_FILE every gate is off
+    ("LaunchDarkly is not configured"); only `serve --demo` sets the demo's flag file
+    by itself, so a CLI user is told where it is.
+    """
+    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
+    from yuxi_dash.settings import get_settings
+
+    settings = get_settings()
+    if settings.launchdarkly_sdk_key or settings.ld_flags_file:
+        return None
+    return (
+        "set LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE "
+        f"(the demo's flag file is {DEMO_FLAGS_FILE})"
+    )
+
+
+def with_gate_hint(handler: Handler) -> Handler:
+    """`handler`, whose MemoryGatedOff says how to configure LaunchDarkly when it is not."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> CommandResult:
+        try:
+            return handler(args)
+        except MemoryGatedOff as exc:
+            hint = launchdarkly_hint()
+            if hint is None:
+                raise
+            raise MemoryGatedOff(f"{exc.message}; {hint}", **exc.detail) from exc
+
+    return wrapped
 
 
 def command_actor(

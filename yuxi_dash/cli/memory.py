@@ -15,12 +15,14 @@ from typing import Any
 
 from yuxi_dash.cli import memory_desk, memory_support
 from yuxi_dash.cli.common import (
-    ACTOR_HELP,
     CommandResult,
     Handler,
+    actor_help,
     add_json_flag,
     add_user_command,
     command_actor,
+    launchdarkly_hint,
+    with_gate_hint,
 )
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.display import count, plain, reason_text, stamp
@@ -194,6 +196,9 @@ def _flags(args: argparse.Namespace) -> CommandResult:
         for flag in (gates.memory, gates.communities)
     )
     if not gates.memory_on:  # as every memory command would exit: gated off
+        hint = launchdarkly_hint()  # no LaunchDarkly source at all: say how to set one
+        if hint is not None:
+            text += f"\nmemory is gated off for every user: {hint}"
         return CommandResult(data, text, exit_code=MemoryGatedOff.exit_code)
     return CommandResult(data, text)
 
@@ -229,9 +234,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     health.add_argument("user", metavar="USER", nargs="?", default=None, help="omit for --all")
     health.add_argument("--all", action="store_true", help="every user graph (gated-off skipped)")
     health.add_argument("--limit", type=positive_int, default=500)
-    health.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
+    health.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(health)
-    health.set_defaults(handler=_index_health)
+    health.set_defaults(handler=with_gate_hint(_index_health))
     repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
     del repair
 

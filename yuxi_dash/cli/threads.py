@@ -19,7 +19,7 @@ from typing import Any
 from yuxi_dash.cli.arguments import add_page_flags, ratio
 from yuxi_dash.cli.arguments import non_negative_int as non_negative_int  # re-exported
 from yuxi_dash.cli.arguments import positive_int as positive_int  # re-exported
-from yuxi_dash.cli.common import ACTOR_HELP, CommandResult, add_json_flag, command_actor
+from yuxi_dash.cli.common import CommandResult, actor_help, add_json_flag, command_actor
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.cli.guards import store_errors as _store_errors
 from yuxi_dash.cli.output import iso, render_table
@@ -106,12 +106,20 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
     }
 
 
+MAX_MIN_PRESSURE = 5.0  # 500%: a larger --min-pressure is a percentage typed as a ratio (85)
+
+
 def _cmd_threads(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import ThreadWhere, count_threads, list_threads
 
     with cli_refusals(args, "cli.threads", "threads:*"):
+        if args.min_pressure is not None and args.min_pressure > MAX_MIN_PRESSURE:
+            raise InvalidInput(
+                f"--min-pressure {args.min_pressure:g} is above {MAX_MIN_PRESSURE:g} "
+                f"({MAX_MIN_PRESSURE:.0%}); --min-pressure is a ratio: 0.85 means 85%"
+            )
         if args.user is not None:
             validation.text(args.user, "user id", limit=128, required=True)
         if args.agent is not None:
@@ -351,7 +359,7 @@ def _cmd_compress(args: argparse.Namespace) -> CommandResult:
     if data.get("status") == "completed":
         text = (
             f"completed: {data['before_tokens']:,} -> {data['after_tokens']:,} tokens, "
-            f"{data['compressed_messages']} messages summarized into {data['file_path']} "
+            f"{data['compressed_messages']} messages summarized; history in {data['file_path']} "
             f"(checkpoint {data.get('checkpoint_id')})"
         )
     else:
@@ -370,7 +378,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     imp.add_argument(
         "file", metavar="FILE", help="thread JSON: {thread_id, user_id, agent, messages}"
     )
-    imp.add_argument("--actor", help=ACTOR_HELP + " (default: YUXI_DASH_CLI_ACTOR, else cli)")
+    imp.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(imp)
     imp.set_defaults(handler=_store_errors(_cmd_import_thread))
 
@@ -383,7 +391,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--min-pressure",
         type=ratio,
         metavar="R",
-        help="only threads at or above this summary pressure, e.g. 0.85 (default: every one)",
+        help="only threads at or above this summary pressure, a ratio: 0.85 means 85%%, "
+        f"at most {MAX_MIN_PRESSURE:g} (default: every one)",
     )
     threads.add_argument("--agent", metavar="SLUG", help="only this agent's (default: every agent)")
     threads.add_argument("--user", metavar="USER_ID", help="only this user's (default: every user)")
@@ -403,7 +412,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 
     compress = sub.add_parser("compress", help="manual compression through the locked core")
     compress.add_argument("thread", metavar="THREAD")
-    compress.add_argument("--actor", help=ACTOR_HELP + " (or YUXI_DASH_CLI_ACTOR; one is needed)")
+    compress.add_argument("--actor", metavar="NAME", help=actor_help(required=True))
     compress.add_argument(
         "--expected-checkpoint",
         metavar="ID",

@@ -1,7 +1,8 @@
 """The `tool-results` command: offloaded tool results on disk, listed or re-hashed.
 
 Lists the workdir's saved tool results (newest first, paged) or, with
-`--verify`, re-hashes every file and exits 1 if any is missing or changed.
+`--verify`, re-hashes every file and exits 1 if any is missing or changed;
+`--verify` with `--limit` or `--offset` re-hashes just the page the listing shows.
 Heavy modules are imported inside the handler so `yuxi-dash --help` stays fast.
 """
 
@@ -15,18 +16,34 @@ from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_
 from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
 
+LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
+VERIFY_BATCH = 500  # result ids per verify query with --limit/--offset (SQLite's 999 bound)
+
 
 def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
-    from yuxi_dash.tool_results import list_tool_results, verify_tool_results
+    from yuxi_dash.tool_results import VerifyReport, list_tool_results, verify_tool_results
 
     target = "tool_results:*" if args.thread is None else f"thread:{args.thread}"
     with cli_refusals(args, "cli.tool_results", target):
         validation.optional_identifier(args.thread, "thread id")  # "" once listed everything
+    paged = args.limit is not None or args.offset is not None
+    limit = LIST_LIMIT if args.limit is None else args.limit
+    offset = args.offset or 0
     if args.verify:
         with session_scope() as session:
-            report = verify_tool_results(session, thread_id=args.thread)
+            if paged:  # the page the listing shows, newest first
+                page = list_tool_results(session, thread_id=args.thread, limit=limit, offset=offset)
+                ids = [item.id for item in page]
+                report = VerifyReport()
+                for start in range(0, len(ids), VERIFY_BATCH):  # bound the IN list's parameters
+                    batch = ids[start : start + VERIFY_BATCH]
+                    report.results.extend(
+                        verify_tool_results(session, thread_id=args.thread, result_ids=batch)
+                    )
+            else:
+                report = verify_tool_results(session, thread_id=args.thread)
         counts = report.counts
         data = {
             "checked": len(report.results),
@@ -35,8 +52,9 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
             "mismatch": counts["mismatch"],
             "problems": [item.to_dict() for item in report.problems],
         }
+        scope = f" (--limit {limit}, --offset {offset}, newest first)" if paged else ""
         text = (
-            f"checked {data['checked']} files: {data['ok']} ok, "
+            f"checked {data['checked']} files{scope}: {data['ok']} ok, "
             f"{data['missing']} missing, {data['mismatch']} mismatched"
         )
         if report.problems:
@@ -50,7 +68,7 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
         items = [
             _row_to_dict(item)
             for item in list_tool_results(
-                session, thread_id=args.thread, limit=args.limit, offset=args.offset
+                session, thread_id=args.thread, limit=limit, offset=offset
             )
         ]
     rows = [
@@ -87,8 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--thread", metavar="THREAD", help="only this thread's (default: every thread)"
     )
     tool_results.add_argument(
-        "--verify", action="store_true", help="re-hash every file; exit 1 if any is bad"
+        "--verify",
+        action="store_true",
+        help="re-hash every file, or only the listed page when --limit or --offset is given; "
+        "exit 1 if any is missing or changed",
     )
-    add_page_flags(tool_results, limit=200, order="newest first")
+    add_page_flags(tool_results, limit=LIST_LIMIT, order="newest first")
+    # None: not given, so --verify checks every file; a listing still shows LIST_LIMIT rows
+    tool_results.set_defaults(limit=None, offset=None)
     add_json_flag(tool_results)
     tool_results.set_defaults(handler=store_errors(_cmd_tool_results))
