@@ -64,7 +64,7 @@ memory = [
 sections = {"Operations": operations}
 if memory:
     sections["Memory"] = memory
-page = st.navigation(sections)
+page = st.navigation(sections, expanded=True)  # every page listed: no "View N more"
 
 with st.sidebar:
     st.caption(md("Signed in as **{}** · {} · {}", actor.id, actor.role.label, actor.via))

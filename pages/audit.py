@@ -78,7 +78,7 @@ st.dataframe(
     width="stretch",
     column_config={
         "at": st.column_config.TextColumn("At"),
-        "actor": st.column_config.TextColumn("Who"),
+        "actor": st.column_config.TextColumn("Actor"),  # as the filter above names it
         "action": st.column_config.TextColumn("Action"),
         "target": st.column_config.TextColumn("Target"),
         "outcome": st.column_config.TextColumn("Outcome"),

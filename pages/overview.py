@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import streamlit as st
 
 from yuxi_dash.ui import loaders
-from yuxi_dash.ui.charts import PICK, pressure_overview_chart
+from yuxi_dash.ui.charts import PICK, POINTS_LABEL, pressure_overview_chart
 from yuxi_dash.ui.format import count, md, pct
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.usage import SUGGESTION_LABEL
@@ -60,7 +60,12 @@ def pressure_panel() -> None:
     cols[0].metric("Threads", count(kpis["threads"]))
     cols[1].metric(md("At or over {}", SUGGESTION_LABEL), count(kpis["at_or_over_suggestion"]))
     cols[2].metric("Over 100%", count(kpis["over_threshold"]))
-    cols[3].metric("Summary active", pct(kpis["summary_active_share"]))
+    cols[3].metric(  # a share here; thread detail shows the same name as yes/no
+        "Summary active",
+        pct(kpis["summary_active_share"]),
+        help="Share of these threads whose context already holds a summary of earlier "
+        "messages (thread detail shows yes or no for one thread).",
+    )
     cols[4].metric("Compressions, 24 h", count(kpis["compressions"]))
     cols[5].metric(
         "Auto / manual, 24 h",
@@ -83,16 +88,24 @@ def pressure_panel() -> None:
     if data["points_total"] > len(points):
         st.caption(
             md(
-                "Drawing the {:,} highest of {:,} threads above 75% as points; every thread is "
-                "counted in the heatmap.",
+                "Drawing the {:,} highest of {:,} threads at or above {} as points; every "
+                "thread is counted in the heatmap. Points start below the {} line so the "
+                "threads approaching it show too.",
                 len(points),
                 data["points_total"],
+                POINTS_LABEL,
+                SUGGESTION_LABEL,
             )
         )
     else:
         st.caption(
-            "Grey cells: every thread, counted per cell. Points: threads at or above 75% "
-            "summary pressure, coloured by agent. Click a point to open the thread."
+            md(
+                "Grey cells: every thread, counted per cell. Points: threads at or above {} "
+                "summary pressure, coloured by agent; they start below the {} line so the "
+                "threads approaching it show too. Click a point to open the thread.",
+                POINTS_LABEL,
+                SUGGESTION_LABEL,
+            )
         )
     event = st.altair_chart(
         pressure_overview_chart(data["heatmap"], points),

@@ -129,7 +129,10 @@ with chat_tab:
         st.info("No chat record for this thread.")
     else:
         st.caption(
-            md("{:,} messages, never compressed: what the user and agent actually said.", len(chat))
+            md(
+                "{:,} messages as the user and agent wrote them: this record is never compressed.",
+                len(chat),
+            )
         )
         linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
         if linked and linked.isdigit():

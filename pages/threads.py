@@ -48,6 +48,20 @@ by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(md("{} threads, highest summary pressure first.", shown))
+# attached threads are not compressed here whatever their agent supports: counted apart
+compression = [
+    "attached" if a else "supported" if c else "unsupported"
+    for c, a in zip(rows["capable"], rows["attached"], strict=True)
+]
+unsupported = compression.count("unsupported")
+if unsupported:
+    st.caption(
+        md(
+            "{:,} of these threads cannot be compressed: their agent does not support "
+            "context compression.",
+            unsupported,
+        )
+    )
 
 table = pd.DataFrame(
     {
@@ -65,7 +79,7 @@ table = pd.DataFrame(
             )
         ],
         "busy": [busy_label(b) for b in rows["busy_reason"]],
-        "compression": ["supported" if c else "unsupported" for c in rows["capable"]],
+        "compression": compression,
         "last compression": [ago(t) for t in rows["last_compression_at"]],
     }
 )
@@ -75,13 +89,19 @@ st.dataframe(
     width="stretch",
     column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
         "open": st.column_config.LinkColumn("", display_text="open", width=44),
-        "thread": st.column_config.TextColumn("Thread", width=84),
+        "thread": st.column_config.TextColumn("Thread", width=72),
         "user": st.column_config.TextColumn("User", width=108),
-        "agent": st.column_config.TextColumn("Agent", width=116),
+        "agent": st.column_config.TextColumn("Agent", width=100),
         "busy": st.column_config.TextColumn(
             "Busy", help="running, queued or interrupted: wait", width=82
         ),
-        "compression": st.column_config.TextColumn("Compression", width=96),
+        "compression": st.column_config.TextColumn(
+            "Compression",
+            help="unsupported: the thread's agent does not support context compression, so "
+            "it cannot be compressed; attached: the thread belongs to the attached platform "
+            "and is never compressed here",
+            width=92,
+        ),
         "last compression": st.column_config.TextColumn("Last compression", width=118),
         "pressure": st.column_config.ProgressColumn(
             "Summary pressure",
@@ -91,13 +111,13 @@ st.dataframe(
             width=124,
         ),
         "context usage": st.column_config.ProgressColumn(
-            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=110
+            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=100
         ),
         "tokens to threshold": st.column_config.NumberColumn(
-            "To threshold",
+            "To threshold (tokens)",
             format="localized",
             help="tokens the next call may add before the summary threshold; negative: over",
-            width=92,
+            width=132,
         ),
     },
 )
@@ -113,6 +133,8 @@ with one:
         index=first_eligible,
         format_func=lambda t: f"{t} · {pct(by_id.at[t, 'summary_pressure_ratio'])}",
         key="compress_thread",
+        help="Every thread in the list; it starts on the highest one that can be compressed "
+        "now (idle, and its agent supports context compression).",
     )
     blocker = blockers.get(thread_id)
     checkpoint_id = by_id.at[thread_id, "checkpoint_id"] if thread_id else None

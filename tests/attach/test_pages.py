@@ -39,7 +39,7 @@ def test_threads_page_lists_the_attached_thread_with_compress_disabled(
     listed = at.dataframe[0].value
     assert "plat-hot" in listed["thread"].tolist()
     row = listed[listed["thread"] == "plat-hot"].iloc[0]
-    assert (row["user"], row["compression"]) == ("alice", "unsupported")
+    assert (row["user"], row["compression"]) == ("alice", "attached")  # not compressed here
 
     at.selectbox(key="compress_thread").set_value("plat-hot").run()
     assert not at.exception

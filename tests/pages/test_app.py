@@ -20,6 +20,24 @@ def test_local_mode_opens_the_overview_with_the_local_banner(
     assert "Local mode" in banner and "operator@localhost" in banner
 
 
+def test_the_sidebar_lists_every_page_with_no_view_more(
+    app_test: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamlit as st
+
+    calls: list[dict[str, object]] = []
+    navigation = st.navigation
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(kwargs)
+        return navigation(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(st, "navigation", spy)
+    at = app_test()
+    assert not at.exception
+    assert calls and calls[-1].get("expanded") is True  # Memory support is not hidden
+
+
 def test_proxy_mode_without_the_trusted_proxy_shows_only_the_refusal(
     demo_env: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -24,6 +25,9 @@ def test_admin_sees_filters_and_exports_the_log(
     assert not at.exception
     rows = at.dataframe[0].value
     assert {"kim@example.com", "lee@example.com"} <= set(rows["actor"])
+    # the column has the name of its filter
+    assert json.loads(at.dataframe[0].proto.columns)["actor"]["label"] == "Actor"
+    assert at.text_input[0].label == "Actor"
     at.text_input[0].set_value("kim@example.com").run()  # the Actor filter
     rows = at.dataframe[0].value
     assert set(rows["actor"]) == {"kim@example.com"}

@@ -30,6 +30,9 @@ def test_a_fact_shows_its_message_and_words(memory_pages, desk_graph) -> None:
     assert "said by **user**" in texts
     assert "**dark** **mode**" in texts  # the key words in bold inside the user's own message
     assert "message #1" in texts
+    # shown whole as text: a metric cut "assistant_derived" to "assistant_de…"
+    assert "**Source kind:** user_asserted" in texts
+    assert "Source kind" not in [m.label for m in at.metric]
     # run alone (outside st.navigation) the link to the thread is a plain one
     assert "(thread_detail?thread=desk-t1&message=1)" in texts
 

@@ -31,6 +31,18 @@ def test_overview_kpis_match_the_store(
     assert len(at.get("vega_lite_chart")) == 1
 
 
+def test_overview_explains_its_summary_share_and_the_75_percent_points(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test("pages/overview.py")
+    assert not at.exception
+    [share] = [m for m in at.metric if m.label == "Summary active"]
+    assert "Share of these threads" in share.proto.help  # a share here, yes/no on thread detail
+    captions = " ".join(c.value for c in at.caption)
+    assert "at or above 75%" in captions
+    assert "they start below the 85% line so the threads approaching it show too" in captions
+
+
 def test_overview_names_the_deleted_threads_it_leaves_out(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:

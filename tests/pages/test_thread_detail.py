@@ -35,7 +35,13 @@ def test_detail_shows_the_requested_thread(
     chat_frames = [d.value for d in at.dataframe if "sequence" in d.value.columns]
     assert chat_frames and len(chat_frames[0]) > 0
     visible = detail.state.model_visible_messages()
-    assert f"{len(visible):,} messages" in " ".join(c.value for c in at.caption)
+    captions = " ".join(c.value for c in at.caption)
+    assert f"{len(visible):,} messages" in captions
+    # the record is never compressed; the thread may well have been
+    assert (
+        f"{len(chat_frames[0]):,} messages as the user and agent wrote them: this record is "
+        "never compressed."
+    ) in captions
 
 
 def test_detail_of_an_unknown_thread_is_one_line(

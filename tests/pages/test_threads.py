@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -58,6 +59,26 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
     assert pressures == sorted(pressures, reverse=True)
 
 
+def test_the_list_says_which_threads_cannot_be_compressed_and_why(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test(PAGE)
+    assert not at.exception
+    table = at.dataframe[0]
+    unsupported = int((table.value["compression"] == "unsupported").sum())
+    assert unsupported > 0, "the demo's report-writer threads cannot be compressed"
+    assert (
+        f"{unsupported:,} of these threads cannot be compressed: their agent does not support "
+        "context compression."
+    ) in [c.value for c in at.caption]
+    columns = json.loads(table.proto.columns)
+    assert "does not support context compression" in columns["compression"]["help"]
+    assert columns["tokens to threshold"]["label"] == "To threshold (tokens)"
+    box = at.selectbox(key="compress_thread")
+    assert "highest one that can be compressed" in box.proto.help
+    assert box.value == _first_idle_capable(demo_env)  # why it is not the top row
+
+
 def test_compress_one_thread_through_the_dialog(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
@@ -72,7 +93,9 @@ def test_compress_one_thread_through_the_dialog(
     assert at.button(key="confirm_compress")  # the dialog with the preview is open
     preview = at.table[-1].value
     assert preview.index.tolist() == [target]
-    assert int(preview["messages to summarize"].iloc[0]) > 0
+    assert preview.index.name == "Thread"  # the names the pages use, not raw field names
+    assert int(preview["Messages to summarize"].iloc[0]) > 0
+    assert "Checkpoint" in preview.columns and "Note" not in preview.columns  # empty: left out
 
     at.button(key="confirm_compress").click().run()
     assert not at.exception

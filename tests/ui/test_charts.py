@@ -59,6 +59,25 @@ def test_timeline_marks_manual_and_automatic_compressions() -> None:
     assert '"y": 0.85' in spec and '"y": 1.0' in spec
 
 
+def test_timeline_time_axis_reads_24_hour_utc() -> None:
+    start = datetime(2026, 1, 1, 23, tzinfo=UTC)
+    timeline = pd.DataFrame(
+        {
+            "measured_at": [start + timedelta(hours=i) for i in range(3)],
+            "summary_pressure_ratio": [0.5, 0.9, 0.2],
+            "context_usage_ratio": [0.4, 0.7, 0.15],
+            "source": ["model_call", "model_call", "model_call"],
+        }
+    )
+    spec = pressure_timeline_chart(timeline).to_dict()
+    x = spec["layer"][0]["encoding"]["x"]
+    assert x["title"] == "Measured at (UTC)" and x["scale"] == {"type": "utc"}
+    # Vega's default labels are 12-hour with no AM/PM: these are %H (00-23), formatted in UTC
+    labels = x["axis"]["labelExpr"]
+    assert labels.startswith("utcFormat(datum.value, ")
+    assert "'%H:%M'" in labels and "'%H:%M:%S'" in labels and "%I" not in labels
+
+
 def test_breakdown_lists_every_part_in_order() -> None:
     frame = breakdown_frame({"messages": 100, "summary": 20, "compressed_away": 5000})
     assert frame["part"].tolist()[0] == "System prompt"

@@ -4,7 +4,30 @@ from __future__ import annotations
 
 from yuxi_dash import service
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.ui.compress import _preview_rows
+from yuxi_dash.ui.compress import _literal_table, _preview_rows
+
+
+def test_preview_table_uses_page_names_and_leaves_out_empty_columns() -> None:
+    row = {
+        "thread_id": "t-1",
+        "checkpoint_id": "1f0a-checkpoint-12345678",
+        "messages to summarize": 11,
+        "tokens before (est.)": "7,921",
+        "tokens after (est.)": "5,611",
+        "note": "",
+    }
+    table = _literal_table([row])
+    assert table.index.name == "Thread" and table.index.tolist() == ["t-1"]
+    assert table.columns.tolist() == [
+        "Checkpoint",
+        "Messages to summarize",
+        "Tokens before (est.)",
+        "Tokens after (est.)",
+    ]
+    assert table.at["t-1", "Checkpoint"] == "…12345678"  # as thread detail shows checkpoints
+    refused = {"thread_id": "t-2", "checkpoint_id": None, "note": "agent_not_found"}
+    both = _literal_table([row, refused])
+    assert "Note" in both.columns and both.at["t-2", "Note"] == "agent_not_found"
 
 
 def test_preview_notes_name_the_real_reason(db_url: str) -> None:

@@ -17,11 +17,20 @@ import altair as alt
 import pandas as pd
 
 from yuxi_dash.display import count, pct, stamp
+from yuxi_dash.store.overview import POINTS_FLOOR
 from yuxi_dash.usage import SUGGESTION_LABEL
 from yuxi_dash.usage import SUGGESTION_RATIO as SUGGESTION_LINE
 
 THRESHOLD_LINE = 1.0
 PICK = "pick"  # name of the point selection on the overview chart
+POINTS_LABEL = f"{POINTS_FLOOR:.0%}"  # "75%": the overview draws threads from here up as points
+# Time-axis labels on a 24-hour clock, in UTC, as precise as the tick needs: "Dec 01" at
+# midnight, "00:30" within a day, "00:30:15" between minutes (Vega's default is 12-hour,
+# "12:30" with no AM/PM). A Vega expression: datum.value is the tick's time in ms.
+TIME_AXIS_LABELS = (
+    "utcFormat(datum.value, utcseconds(datum.value) ? '%H:%M:%S'"
+    " : (utchours(datum.value) || utcminutes(datum.value)) ? '%H:%M' : '%b %d')"
+)
 
 BREAKDOWN_PARTS = ("system", "tools", "summary", "messages", "tool_results", "compressed_away")
 BREAKDOWN_LABELS = {
@@ -159,7 +168,12 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
         alt.Chart(long)
         .mark_line(point=False, interpolate="step-after")
         .encode(
-            x=alt.X("measured_at:T", title="Measured at (UTC)", scale=alt.Scale(type="utc")),
+            x=alt.X(
+                "measured_at:T",
+                title="Measured at (UTC)",
+                scale=alt.Scale(type="utc"),
+                axis=alt.Axis(labelExpr=TIME_AXIS_LABELS),
+            ),
             y=alt.Y("ratio:Q", title="Ratio", axis=alt.Axis(format="%")),
             color=alt.Color("series:N", title="Series"),
             tooltip=[

@@ -21,7 +21,7 @@ import streamlit as st
 from yuxi_dash.auth import Actor
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.service import compress_thread_context, preview_compression
-from yuxi_dash.ui.format import error_line, literal, md, outcome_line, tokens
+from yuxi_dash.ui.format import error_line, literal, md, outcome_line, short_id, tokens
 from yuxi_dash.ui.loaders import clear_loaders
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,30 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+PREVIEW_HEADERS = {  # the preview rows' fields as the dialog's table names them
+    "thread_id": "Thread",
+    "checkpoint_id": "Checkpoint",
+    "messages to summarize": "Messages to summarize",
+    "tokens before (est.)": "Tokens before (est.)",
+    "tokens after (est.)": "Tokens after (est.)",
+    "note": "Note",
+}
+
+
 def _literal_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The preview rows for st.table, whose every cell is Markdown: ids and notes shown as written."""
-    frame = pd.DataFrame([{k: literal(v) for k, v in row.items()} for row in rows])
-    return frame.set_index("thread_id")
+    """The preview rows for st.table, whose every cell is Markdown: ids and notes shown as written.
+
+    Columns get the names used on the pages, and a column empty in every row is left out.
+    """
+    shown = [{**row, "checkpoint_id": short_id(row.get("checkpoint_id"))} for row in rows]
+    frame = pd.DataFrame(
+        [
+            {header: literal(row.get(key)) for key, header in PREVIEW_HEADERS.items()}
+            for row in shown
+        ]
+    )
+    empty = [column for column in frame.columns if all(v == "" for v in frame[column])]
+    return frame.drop(columns=empty).set_index("Thread")
 
 
 @st.dialog("Compress context", width="large", on_dismiss=_dismiss)

@@ -151,11 +151,12 @@ def draw_provenance(actor: Actor, access: MemoryAccess, uuid: str) -> dict[str, 
         md("**{}** —{}→ **{}**", data["source"]["name"], fact["name"], data["target"]["name"])
     )
     st.markdown(md("> {}", fact["fact"]))
-    a, b, c, d = st.columns(4)
+    a, b, c = st.columns(3)
     a.metric("Status", fact["status"] or "unset")
-    b.metric("Source kind", fact["source_kind"] or "unknown")
-    c.metric("Ratification hits", data["hits"])
-    d.metric("Episodes", len(data["episodes"]))
+    b.metric("Ratification hits", data["hits"])
+    c.metric("Episodes", len(data["episodes"]))
+    # a text line, not a metric: a metric cuts a long value short ("assistant_de…")
+    st.markdown(md("**Source kind:** {}", fact["source_kind"] or "unknown"))
     draw_records(
         [{k: fact[k] for k in ("created_at", "valid_at", "invalid_at", "expired_at")}],
     )
