@@ -207,3 +207,17 @@ def test_extractive_merges_previous_summary() -> None:
 def test_extractive_raises_on_nothing_to_summarize() -> None:
     with pytest.raises(SummarizerFailed):
         ExtractiveSummarizer().summarize([])
+
+
+def test_extractive_bullets_carry_one_list_mark() -> None:
+    """A user's own list lines become bullets once, not "- - item"."""
+    messages = [
+        HumanMessage(
+            content="Please set this up:\n- Production access must stay read-only.\n* • Keep the audit log."
+        )
+    ]
+    text = ExtractiveSummarizer().summarize(messages)
+    assert "- Production access must stay read-only." in text
+    assert "- - " not in text and "- * " not in text and "- • " not in text
+    again = ExtractiveSummarizer().summarize([HumanMessage(content="ok")], previous_summary=text)
+    assert "- - " not in again and "Production access must stay read-only." in again

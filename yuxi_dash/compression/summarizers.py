@@ -212,8 +212,11 @@ def _sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_SPLIT.split(text) if part and part.strip()]
 
 
+_LIST_MARKS = re.compile(r"^(?:[-*•]\s+)+")  # the text's own list marks: one bullet is ours
+
+
 def _bullet(text: str) -> str:
-    return clip_head_tail(" ".join(text.split()), BULLET_CHARS)
+    return clip_head_tail(_LIST_MARKS.sub("", " ".join(text.split())), BULLET_CHARS)
 
 
 def _doc_ids(content: str) -> list[str]:
