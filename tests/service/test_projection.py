@@ -92,7 +92,6 @@ def test_saved_results_are_indexed_with_their_original_length(db_url: str, tmp_p
         assert conv is not None
         project_thread(session, conv, state_store())
     with session_scope() as session:
-        rows = dict(
-            session.execute(sa.select(ToolResult.tool_call_id, ToolResult.chars)).tuples().all()
-        )
+        selected = session.execute(sa.select(ToolResult.tool_call_id, ToolResult.chars))
+        rows = {call_id: chars for call_id, chars in selected}
     assert rows == {call_id: len(text) for call_id, text in contents.items()}
