@@ -48,12 +48,7 @@ by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(md("{} threads, highest summary pressure first.", shown))
-# attached threads are not compressed here whatever their agent supports: counted apart
-compression = [
-    "attached" if a else "supported" if c else "unsupported"
-    for c, a in zip(rows["capable"], rows["attached"], strict=True)
-]
-unsupported = compression.count("unsupported")
+unsupported = data["unsupported"]  # attached threads are counted apart
 if unsupported:
     st.caption(
         md(
@@ -79,7 +74,7 @@ table = pd.DataFrame(
             )
         ],
         "busy": [busy_label(b) for b in rows["busy_reason"]],
-        "compression": compression,
+        "compression": rows["compression"],
         "last compression": [ago(t) for t in rows["last_compression_at"]],
     }
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import sqlalchemy as sa
 
 from yuxi_dash import service
 from yuxi_dash.auth import Actor, Role
-from yuxi_dash.errors import PathRefused, ToolResultNotFound
+from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
@@ -88,6 +89,36 @@ def test_verify_reports_ok_mismatch_and_missing(db_url: str) -> None:
     assert report.to_dict()["checked"] == 3
     own_session = verify_tool_results(thread_id="t1")  # opens its own session
     assert sorted(r.status for r in own_session) == ["mismatch", "ok"] and len(own_session) == 2
+
+
+def test_verify_pages_as_the_listing_pages(db_url: str) -> None:
+    ids = _seed()
+    # newest first is not id order: the first indexed file is the newest
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    with session_scope() as session:
+        for name, minutes in (("logs", 2), ("kb", 0), ("web", 1)):
+            session.get(ToolResult, ids[name]).created_at = t0 + timedelta(minutes=minutes)
+    with session_scope() as session:
+        listed = [r.id for r in list_tool_results(session)]
+        assert listed == [ids["logs"], ids["web"], ids["kb"]]
+        for limit, offset in ((1, 0), (2, 0), (1, 1), (2, 1), (5, 2), (0, 0), (1, 3)):
+            page = verify_tool_results(session, limit=limit, offset=offset)
+            # exactly the listing's page, reported by id
+            assert [r.id for r in page] == sorted(listed[offset : offset + limit])
+        assert [r.id for r in verify_tool_results(session, offset=1)] == sorted(listed[1:])
+        assert [r.id for r in verify_tool_results(session)] == sorted(listed)  # no page: every row
+        t1 = [r.id for r in list_tool_results(session, thread_id="t1")]
+        assert [r.id for r in verify_tool_results(session, thread_id="t1", limit=1)] == t1[:1]
+        narrowed = verify_tool_results(session, result_ids=[ids["kb"], ids["web"]], limit=1)
+        assert [r.id for r in narrowed] == [ids["web"]]  # result ids narrow first, then the page
+        newest = session.get(ToolResult, ids["logs"]).path
+    (Path(get_settings().workdir) / newest).unlink()
+    page = verify_tool_results(limit=1)  # its own session
+    assert page.counts == {"ok": 0, "mismatch": 0, "missing": 1}
+    assert verify_tool_results(limit=2, offset=1).all_ok
+    for bad in ({"limit": -1}, {"offset": -1}):
+        with pytest.raises(InvalidInput):
+            verify_tool_results(**bad)
 
 
 def test_verify_treats_an_escaping_path_as_missing(db_url: str) -> None:

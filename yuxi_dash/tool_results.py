@@ -2,7 +2,7 @@
 
 The file in the workdir is the truth; the index row records where it is and
 the SHA-256 it had when it was written. `verify_tool_results` re-hashes every
-indexed file (ok / mismatch / missing). `read_tool_result` reads a file only
+indexed file, or one page of them as the listing pages them (ok / mismatch / missing). `read_tool_result` reads a file only
 through the workdir's link-refusing reads (every path component opened with
 O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is
 ever read, even through a symlink swapped in mid-read) and records an audit row
@@ -225,12 +225,18 @@ def verify_tool_results(
     user_id: str | None = None,
     tool_name: str | None = None,
     result_ids: list[int] | None = None,
+    limit: int | None = None,
+    offset: int = 0,
     settings: Settings | None = None,
     workdir: Workdir | None = None,
 ) -> VerifyReport:
     """Re-hash every indexed file (filtered) against its recorded SHA-256.
 
-    Without a session, one is opened (and closed) on the configured database.
+    `limit` and `offset` check one page of the filtered rows, paged newest first
+    as `list_tool_results` pages them (the rows a listing with the same page
+    shows); without them every row is checked. The report lists the checked
+    rows by id either way. Without a session, one is opened (and closed) on the
+    configured database. InvalidInput for a malformed filter or page.
     """
     if session is None:
         with session_scope(settings) as own:
@@ -240,10 +246,20 @@ def verify_tool_results(
                 user_id=user_id,
                 tool_name=tool_name,
                 result_ids=result_ids,
+                limit=limit,
+                offset=offset,
                 settings=settings,
                 workdir=workdir,
             )
     workdir = workdir or Workdir((settings or get_settings()).workdir)
+    offset = validation.non_negative(offset, "offset")
+    if limit is not None:
+        limit = validation.non_negative(limit, "limit")
+    filters = _filters(thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=None)
+    if result_ids is not None:
+        filters.append(
+            ToolResult.id.in_([validation.db_id(i, "tool result id") for i in result_ids])
+        )
     query = (
         sa.select(
             ToolResult.id,
@@ -253,13 +269,20 @@ def verify_tool_results(
             ToolResult.sha256,
         )
         .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
-        .where(*_filters(thread_id=thread_id, user_id=user_id, tool_name=tool_name, min_chars=None))
+        .where(*filters)
         .order_by(ToolResult.id)
     )
-    if result_ids is not None:
-        query = query.where(
-            ToolResult.id.in_([validation.db_id(i, "tool result id") for i in result_ids])
+    if limit is not None or offset:
+        page = (  # the page `list_tool_results` shows: newest first, then limit and offset
+            sa.select(ToolResult.id)
+            .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+            .where(*filters)
+            .order_by(ToolResult.created_at.desc(), ToolResult.id.desc())
+            .limit(limit)
+            .offset(offset)
+            .subquery()
         )
+        query = query.join(page, page.c.id == ToolResult.id)
     results = [
         VerifiedToolResult(
             id=row.id,

@@ -343,6 +343,39 @@ def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
     assert code == 1 and text.startswith("checked 2 files (--limit 2, --offset 0, newest first)")
 
 
+def test_tool_results_verify_checks_exactly_the_listed_page(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yuxi_dash import tool_results
+    from yuxi_dash.workdir import Workdir
+
+    _simulated_thread(turns=6)
+    code, everything, _ = run(capsys, "tool-results")
+    assert code == 0 and len(everything) >= 3
+    code, listed, _ = run(capsys, "tool-results", "--limit", "2", "--offset", "1")
+    assert code == 0 and len(listed) == 2
+    workdir = Workdir(get_settings().workdir)
+    for item in everything:  # every file gone: the problems name exactly the rows checked
+        workdir.resolve(item["path"]).unlink()
+    calls: list[dict[str, Any]] = []
+    verify = tool_results.verify_tool_results
+
+    def spy(*args: Any, **kwargs: Any) -> tool_results.VerifyReport:
+        if not args:  # the CLI's call (its own session then recurses with one: not counted)
+            calls.append(kwargs)
+        return verify(*args, **kwargs)
+
+    monkeypatch.setattr(tool_results, "verify_tool_results", spy)
+    code, page, _ = run(capsys, "tool-results", "--verify", "--limit", "2", "--offset", "1")
+    assert code == 1 and page["checked"] == page["missing"] == 2
+    assert {item["path"] for item in page["problems"]} == {item["path"] for item in listed}
+    assert [(c["limit"], c["offset"]) for c in calls] == [(2, 1)]  # one call, paged in the library
+    code, whole, _ = run(capsys, "tool-results", "--verify")
+    assert code == 1 and whole["checked"] == whole["missing"] == len(everything)
+    assert {item["path"] for item in whole["problems"]} == {item["path"] for item in everything}
+    assert [(c["limit"], c["offset"]) for c in calls[1:]] == [(None, 0)]  # no page: every row
+
+
 # --- db, simulate, demo ---------------------------------------------------------------
 
 

@@ -60,6 +60,40 @@ def test_gated_off_runs_no_graph_query_and_is_audited(
     ]
 
 
+LD_HINT = "set LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE (the demo's flag file is "
+
+
+def test_gate_message_says_how_to_configure_launchdarkly_when_it_is_not(db_url: str) -> None:
+    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
+    from yuxi_dash.settings import get_settings
+
+    settings = get_settings()
+    unconfigured = FlagEvaluator(settings, None, "not_configured")
+    gates = unconfigured.gates("alice_chen")
+    message = service.gate_message(gates)
+    assert message == (
+        "memory is gated off for alice_chen: graphiti-memory is off "
+        f"(LaunchDarkly is not configured); {LD_HINT}{DEMO_FLAGS_FILE})"
+    )
+    assert service.gate_message(gates, communities=True) == message  # memory is the gate off
+    # what the pages and the CLI both show: the access layer's MemoryGatedOff carries it
+    with pytest.raises(MemoryGatedOff) as caught:
+        service.open_view("alice_chen", "stats", actor=VIEWER, evaluator=unconfigured)
+    assert caught.value.message == message
+    (row,) = audit_rows(settings, "memory:alice_chen")  # the audit row is as before
+    assert (row.outcome, row.detail["reason"]) == ("gated_off", "not configured")
+    # a gate that LaunchDarkly turned off is not a configuration problem: no hint
+    td = TestData.data_source()
+    td.update(td.flag("graphiti-memory").variation_for_all(False))
+    configured = FlagEvaluator.from_test_data(settings, td)
+    try:
+        off = service.gate_message(configured.gates("alice_chen"))
+    finally:
+        configured.close()
+    assert off.startswith("memory is gated off for alice_chen: graphiti-memory is off (")
+    assert "LAUNCHDARKLY_SDK_KEY" not in off and "not configured" not in off
+
+
 def test_communities_off_runs_no_community_query(
     demo_graphs, graph_client: GraphClient, evaluator, td, memory_settings
 ) -> None:

@@ -77,6 +77,15 @@ def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     box = at.selectbox(key="compress_thread")
     assert "highest one that can be compressed" in box.proto.help
     assert box.value == _first_idle_capable(demo_env)  # why it is not the top row
+    # the label and the count come from the loader: the page only draws them
+    from yuxi_dash.ui import loaders
+
+    data = loaders.threads()
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=100_000)
+    assert data["rows"]["compression"].tolist() == [t.compression for t in hot]
+    assert table.value["compression"].tolist() == data["rows"]["compression"].tolist()
+    assert data["unsupported"] == unsupported == sum(not t.capable for t in hot)
 
 
 def test_compress_one_thread_through_the_dialog(

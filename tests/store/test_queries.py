@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -125,6 +126,11 @@ def test_list_threads_highest_pressure_first_from_current_usage(db_url: str) -> 
         )
         assert (top.next_llm_input_tokens, top.summary_trigger_tokens) == (8500, 10_000)
         assert rows[0].capable is False
+        # the Compression label: attached whatever the agent supports, else the capability
+        assert [r.compression for r in rows] == ["unsupported", *["supported"] * 3]
+        assert replace(top, attached=True).compression == "attached"
+        assert replace(rows[0], attached=True).compression == "attached"
+        assert "compression" not in top.to_dict()  # derived: the JSON form is the fields
         future = T0 + timedelta(days=1)
         assert queries.list_threads(session, active_since=future) == []
         # the picker's ids: same order and population as the list, nothing else

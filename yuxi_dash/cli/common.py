@@ -9,14 +9,13 @@ and the entry point import each other.
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yuxi_dash.errors import InvalidInput, MemoryGatedOff
+from yuxi_dash.errors import InvalidInput
 
 if TYPE_CHECKING:
     from yuxi_dash.auth import Actor
@@ -85,43 +84,8 @@ def add_user_command(
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
     parser.add_argument("user", metavar="USER", help="the user id (graph user_<id>)")
     add_actor_and_json_flags(parser)
-    parser.set_defaults(handler=with_gate_hint(handler))
+    parser.set_defaults(handler=handler)
     return parser
-
-
-def launchdarkly_hint() -> str | None:
-    """How to turn the gates on when no LaunchDarkly source is configured at all, else None.
-
-    With neither LAUNCHDARKLY_SDK_KEY nor YUXI_DASH_LD_FLAGS_FILE every gate is off
-    ("LaunchDarkly is not configured"); only `serve --demo` sets the demo's flag file
-    by itself, so a CLI user is told where it is.
-    """
-    from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
-    from yuxi_dash.settings import get_settings
-
-    settings = get_settings()
-    if settings.launchdarkly_sdk_key or settings.ld_flags_file:
-        return None
-    return (
-        "set LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE "
-        f"(the demo's flag file is {DEMO_FLAGS_FILE})"
-    )
-
-
-def with_gate_hint(handler: Handler) -> Handler:
-    """`handler`, whose MemoryGatedOff says how to configure LaunchDarkly when it is not."""
-
-    @functools.wraps(handler)
-    def wrapped(args: argparse.Namespace) -> CommandResult:
-        try:
-            return handler(args)
-        except MemoryGatedOff as exc:
-            hint = launchdarkly_hint()
-            if hint is None:
-                raise
-            raise MemoryGatedOff(f"{exc.message}; {hint}", **exc.detail) from exc
-
-    return wrapped
 
 
 def command_actor(

@@ -21,8 +21,6 @@ from yuxi_dash.cli.common import (
     add_json_flag,
     add_user_command,
     command_actor,
-    launchdarkly_hint,
-    with_gate_hint,
 )
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.display import count, plain, reason_text, stamp
@@ -186,6 +184,7 @@ def _server(args: argparse.Namespace) -> CommandResult:
 def _flags(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.cli.threads import cli_refusals
     from yuxi_dash.memory import service
+    from yuxi_dash.memory.access import launchdarkly_hint
 
     with cli_refusals(args, "memory.flags", f"memory:{args.user}"):
         service.group_for(args.user)  # a malformed user id: invalid_input, on record
@@ -196,7 +195,7 @@ def _flags(args: argparse.Namespace) -> CommandResult:
         for flag in (gates.memory, gates.communities)
     )
     if not gates.memory_on:  # as every memory command would exit: gated off
-        hint = launchdarkly_hint()  # no LaunchDarkly source at all: say how to set one
+        hint = launchdarkly_hint(gates)  # no LaunchDarkly source at all: say how to set one
         if hint is not None:
             text += f"\nmemory is gated off for every user: {hint}"
         return CommandResult(data, text, exit_code=MemoryGatedOff.exit_code)
@@ -236,7 +235,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     health.add_argument("--limit", type=positive_int, default=500)
     health.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(health)
-    health.set_defaults(handler=with_gate_hint(_index_health))
+    health.set_defaults(handler=_index_health)
     repair = view("repair-indexes", _repair, "drop and rebuild the user's relationship indexes")
     del repair
 

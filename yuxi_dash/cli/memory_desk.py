@@ -22,7 +22,6 @@ from yuxi_dash.cli.common import (
     CommandResult,
     add_actor_and_json_flags,
     command_actor,
-    with_gate_hint,
 )
 from yuxi_dash.display import plain
 
@@ -135,7 +134,7 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     fact.add_argument("fact", metavar="FACT_UUID")
     fact.add_argument("--user", required=True, help="the user whose graph holds the fact")
     add_actor_and_json_flags(fact)
-    fact.set_defaults(handler=with_gate_hint(_fact))
+    fact.set_defaults(handler=_fact)
 
     helps = {
         "retract": "invalidate a fact (kept, with invalid_at/expired_at); clears its hits",
@@ -152,7 +151,7 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         if action == "supersede":
             parser.add_argument("--text", required=True, help="the corrected fact text")
         add_actor_and_json_flags(parser)
-        parser.set_defaults(handler=with_gate_hint(_correct))
+        parser.set_defaults(handler=_correct)
 
     undo = memory_sub.add_parser(
         "undo", help="undo a correction by its audit row id (operator, audited)"
@@ -160,4 +159,4 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     undo.add_argument("audit_id", metavar="AUDIT_ID", type=_audit_id)
     undo.add_argument("--reason", default="", help="why (optional)")
     add_actor_and_json_flags(undo)
-    undo.set_defaults(handler=with_gate_hint(_undo))
+    undo.set_defaults(handler=_undo)

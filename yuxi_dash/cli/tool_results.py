@@ -17,13 +17,12 @@ from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
 
 LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
-VERIFY_BATCH = 500  # result ids per verify query with --limit/--offset (SQLite's 999 bound)
 
 
 def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
-    from yuxi_dash.tool_results import VerifyReport, list_tool_results, verify_tool_results
+    from yuxi_dash.tool_results import list_tool_results, verify_tool_results
 
     target = "tool_results:*" if args.thread is None else f"thread:{args.thread}"
     with cli_refusals(args, "cli.tool_results", target):
@@ -31,19 +30,10 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
     paged = args.limit is not None or args.offset is not None
     limit = LIST_LIMIT if args.limit is None else args.limit
     offset = args.offset or 0
-    if args.verify:
-        with session_scope() as session:
-            if paged:  # the page the listing shows, newest first
-                page = list_tool_results(session, thread_id=args.thread, limit=limit, offset=offset)
-                ids = [item.id for item in page]
-                report = VerifyReport()
-                for start in range(0, len(ids), VERIFY_BATCH):  # bound the IN list's parameters
-                    batch = ids[start : start + VERIFY_BATCH]
-                    report.results.extend(
-                        verify_tool_results(session, thread_id=args.thread, result_ids=batch)
-                    )
-            else:
-                report = verify_tool_results(session, thread_id=args.thread)
+    if args.verify:  # with --limit or --offset: the page the listing shows, newest first
+        report = verify_tool_results(
+            thread_id=args.thread, limit=limit if paged else None, offset=offset
+        )
         counts = report.counts
         data = {
             "checked": len(report.results),

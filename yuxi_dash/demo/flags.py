@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-DEMO_FLAGS_FILE = Path(__file__).resolve().with_name("flags.json")
+from yuxi_dash.memory.access import DEMO_FLAGS_FILE  # named where the gate message says it
+
+__all__ = ["DEMO_FLAGS_FILE", "demo_flags", "write_demo_flags"]
 
 
 def demo_flags(user_ids: Sequence[str]) -> dict[str, Any]:

@@ -6,9 +6,11 @@ LaunchDarkly gates, and writes an audit row for the attempt — outcome `ok`,
 view, a missing role: every refusal is on record, the hostile id escaped by the
 audit writer). A gated-off user raises `MemoryGatedOff` before any client is
 created, so no graph query runs; community views also need
-`graphiti-communities-enabled`. It hands out the `MemoryAccess` every data
-function needs; `graph_for` checks a view's own inputs (search text, uuids,
-pages) with `yuxi_dash.validation` before any query and audits a refusal there.
+`graphiti-communities-enabled`. Its message (`gate_message`) says how to
+configure LaunchDarkly when no source is configured, on the CLI and on the pages
+alike. It hands out the `MemoryAccess` every data function needs; `graph_for`
+checks a view's own inputs (search text, uuids, pages) with
+`yuxi_dash.validation` before any query and audits a refusal there.
 `list_memory_users` reads only graph names, never a user's memory.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from yuxi_dash import validation
 from yuxi_dash.audit import audited_refusals, record_audit
@@ -48,6 +51,10 @@ VIEWS = frozenset(
     }
 )
 COMMUNITY_VIEWS = frozenset({"communities"})
+NOT_CONFIGURED = "not configured"  # a gate's reason when no LaunchDarkly source is configured
+# The flag file the demo ships (`yuxi_dash.demo.flags` re-exports it): named by path here,
+# since the product never imports the demo.
+DEMO_FLAGS_FILE = Path(__file__).resolve().parents[1] / "demo" / "flags.json"
 
 
 @dataclass(frozen=True)
@@ -88,12 +95,30 @@ def gates_for(
     )
 
 
-def gate_message(gates: MemoryGates, *, communities: bool = False) -> str:
-    flag = gates.communities if communities and gates.memory_on else gates.memory
+def launchdarkly_hint(gates: MemoryGates) -> str | None:
+    """How to turn the gates on when no LaunchDarkly source is configured at all, else None.
+
+    With neither LAUNCHDARKLY_SDK_KEY nor YUXI_DASH_LD_FLAGS_FILE every gate is off
+    ("not configured"); only `serve --demo` sets the demo's flag file by itself,
+    so the reader is told where it is.
+    """
+    if gates.memory.reason != NOT_CONFIGURED:
+        return None
     return (
+        "set LAUNCHDARKLY_SDK_KEY or YUXI_DASH_LD_FLAGS_FILE "
+        f"(the demo's flag file is {DEMO_FLAGS_FILE})"
+    )
+
+
+def gate_message(gates: MemoryGates, *, communities: bool = False) -> str:
+    """Which gate is off for the user and why; how to configure LaunchDarkly when it is not."""
+    flag = gates.communities if communities and gates.memory_on else gates.memory
+    message = (
         f"memory {'communities are' if flag is gates.communities else 'is'} gated off for "
         f"{gates.user_id}: {flag.key} is off ({reason_text(flag.reason)})"
     )
+    hint = launchdarkly_hint(gates)
+    return message if hint is None else f"{message}; {hint}"
 
 
 def open_view(

@@ -3,7 +3,8 @@
 Every function takes a Session first and only reads. The list is served from
 the denormalized current-usage columns on `conversations` (index
 `ix_conversations_pressure`), never from a scan of `usage_snapshots`; busy
-reasons and capability are computed for the returned page only. `summary_row`
+reasons and capability are computed for the returned page only (a row's
+`compression` label derives from them). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
 the list, the count and `store.overview` filter on.
 """
@@ -29,6 +30,8 @@ from yuxi_dash.store.models import (
 )
 
 BusyReason = Literal["running", "queued", "interrupted"]
+# how a thread stands with compression here: its agent's capability, unless the platform owns it
+Compression = Literal["supported", "unsupported", "attached"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,16 @@ class ThreadSummary(Record):
     last_activity_at: datetime | None
     checkpoint_id: str | None  # the newest checkpoint projected (the stale-click guard's value)
     attached: bool = False  # an attached platform owns it: never compressed here
+
+    @property
+    def compression(self) -> Compression:
+        """attached (never compressed here, whatever its agent supports), else supported or not.
+
+        Derived, not a field: the row's JSON form (`to_dict`) stays its fields.
+        """
+        if self.attached:
+            return "attached"
+        return "supported" if self.capable else "unsupported"
 
 
 # --- busy reasons -------------------------------------------------------------

@@ -44,6 +44,7 @@ THREAD_COLUMNS = [
     "last_activity_at",
     "checkpoint_id",
     "attached",
+    "compression",  # ThreadSummary.compression: supported, unsupported or attached
 ]
 
 
@@ -137,11 +138,21 @@ def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[
     with session_scope(get_settings()) as session:
         rows = list_threads(session, min_pressure=min_pressure, limit=limit)
         total = count_threads(session, min_pressure=min_pressure)
-    return {"rows": _frame([asdict(r) for r in rows], THREAD_COLUMNS), "total": total}
+    return {
+        "rows": _frame([{**asdict(r), "compression": r.compression} for r in rows], THREAD_COLUMNS),
+        "total": total,
+        "unsupported": sum(r.compression == "unsupported" for r in rows),
+    }
 
 
 def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) -> dict[str, Any]:
-    """{"rows": DataFrame (highest pressure first), "total": count matching}."""
+    """{"rows": DataFrame, "total": count matching, "unsupported": count of rows}.
+
+    "rows" are highest pressure first, each with its "compression" label
+    (`ThreadSummary.compression`: supported, unsupported or attached);
+    "unsupported" counts the rows whose agent does not support compression
+    (attached threads are labelled apart).
+    """
     return _threads(_url(), min_pressure, limit)
 
 
