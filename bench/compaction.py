@@ -30,6 +30,17 @@ shapes and the totals per engine. Engine order rotates every round. ``--profile`
 adds where our engine's CPU time goes, beside the same parts of the floor.
 Asserts nothing timed.
 
+The header says which build of the tool-result preview it times (see
+``yuxi_dash.compression.compiled``): the editable tree is pure Python. To time the
+mypyc-compiled build, put an unpacked wheel first on the path::
+
+    YUXI_DASH_COMPILE=1 .venv/bin/pip wheel --no-deps -w dist .
+    .venv/bin/python -m zipfile -e dist/yuxi_dash-*.whl build/compiled
+    PYTHONPATH=build/compiled .venv/bin/python bench/compaction.py
+
+``--profile`` needs the pure build: compiled modules call each other directly,
+past the wrappers that time the parts.
+
 Run: ``.venv/bin/python bench/compaction.py [--rounds N] [--results N] [--profile]``.
 """
 
@@ -54,7 +65,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# After PYTHONPATH, so that a compiled build put there is the one timed.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import SHAPES, ShapeThread, build_corpus  # noqa: E402
 from bench.peers import (  # noqa: E402
@@ -69,6 +81,7 @@ from bench.peers import (  # noqa: E402
     run_ours,
     run_trim,
 )
+from yuxi_dash.compression.compiled import preview_build  # noqa: E402
 from yuxi_dash.workdir import Workdir  # noqa: E402
 
 TARGET_VISIBLE = 0.40
@@ -358,12 +371,17 @@ def main() -> int:
         "--profile", action="store_true", help="where ours spends its CPU time, on the last scale"
     )
     args = parser.parse_args()
+    build = preview_build()
+    if args.profile and build != "pure Python":
+        parser.error(f"--profile times the pure build's parts; this run has the {build} build")
 
     base = Path(tempfile.mkdtemp(prefix="bench-compaction-", dir=args.dir))
     print(
         f"machine: {_cpu()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
         f"python {platform.python_version()}, temp dirs on {_fs_type(base)} ({base})"
     )
+    preview_file = sys.modules["yuxi_dash.compression.preview"].__file__
+    print(f"tool-result preview: {build} ({preview_file})")
     print(f"shapes: {', '.join(SHAPES)}; {args.rounds} rounds, median")
     threads: list[ShapeThread] = []
     try:

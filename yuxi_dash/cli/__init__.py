@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 from typing import Any, NoReturn
 
 from yuxi_dash.cli.common import (
@@ -33,6 +34,7 @@ from yuxi_dash.cli.common import (
     command_actor,
     say_progress,
 )
+from yuxi_dash.compression.compiled import preview_build
 from yuxi_dash.errors import InvalidInput, YuxiDashError
 
 __all__ = [
@@ -101,6 +103,11 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
         prog="yuxi-dash",
         description="Operator console for context compression and Graphiti memory.",
         json_errors=json_errors,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"yuxi-dash {version('yuxi-dash')} (tool-result preview: {preview_build()})",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
