@@ -22,7 +22,7 @@ import msgspec
 from bench.corpus import build_corpus
 from yuxi_dash.compression.compaction import tool_result_text
 from yuxi_dash.compression.compiled import PREVIEW_MODULES, is_compiled, preview_build
-from yuxi_dash.compression.preview import tool_result_preview
+from yuxi_dash.compression.preview import structured_preview, tool_result_preview
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_LIMIT = 300  # the bench's budget: 1,200 characters per preview
@@ -80,26 +80,39 @@ print(json.dumps(corpus_previews()))
 
 
 def corpus_previews() -> list[list[str]]:
-    """(shape, tool, rule, sha256 of the preview) for each result of the 1× and 3× corpus.
+    """(shape, tool, rule, outcome) for each result of the corpus at 1× (two seeds) and 3×.
 
-    Both rules, and both decodes (from the text, and from its UTF-8 bytes as the
-    engine does).
+    The outcome is the sha256 of ``structured_preview`` (or the name of what it
+    raised: ``tool_result_preview`` would hide a compiled module's TypeError behind
+    its generic fallback) and of ``tool_result_preview``. Both rules, and both
+    decodes (from the text, and from its UTF-8 bytes as the engine does).
     """
     rows = []
-    for scale in (1, 3):
-        for thread in build_corpus(scale=scale):
+    for scale, seed in ((1, 12), (1, 29), (3, 12)):
+        for thread in build_corpus(scale=scale, seed=seed):
             for message in thread.results:
                 text = tool_result_text(message)
                 if text is None or len(text) <= TOKEN_LIMIT * 4:
                     continue
                 encoded = text.encode("utf-8", "surrogatepass")
+                name = message.name or ""
                 for rule, data in (("compact", encoded), ("compact", None), ("plain", encoded)):
-                    preview = tool_result_preview(
-                        message.name, text, TOKEN_LIMIT, rule=rule, encoded=data
-                    )
-                    digest = hashlib.sha256(preview.encode("utf-8", "surrogatepass")).hexdigest()
-                    rows.append([f"{thread.shape}@{scale}x", message.name or "", rule, digest])
+                    try:
+                        structured = _digest(
+                            structured_preview(name, text, TOKEN_LIMIT, rule=rule, encoded=data)
+                        )
+                    except Exception as exc:  # noqa: BLE001 - the outcome compared is what raised
+                        structured = f"raised {type(exc).__name__}"
+                    preview = tool_result_preview(name, text, TOKEN_LIMIT, rule=rule, encoded=data)
+                    outcome = f"{structured} {_digest(preview)}"
+                    rows.append([f"{thread.shape}@{scale}x/{seed}", name, rule, outcome])
     return rows
+
+
+def _digest(preview: str | None) -> str:
+    if preview is None:
+        return "none"
+    return hashlib.sha256(preview.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def test_previews_are_the_pure_sources_previews_on_the_whole_corpus() -> None:
@@ -113,6 +126,7 @@ def test_previews_are_the_pure_sources_previews_on_the_whole_corpus() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     pure = json.loads(done.stdout)
-    assert len(ours) == len(pure) > 500
+    assert len(ours) == len(pure) > 2000
+    assert not any("raised" in row[3] for row in ours), [r for r in ours if "raised" in r[3]][:3]
     differ = [o[:3] for o, p in zip(ours, pure, strict=True) if o != p]
     assert not differ, f"{len(differ)} previews differ from the pure build's, first: {differ[:5]}"
