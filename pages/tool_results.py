@@ -2,8 +2,9 @@
 
 Listing reads the index through the cached loaders; opening a file goes through
 `yuxi_dash.tool_results.read_tool_result`, which confines the path to the
-workdir (a crafted path is refused) and writes an audit row. A file is read
-once when it is opened, not on every rerun.
+workdir (a crafted path is refused) and writes an audit row. Nothing is opened
+until the operator picks a result; a file is read once when it is opened, not on
+every rerun.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from yuxi_dash.ui.messages import draw_preview
 PAGE_CHARS = 20_000
 OPEN_KEY = "tool_result_open"
 STRUCTURED_TOOLS = ("query_kb", "web_search")
+OPEN_CAPTION = (
+    "Opening a result reads its file from the workdir, checks it against its SHA-256 "
+    "and writes an audit row."
+)
 SALVAGED_CAPTION = (
     "Preview salvaged from a result that was not valid JSON: the complete leading records "
     "are shown; the file holds every byte."
@@ -112,7 +117,18 @@ labels = {
     )
     for r in rows.to_dict("records")
 }
-result_id = st.selectbox("Open", list(labels), format_func=labels.get, key="tool_result_id")
+result_id = st.selectbox(
+    "Open",
+    list(labels),
+    index=None,
+    format_func=labels.get,
+    placeholder="pick a result to open it",
+    key="tool_result_id",
+)
+if result_id is None:  # opening is a deliberate look at a user's data: nothing read until then
+    st.session_state.pop(OPEN_KEY, None)
+    st.caption(literal(OPEN_CAPTION))
+    st.stop()
 
 
 def _read(offset: int, limit: int) -> dict:

@@ -1,9 +1,11 @@
-"""pages/tool_results.py on the demo: SHA-256 status, audited reads, and a crafted path refused."""
+"""pages/tool_results.py on the demo: SHA-256 status, reads only when picked and audited, and a
+crafted path refused."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -23,25 +25,48 @@ SALVAGED = (
 
 
 def test_results_list_checks_hashes_and_opening_one_is_audited(
-    app_test: Callable[..., AppTest], demo_env: Settings
+    app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import yuxi_dash.tool_results
+
     with session_scope(demo_env) as session:
         total = count_tool_results(session)
     assert total > 0, "the demo should offload some tool results"
+    reads: list[int] = []  # every read of a file, audited or not
+    real_read = yuxi_dash.tool_results.read_tool_result
+
+    def counted_read(result_id: int, **kwargs: Any) -> Any:
+        reads.append(int(result_id))
+        return real_read(result_id, **kwargs)
+
+    monkeypatch.setattr(yuxi_dash.tool_results, "read_tool_result", counted_read)
     at = app_test("pages/audit.py")  # cache the audit log as it is before any read
     at.switch_page(PAGE).run()
     assert not at.exception
     listing = at.dataframe[0].value
     assert len(listing) == min(total, 200)
     assert set(listing["sha_status"]) == {"ok"}
-    opened = int(at.selectbox(key="tool_result_id").value)
+    # arriving lists the results and opens none: no file read, no audit row, nothing shown
+    picker = at.selectbox(key="tool_result_id")
+    assert picker.value is None
+    assert reads == []
+    with session_scope(demo_env) as session:
+        assert list_audit(session, action=READ_ACTION) == []
+    assert not at.success and not at.code and not at.get("download_button")
+    assert any("writes an audit row" in c.value for c in at.caption)
+    opened = int(listing["id"].iloc[0])
+    picker.set_value(opened).run()  # picking one is the deliberate act
+    assert not at.exception
+    assert reads == [opened]
+    assert not any("writes an audit row" in c.value for c in at.caption)
     assert any(s.value.startswith("SHA-256 ok") for s in at.success)
     assert [h.value for h in at.subheader][:2] == ["What the model sees", "Full content"]
     assert at.get("download_button")
     with session_scope(demo_env) as session:
-        reads = list_audit(session, action=READ_ACTION, target=f"tool_result:{opened}")
-    assert [r.outcome for r in reads] == ["ok"]
+        audited = list_audit(session, action=READ_ACTION, target=f"tool_result:{opened}")
+    assert [r.outcome for r in audited] == ["ok"]
     at.number_input(key="tool_result_page").set_value(1).run()  # a rerun does not read again
+    assert reads == [opened]
     with session_scope(demo_env) as session:
         assert len(list_audit(session, action=READ_ACTION)) == 1
     at.switch_page("pages/audit.py").run()  # the audit page is not served from a stale cache

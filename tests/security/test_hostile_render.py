@@ -434,10 +434,11 @@ def test_every_markdown_argument_is_built_literally(path: Path) -> None:
 BROWSER_PAGES = (  # (path, a text that shows the hostile content was drawn)
     (f"thread_detail?thread={quote(DONE_THREAD, safe='')}", "zzstoreuser"),
     (f"thread_detail?thread={quote(URL_THREAD, safe='')}", "thread_not_found"),
-    ("tool_results", "SHA-256"),
+    ("tool_results", "What the model sees"),
     (f"memory_communities?user={GRAPH_USER}", "zzcommunity0"),
     (f"memory_chat?user={GRAPH_USER}", "zzgraphchat"),
 )
+BROWSER_PICKS = {"tool_results": "Open"}  # a page that opens nothing until its selectbox is picked
 _DOM_PROBE = """() => ({
   images: [...document.querySelectorAll('img')].map(i => i.getAttribute('src') || ''),
   links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href') || ''),
@@ -474,6 +475,11 @@ def test_hostile_text_stays_text_in_chromium(
             page.on("request", lambda request: requested.append(request.url))
             for path, drawn in BROWSER_PAGES:
                 page.goto(f"{url}/{path}")
+                if path in BROWSER_PICKS:  # open the newest, as an operator does: by picking it
+                    label = page.get_by_text(BROWSER_PICKS[path], exact=True)
+                    picker = page.get_by_test_id("stSelectbox").filter(has=label)
+                    picker.click(timeout=60_000)
+                    page.get_by_role("option").first.click()
                 expect(page.get_by_text(drawn).first).to_be_attached(timeout=60_000)
                 for tab in page.get_by_role("tab").all():  # draw every tab's content
                     tab.click()
