@@ -13,7 +13,7 @@ the compiled extension modules, and only when it is safe to:
   the build when it cannot compile (CI and the Docker image use it, so a
   compiled build can never silently turn into a slower pure one).
 
-The compiled modules behave exactly as the pure ones (tests/compression runs
+The compiled modules behave exactly as the pure ones (the preview tests run
 against both in CI); they only run faster. mypyc type-checks them in
 isolation here (``--follow-imports=silent``, no project config), because the
 build environment holds mypy and setuptools, not the package's dependencies.

@@ -2,7 +2,7 @@
 
 The README's test command runs the editable tree, which must be pure Python (a
 stale extension module there would shadow every edit). CI then builds the
-wheel with the compiled modules and runs tests/compression against it with
+wheel with the compiled modules and runs the preview tests against it with
 ``YUXI_DASH_EXPECT_PREVIEW_BUILD=compiled`` (see README, "The compiled
 preview"); there the corpus test compares two different builds.
 """
