@@ -34,9 +34,9 @@ COMPILED_MODULES = [
     "yuxi_dash/compression/salvage.py",
     "yuxi_dash/compression/preview.py",
 ]
-# Only these commands produce built code; metadata, sdist and editable builds stay pure.
+# Only these commands produce built code; metadata, sdist and editable builds
+# (`editable_wheel`, `develop`) stay pure.
 _BUILD_COMMANDS = {"bdist_wheel", "build", "build_ext", "install"}
-_EDITABLE_COMMANDS = {"editable_wheel", "develop"}
 
 
 def _compile_choice() -> str:
@@ -58,8 +58,7 @@ def _can_compile() -> tuple[bool, str]:
 
 
 def _ext_modules() -> list:
-    commands = set(sys.argv[1:])
-    if not commands & _BUILD_COMMANDS or commands & _EDITABLE_COMMANDS:
+    if not set(sys.argv[1:]) & _BUILD_COMMANDS:
         return []
     choice = _compile_choice()
     if choice == "0":
@@ -84,4 +83,5 @@ def _ext_modules() -> list:
     )
 
 
-setup(ext_modules=_ext_modules())
+if __name__ == "__main__":  # how setuptools' build backend and `python setup.py` run this file
+    setup(ext_modules=_ext_modules())
