@@ -4,7 +4,7 @@ Everything else about the package lives in pyproject.toml; this file only adds
 the compiled extension modules, and only when it is safe to:
 
 - a wheel build (``pip install .``, ``pip wheel .``, ``python -m build``)
-  compiles ``yuxi_dash/compression/{clipping,evidence,salvage,preview}.py``
+  compiles ``yuxi_dash/compression/{clipping,evidence,salvage,preview,records}.py``
   when a C compiler and the Python headers are present. The wheel keeps the
   ``.py`` files too; the compiled module is found first.
 - an editable install (``pip install -e .``) never compiles: an ``.so`` next
@@ -33,6 +33,7 @@ COMPILED_MODULES = [
     "yuxi_dash/compression/evidence.py",
     "yuxi_dash/compression/salvage.py",
     "yuxi_dash/compression/preview.py",
+    "yuxi_dash/compression/records.py",
 ]
 # Only these commands produce built code; metadata, sdist and editable builds
 # (`editable_wheel`, `develop`) stay pure.

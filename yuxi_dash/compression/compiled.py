@@ -1,6 +1,6 @@
 """Which build of the tool-result preview this process runs: mypyc-compiled or pure Python.
 
-``setup.py`` compiles the four modules in :data:`PREVIEW_MODULES` into extension
+``setup.py`` compiles the five modules in :data:`PREVIEW_MODULES` into extension
 modules when it builds a wheel (``pip install .``, the Docker image); an
 editable install, or a build without a C compiler, runs their ``.py`` files.
 Both builds make the same previews (CI checks them against each other on the
@@ -14,10 +14,10 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from types import ModuleType
 from typing import Literal
 
-from yuxi_dash.compression import clipping, evidence, preview, salvage
+from yuxi_dash.compression import clipping, evidence, preview, records, salvage
 
 # setup.py lists the same files (tests/compression/test_compiled.py holds them equal).
-PREVIEW_MODULES: tuple[ModuleType, ...] = (clipping, evidence, salvage, preview)
+PREVIEW_MODULES: tuple[ModuleType, ...] = (clipping, evidence, salvage, preview, records)
 
 PreviewBuild = Literal["compiled", "pure Python", "mixed"]
 
@@ -28,7 +28,7 @@ def is_compiled(module: ModuleType) -> bool:
 
 
 def preview_build() -> PreviewBuild:
-    """``compiled`` when all four preview modules are compiled, ``pure Python`` when none.
+    """``compiled`` when all the preview modules are compiled, ``pure Python`` when none.
 
     ``mixed`` means a broken install (a stale extension beside edited sources):
     mypyc's modules call each other natively, so they must be built together.

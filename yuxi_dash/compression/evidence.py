@@ -26,6 +26,7 @@ from typing import Any
 from yuxi_dash.compression.clipping import (
     _BODY_KEY_CHARS,
     MIN_BODY_CHARS,
+    RawBody,
     _dumps,
     _encode_string,
     _grow_bodies,
@@ -243,16 +244,25 @@ def _offered(
     return value
 
 
-def _body(record: dict[str, Any]) -> tuple[str | None, str]:
+def _body(record: dict[str, Any]) -> tuple[str | None, str | RawBody]:
+    """(the key, the body): the first of ``BODY_FIELDS`` that is a string and not blank."""
     for key in BODY_FIELDS:
         value = record.get(key)
-        if type(value) is str and value and not value.isspace():  # not blank, without a copy
+        if type(value) is str:
+            if value and not value.isspace():  # not blank, without a copy
+                return key, value
+        elif type(value) is RawBody and not value.is_blank():
             return key, value
     return None, ""
 
 
 def _fit_evidence(
-    header_json: str, records: list[dict[str, Any]], kind: str, header: dict[str, Any], budget: int
+    header_json: str,
+    records: list[dict[str, Any]],
+    result_count: int,
+    kind: str,
+    header: dict[str, Any],
+    budget: int,
 ) -> str | None:
     """The compact rule: identity of every kept record, then other fields by usefulness, then bodies.
 
@@ -264,6 +274,7 @@ def _fit_evidence(
        header's ``common`` object (same nesting as a record).
     3. The spare characters to the bodies (``_grow_bodies``).
 
+    ``records``: the leading records at least (up to the cap) of ``result_count``.
     None when not even one record's identity fits (the generic preview says more).
     Sizes are exact: the preview is the concatenation of the pieces measured here.
     The loops are written out (no helper call per field and record): this runs
@@ -272,7 +283,6 @@ def _fit_evidence(
     knowledge_base = kind == "knowledge_base"
     id_keys = KB_IDENTITY_KEYS if knowledge_base else WEB_IDENTITY_KEYS
     id_prefix = _KEY_PREFIXES[id_keys[0]]
-    result_count = len(records)
     # everything but the records: header, '"results":[', commas, '],"omitted_results":N}'
     frame = len(header_json) + len(',"results":[],"omitted_results":}')
     shown: list[dict[str, Any]] = []

@@ -44,12 +44,12 @@ from yuxi_dash.compression.clipping import (
     _grow_bodies,
     _RecordPiece,
     _splits_character,
+    body_chars,
     clip_head_tail,
     cut_end,
     cut_start,
 )
 from yuxi_dash.compression.evidence import (
-    BODY_FIELDS,
     HEADER_FIELDS,
     MAX_FIELD_CHARS,
     MAX_IDENTITY_CHARS,
@@ -58,10 +58,12 @@ from yuxi_dash.compression.evidence import (
     QUERY_KB_FIELDS,
     QUERY_KB_METADATA_FIELDS,
     WEB_SEARCH_FIELDS,
+    _body,
     _clip_field,
     _fit_evidence,
     _is_empty,
 )
+from yuxi_dash.compression.records import read_records
 from yuxi_dash.compression.salvage import (
     NOT_DECODED,
     SalvageKind,
@@ -137,11 +139,8 @@ def _project_record(record: dict[str, Any], kind: str) -> _RecordPiece:
         kept["metadata"] = {
             key: _clip_field(metadata[key]) for key in QUERY_KB_METADATA_FIELDS if key in metadata
         }
-    for key in BODY_FIELDS:
-        value = record.get(key)
-        if type(value) is str and value and not value.isspace():  # not blank, without a copy
-            return _RecordPiece(_dumps(kept), key, value)
-    return _RecordPiece(_dumps(kept), None, "")
+    body_key, body = _body(record)
+    return _RecordPiece(_dumps(kept), body_key, body)
 
 
 def _locate_records(payload: Any, rule: PreviewRule) -> tuple[list[Any], dict[str, Any]] | None:
@@ -180,36 +179,41 @@ def structured_preview(
     stripped = content.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
-    payload = NOT_DECODED if encoded is None else decode_json_bytes(encoded)
+    budget = max(0, token_limit) * 4
     salvaged: SalvageKind | None = None
-    if payload is NOT_DECODED:
-        parsed = parse_records_text(stripped)  # the exact decode; salvaged when not JSON
-        if parsed is None or (parsed[1] is not None and rule != "compact"):
+    read = None if encoded is None else read_records(encoded, budget + 2)
+    if read is not None:  # the fields shown, bodies decoded only as far as shown
+        records, result_count, header_source = read
+    else:
+        payload = NOT_DECODED if encoded is None else decode_json_bytes(encoded)
+        if payload is NOT_DECODED:
+            parsed = parse_records_text(stripped)  # the exact decode; salvaged when not JSON
+            if parsed is None or (parsed[1] is not None and rule != "compact"):
+                return None
+            payload, salvaged = parsed
+        located = _locate_records(payload, rule)
+        if located is None:
             return None
-        payload, salvaged = parsed
-    located = _locate_records(payload, rule)
-    if located is None:
-        return None
-    records, header_source = located
-    if not all(isinstance(record, dict) for record in records):
-        return None
+        records, header_source = located
+        if not all(isinstance(record, dict) for record in records):
+            return None
+        result_count = len(records)
 
     header: dict[str, Any] = {"kind": kind}
     if salvaged is not None:
         if not records:
             return None  # nothing recovered: the generic preview says more
         header[SALVAGE_KEY] = salvaged
-    header["result_count"] = len(records)
+    header["result_count"] = result_count
     for key in HEADER_FIELDS:
         if key in header_source and not (rule == "compact" and _is_empty(header_source[key])):
             header[key] = _clip_field(header_source[key])
-    budget = max(0, token_limit) * 4
     if rule == "compact":
-        return _fit_evidence(_dumps(header)[:-1], records, kind, header, budget)
+        return _fit_evidence(_dumps(header)[:-1], records, result_count, kind, header, budget)
     pieces = (
         _project_record(record, kind) for record in records[:MAX_PREVIEW_RECORDS]
     )  # lazy: records past the first that does not fit are never projected
-    return _fit_records(_dumps(header)[:-1], pieces, len(records), budget)
+    return _fit_records(_dumps(header)[:-1], pieces, result_count, budget)
 
 
 def _frame(header_json: str, shown: int, result_count: int) -> int:
@@ -234,7 +238,7 @@ def _fit_records(
     used = 0
     for piece in pieces:
         first = first or piece
-        piece.set(min(MIN_BODY_CHARS, len(piece.body)))
+        piece.set(min(MIN_BODY_CHARS, body_chars(piece.body)))
         if _frame(header_json, len(shown) + 1, result_count) + used + len(piece.text) > budget:
             break
         shown.append(piece)

@@ -1,0 +1,120 @@
+"""Reading only what a structured preview shows: the fields it keeps, bodies left undecoded.
+
+A query_kb / web_search result is mostly its records' bodies (``content``,
+``text``, ``snippet``, ``summary``), and its preview shows a few hundred
+characters of a few of them. ``read_records`` decodes a whole JSON document
+(the UTF-8 bytes already made for the saved file) with msgspec into just the
+fields a preview reads: the header fields, every kept field of a record
+(``QUERY_KB_FIELDS``, ``WEB_SEARCH_FIELDS``, ``metadata``) and its bodies, each
+string body kept as a ``RawBody`` that is decoded only as far as the preview
+gives it room. Other keys are skipped (msgspec still checks them); records past
+``MAX_PREVIEW_RECORDS`` are counted, not converted.
+
+The preview made from its answer is the one the full decode gives: every value
+read is the value ``json`` reads (a body holding a lone surrogate, which msgspec
+refuses, is read by ``json``: ``clipping.decode_json_value``), and what it
+skips cannot change the preview. Where the answer could differ it says None and
+the caller decodes the whole document (``salvage.decode_json_bytes``): no
+``results`` list at the top (a bare list is read here; an envelope one level
+down is not), a record that is not an object, or a value read that msgspec
+refuses (a lone surrogate or ``NaN`` in a kept field).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from yuxi_dash.compression.clipping import RawBody, decode_json_value
+from yuxi_dash.compression.evidence import (
+    BODY_FIELDS,
+    HEADER_FIELDS,
+    MAX_PREVIEW_RECORDS,
+    QUERY_KB_FIELDS,
+    WEB_SEARCH_FIELDS,
+)
+
+# Every record key a preview reads besides its bodies (both rules, both kinds).
+RECORD_FIELDS: tuple[str, ...] = tuple(
+    dict.fromkeys((*QUERY_KB_FIELDS, *WEB_SEARCH_FIELDS, "metadata"))
+)
+assert not set(RECORD_FIELDS) & set(BODY_FIELDS)
+
+_UNSET = msgspec.UNSET
+_Record = msgspec.defstruct(
+    "_Record",
+    [
+        *((name, Any, _UNSET) for name in RECORD_FIELDS),
+        *((name, msgspec.Raw | msgspec.UnsetType, _UNSET) for name in BODY_FIELDS),
+    ],
+    gc=False,
+)
+_Envelope = msgspec.defstruct(
+    "_Envelope",
+    [
+        ("results", list[_Record] | msgspec.UnsetType, _UNSET),  # type: ignore[valid-type]
+        *((name, Any, _UNSET) for name in HEADER_FIELDS),
+    ],
+    gc=False,
+)
+_read_envelope = msgspec.json.Decoder(_Envelope).decode
+_read_list = msgspec.json.Decoder(list[_Record]).decode  # type: ignore[valid-type]
+_asdict = msgspec.structs.asdict
+_JSON_SPACE = b" \t\n\r"
+
+Records = tuple[list[dict[str, Any]], int, dict[str, Any]]
+
+
+def read_records(encoded: bytes, window: int) -> Records | None:
+    """(the leading records, how many there are, the header fields), or None: decode it whole.
+
+    ``encoded``: a whole tool result as UTF-8 (``workdir.encode_text``); ``window``:
+    the characters a ``RawBody`` decodes at each end of a long body (the preview's
+    budget + 2). The leading records are the first ``MAX_PREVIEW_RECORDS``, as dicts
+    of the fields present; string bodies are ``RawBody``.
+    """
+    end = len(encoded)
+    while end and encoded[end - 1] in _JSON_SPACE:
+        end -= 1
+    start = 0
+    while start < end and encoded[start] in _JSON_SPACE:
+        start += 1
+    if start >= end:
+        return None
+    opener, closer = encoded[start], encoded[end - 1]
+    try:
+        if opener == 0x5B and closer == 0x5D:  # [ ... ]
+            records = _read_list(encoded)
+            header: dict[str, Any] = {}
+        elif opener == 0x7B and closer == 0x7D:  # { ... }
+            envelope = _read_envelope(encoded)
+            results: Any = envelope.results  # type: ignore[attr-defined]  # a defstruct field
+            if results is _UNSET:
+                return None
+            records = results
+            header = {}
+            for name in HEADER_FIELDS:
+                value = getattr(envelope, name)
+                if value is not _UNSET:
+                    header[name] = value
+        else:
+            return None
+    except (msgspec.DecodeError, RecursionError, MemoryError):
+        return None  # msgspec.ValidationError is a DecodeError
+    return (
+        [_as_dict(record, window) for record in records[:MAX_PREVIEW_RECORDS]],
+        len(records),
+        header,
+    )
+
+
+def _as_dict(record: Any, window: int) -> dict[str, Any]:
+    fields = {name: value for name, value in _asdict(record).items() if value is not _UNSET}
+    for name in BODY_FIELDS:
+        raw = fields.get(name)
+        if raw is not None:
+            data = bytes(raw)
+            # a string stays undecoded; any other value is decoded (a preview skips it)
+            fields[name] = RawBody(data, window) if data[:1] == b'"' else decode_json_value(data)
+    return fields
