@@ -1,4 +1,4 @@
-"""Build: the package, with the tool-result preview's four hot modules compiled by mypyc.
+"""Build: the package, with the tool-result preview's hot modules compiled by mypyc.
 
 Everything else about the package lives in pyproject.toml; this file only adds
 the compiled extension modules, and only when it is safe to:

@@ -28,6 +28,9 @@ that is not JSON but starts with records (cut short, trailing text, a Python
 repr) gets the compact rule's preview of its leading complete records, marked
 ``"salvaged"`` in the header (``yuxi_dash.compression.salvage``); other bad or
 unexpected JSON falls back to the generic preview; a preview never raises.
+Given the result's UTF-8 bytes (as the engine has them), a whole JSON document
+is read by ``yuxi_dash.compression.records``: only the fields a preview keeps,
+each body decoded only as far as it is shown; the preview is the same.
 """
 
 from __future__ import annotations
