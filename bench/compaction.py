@@ -287,10 +287,11 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
             wrap(Workdir, "prepare_tool_result", "encode + sha256"),
             wrap(Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
             wrap(compaction, "tool_result_preview", "preview, all"),
-            wrap(preview, "decode_json_bytes", "  of which JSON decoding (msgspec, bytes)"),
+            wrap(preview, "read_records", "  of which reading the kept fields (msgspec)"),
+            wrap(preview, "decode_json_bytes", "  of which whole-document decoding (msgspec)"),
             wrap(salvage, "_decode", "  of which JSON decoding (json, text)"),
             wrap(ast, "literal_eval", "  of which Python reprs (salvage)"),
-            wrap(preview, "_fit_evidence", "  of which fitting the records"),
+            wrap(preview, "_fit_evidence", "  of which fitting the records (and their bodies)"),
             wrap(compaction, "saved_result_header", "saved-result header"),
             wrap(ToolMessage, "model_copy", "message copy"),
             wrap(compaction, "truncate_tool_args", "argument truncation"),
@@ -345,10 +346,11 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         "encode + sha256",
         "file write (Workdir.write_prepared)",
         "preview, all",
-        "  of which JSON decoding (msgspec, bytes)",
+        "  of which reading the kept fields (msgspec)",
+        "  of which whole-document decoding (msgspec)",
         "  of which JSON decoding (json, text)",
         "  of which Python reprs (salvage)",
-        "  of which fitting the records",
+        "  of which fitting the records (and their bodies)",
         "saved-result header",
         "message copy",
         "argument truncation",
@@ -356,9 +358,9 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         "total",
     ]
     for label in order:
-        print(f"  ours   {label:<40} {best.get(label, 0.0) * 1000:8.1f} ms")
+        print(f"  ours   {label:<50} {best.get(label, 0.0) * 1000:8.1f} ms")
     for label, took in floor_parts.items():
-        print(f"  floor  {label:<40} {took * 1000:8.1f} ms")
+        print(f"  floor  {label:<50} {took * 1000:8.1f} ms")
 
 
 def main() -> int:
