@@ -176,3 +176,16 @@ def test_a_long_body_ending_in_a_flag_run_is_cut_as_its_text_is() -> None:
         body = RawBody(json.dumps(text, ensure_ascii=False).encode(), 50)
         for allowance in range(48):
             assert body.clip(allowance) == clip_head_tail(text, allowance), (run, allowance)
+
+
+def test_a_number_past_pythons_digit_limit_is_no_reason_to_salvage() -> None:
+    huge = "1" * 4301  # json.loads refuses it (sys.get_int_max_str_digits); msgspec skips it
+    skipped = '{"results":[{"id":"a","score":1,"x":' + huge + ',"content":"hello"}]}'
+    from_bytes, from_text = _both("query_kb", skipped, 50, "compact")
+    assert from_text is None  # json refuses the text; what precedes the number is no record
+    assert from_bytes is not None and '"salvaged"' not in from_bytes
+    assert '"result_count":1' in from_bytes and '"id":"a"' in from_bytes
+    as_body = '{"results":[{"id":"a","score":1,"content":' + huge + "}]}"
+    assert read_records(as_body.encode(), 202) is None  # read: the whole decode decides
+    from_bytes, from_text = _both("query_kb", as_body, 50, "compact")
+    assert from_bytes == from_text

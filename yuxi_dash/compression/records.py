@@ -18,6 +18,11 @@ the caller decodes the whole document (``salvage.decode_json_bytes``): no
 ``results`` list at the top (a bare list is read here; an envelope one level
 down is not), a record that is not an object, or a value read that msgspec
 refuses (a lone surrogate or ``NaN`` in a kept field).
+
+One difference is deliberate: a number longer than Python's integer digit limit
+(4300 digits) in a field no preview reads. ``json`` refuses the whole document
+for it, so from the text alone the preview is the salvage of what precedes the
+number (or the generic one); read here, the document is the valid JSON it is.
 """
 
 from __future__ import annotations
@@ -100,13 +105,10 @@ def read_records(encoded: bytes, window: int) -> Records | None:
                     header[name] = value
         else:
             return None
-    except (msgspec.DecodeError, RecursionError, MemoryError):
-        return None  # msgspec.ValidationError is a DecodeError
-    return (
-        [_as_dict(record, window) for record in records[:MAX_PREVIEW_RECORDS]],
-        len(records),
-        header,
-    )
+        leading = [_as_dict(record, window) for record in records[:MAX_PREVIEW_RECORDS]]
+    except (ValueError, RecursionError, MemoryError):
+        return None  # msgspec's DecodeError (ValidationError too) is a ValueError, as json's is
+    return leading, len(records), header
 
 
 def _as_dict(record: Any, window: int) -> dict[str, Any]:
