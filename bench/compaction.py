@@ -279,23 +279,24 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         setattr(owner, name, timed)
         return lambda: setattr(owner, name, real)
 
+    parts: list[tuple[Any, str, str]] = [  # (owner, attribute, label), in print order
+        (Workdir, "prepare_tool_result", "encode + sha256"),
+        (Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
+        (compaction, "tool_result_preview", "preview, all"),
+        (preview, "read_records", "  of which reading the kept fields (msgspec)"),
+        (preview, "decode_json_bytes", "  of which whole-document decoding (msgspec)"),
+        (salvage, "_decode", "  of which JSON decoding (json, text)"),
+        (ast, "literal_eval", "  of which Python reprs (salvage)"),
+        (preview, "_fit_evidence", "  of which fitting the records (and their bodies)"),
+        (compaction, "saved_result_header", "saved-result header"),
+        (ToolMessage, "model_copy", "message copy"),
+        (compaction, "truncate_tool_args", "argument truncation"),
+    ]
     best: dict[str, float] = {}
     for _ in range(rounds):
         roots = [_fresh_workdir(base) for _ in threads]
         spent.clear()
-        undo = [
-            wrap(Workdir, "prepare_tool_result", "encode + sha256"),
-            wrap(Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
-            wrap(compaction, "tool_result_preview", "preview, all"),
-            wrap(preview, "read_records", "  of which reading the kept fields (msgspec)"),
-            wrap(preview, "decode_json_bytes", "  of which whole-document decoding (msgspec)"),
-            wrap(salvage, "_decode", "  of which JSON decoding (json, text)"),
-            wrap(ast, "literal_eval", "  of which Python reprs (salvage)"),
-            wrap(preview, "_fit_evidence", "  of which fitting the records (and their bodies)"),
-            wrap(compaction, "saved_result_header", "saved-result header"),
-            wrap(ToolMessage, "model_copy", "message copy"),
-            wrap(compaction, "truncate_tool_args", "argument truncation"),
-        ]
+        undo = [wrap(owner, name, label) for owner, name, label in parts]
         gc.collect()
         started = time.process_time()
         try:
@@ -342,21 +343,8 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         ):
             floor_parts[label] = min(floor_parts.get(label, took), took)
     print(f"\nwhere the CPU time goes ({len(texts)} results over the limit; best of {rounds}):")
-    order = [
-        "encode + sha256",
-        "file write (Workdir.write_prepared)",
-        "preview, all",
-        "  of which reading the kept fields (msgspec)",
-        "  of which whole-document decoding (msgspec)",
-        "  of which JSON decoding (json, text)",
-        "  of which Python reprs (salvage)",
-        "  of which fitting the records (and their bodies)",
-        "saved-result header",
-        "message copy",
-        "argument truncation",
-        "rest (loop, result texts, lists)",
-        "total",
-    ]
+    order = [label for _owner, _name, label in parts]
+    order += ["rest (loop, result texts, lists)", "total"]
     for label in order:
         print(f"  ours   {label:<50} {best.get(label, 0.0) * 1000:8.1f} ms")
     for label, took in floor_parts.items():

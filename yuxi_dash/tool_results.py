@@ -2,8 +2,8 @@
 
 The file in the workdir is the truth; the index row records where it is and
 the SHA-256 it had when it was written. `verify_tool_results` re-hashes every
-indexed file, or one page of them as the listing pages them (ok / mismatch / missing). `read_tool_result` reads a file only
-through the workdir's link-refusing reads (every path component opened with
+indexed file, or one page of them as the listing pages them (ok / mismatch /
+missing). `read_tool_result` reads a file only through the workdir's link-refusing reads (every path component opened with
 O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is
 ever read, even through a symlink swapped in mid-read) and records an audit row
 for every read, allowed or refused.

@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
+from yuxi_dash.compression.salvage import decode_json_value
 
 CLIP_MARK = "…"
 MIN_BODY_CHARS = 32  # a listed record shows at least this much body (head…tail)
@@ -103,22 +103,6 @@ def _clip_ends(starts: str, ends: str, max_chars: int) -> str:
 
 
 # -- bodies decoded as far as they are shown ---------------------------------------
-_decode_bytes = msgspec.json.Decoder().decode
-
-
-def decode_json_value(data: bytes) -> Any:
-    """The JSON value ``data`` holds, read as ``json`` reads it; lone surrogates included.
-
-    msgspec first; what it refuses (UTF-8 holding a lone surrogate, as ``surrogatepass``
-    encodes one) is read by ``json`` from the text, as a result's full decode would be.
-    """
-    try:
-        return _decode_bytes(data)
-    except msgspec.DecodeError:
-        return json.loads(data.decode("utf-8", "surrogatepass"))
-
-
-_decode_json = decode_json_value
 _CONTINUATION = range(0x80, 0xC0)  # UTF-8 bytes that do not start a character
 _BACKSLASH = 0x5C
 
@@ -192,7 +176,7 @@ class RawBody:
     ``yuxi_dash.compression.records`` keeps the bodies it reads this way, so a
     preview decodes just the bodies it gives room to. The literal was read by
     msgspec (escapes and control characters checked, not its UTF-8: a lone
-    surrogate is read by ``json``, see ``decode_json_value``). Short bodies are
+    surrogate is read by ``json``, see ``salvage.decode_json_value``). Short bodies are
     decoded whole. A long one
     (no ``\\u`` escape and over 4 bytes for each of ``window`` characters: so
     over ``window`` characters) is decoded at its two ends only, ``window``
@@ -219,7 +203,7 @@ class RawBody:
             return False
         inner = raw[1:-1]
         try:
-            start = _decode_json(b'"' + inner[: _cut_before(inner, 64)] + b'"')  # 50+ bytes
+            start = decode_json_value(b'"' + inner[: _cut_before(inner, 64)] + b'"')  # 50+ bytes
         except ValueError:  # not cut where it decodes (an escaped lone surrogate): read it all
             return self._whole().isspace()
         return start.isspace() and self._whole().isspace()
@@ -241,7 +225,7 @@ class RawBody:
 
     def _whole(self) -> str:
         if self.text is None:
-            self.text = _decode_json(self.raw)
+            self.text = decode_json_value(self.raw)
             self.length = len(self.text)
         return self.text
 
@@ -252,8 +236,8 @@ class RawBody:
             self._whole()
             return
         try:
-            starts = _decode_json(b'"' + inner[: _cut_before(inner, reach)] + b'"')
-            ends = _decode_json(b'"' + inner[_cut_after(inner, len(inner) - reach) :] + b'"')
+            starts = decode_json_value(b'"' + inner[: _cut_before(inner, reach)] + b'"')
+            ends = decode_json_value(b'"' + inner[_cut_after(inner, len(inner) - reach) :] + b'"')
         except ValueError:  # not cut where it decodes: read it whole
             self._whole()
             return

@@ -12,7 +12,7 @@ gives it room. Other keys are skipped (msgspec still checks them); records past
 
 The preview made from its answer is the one the full decode gives: every value
 read is the value ``json`` reads (a body holding a lone surrogate, which msgspec
-refuses, is read by ``json``: ``clipping.decode_json_value``), and what it
+refuses, is read by ``json``: ``salvage.decode_json_value``), and what it
 skips cannot change the preview. Where the answer could differ it says None and
 the caller decodes the whole document (``salvage.decode_json_bytes``): no
 ``results`` list at the top (a bare list is read here; an envelope one level
@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from yuxi_dash.compression.clipping import RawBody, decode_json_value
+from yuxi_dash.compression.clipping import RawBody
 from yuxi_dash.compression.evidence import (
     BODY_FIELDS,
     HEADER_FIELDS,
@@ -39,6 +39,7 @@ from yuxi_dash.compression.evidence import (
     QUERY_KB_FIELDS,
     WEB_SEARCH_FIELDS,
 )
+from yuxi_dash.compression.salvage import decode_json_value, json_bounds
 
 # Every record key a preview reads besides its bodies (both rules, both kinds).
 RECORD_FIELDS: tuple[str, ...] = tuple(
@@ -66,7 +67,6 @@ _Envelope = msgspec.defstruct(
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
 _read_list = msgspec.json.Decoder(list[_Record]).decode  # type: ignore[valid-type]
 _asdict = msgspec.structs.asdict
-_JSON_SPACE = b" \t\n\r"
 
 Records = tuple[list[dict[str, Any]], int, dict[str, Any]]
 
@@ -79,12 +79,7 @@ def read_records(encoded: bytes, window: int) -> Records | None:
     budget + 2). The leading records are the first ``MAX_PREVIEW_RECORDS``, as dicts
     of the fields present; string bodies are ``RawBody``.
     """
-    end = len(encoded)
-    while end and encoded[end - 1] in _JSON_SPACE:
-        end -= 1
-    start = 0
-    while start < end and encoded[start] in _JSON_SPACE:
-        start += 1
+    start, end = json_bounds(encoded)
     if start >= end:
         return None
     opener, closer = encoded[start], encoded[end - 1]

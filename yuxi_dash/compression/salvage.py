@@ -70,15 +70,37 @@ def _skip_space(text: str, pos: int) -> int:
 _PARSE_ERRORS = (ValueError, TypeError, RecursionError, MemoryError, OverflowError)
 
 
+def json_bounds(encoded: bytes) -> tuple[int, int]:
+    """(start, end) of ``encoded`` without the JSON whitespace around it."""
+    end = len(encoded)
+    while end and encoded[end - 1] in _JSON_SPACE:
+        end -= 1
+    start = 0
+    while start < end and encoded[start] in _JSON_SPACE:
+        start += 1
+    return start, end
+
+
+def decode_json_value(data: bytes) -> Any:
+    """The JSON value ``data`` holds, read as ``json`` reads it; lone surrogates included.
+
+    msgspec first; what it refuses (UTF-8 holding a lone surrogate, as ``surrogatepass``
+    encodes one) is read by ``json`` from the text, as a result's full decode would be.
+    ValueError when neither reads it.
+    """
+    try:
+        return _decode_bytes(data)
+    except msgspec.DecodeError:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
 def decode_json_bytes(encoded: bytes) -> Any:
     """The JSON document ``encoded`` holds (UTF-8), or ``NOT_DECODED``: then parse the text.
 
     Never a value ``json`` would read differently: msgspec refuses, rather than
     changes, what it does not read as ``json`` does.
     """
-    end = len(encoded)
-    while end and encoded[end - 1] in _JSON_SPACE:
-        end -= 1
+    end = json_bounds(encoded)[1]
     if not end or encoded[end - 1] not in _CLOSERS:
         return NOT_DECODED  # cut short or followed by text: not one document, and no scan spent
     try:
