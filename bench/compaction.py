@@ -9,7 +9,9 @@ process on the same messages, each run into a fresh directory:
   file (``os.open(O_CREAT|O_EXCL)``, write, close) in a ready directory (every
   engine starts with its output directory in place, as in use);
 - ``ours``: ``compact_messages`` (offload with previews into a ``Workdir``, plus
-  the ``write_file``/``edit_file`` argument truncation at 2000);
+  the ``write_file``/``edit_file`` argument truncation at 2000); the ``Workdir`` is
+  built before the clock starts, as deepagents' middleware is below (a running
+  agent holds both);
 - ``yuxi-plain``: the same engine with ``preview_rule="plain"`` (the modelled
   system's record rule, kept for reference);
 - ``deepagents``: ``FilesystemMiddleware(tool_token_limit_before_evict=300)`` on
@@ -26,7 +28,9 @@ time (CPU time is what a run costs when other processes share the cores; file
 creation shows up as system time), the share of evidence ids (record ids, urls)
 visible whole in the view, what is recoverable (byte for byte from the file, or
 kept whole in the view) and the view's size; then the minimum visible share over
-shapes and the totals per engine. Engine order rotates every round. ``--profile``
+shapes and the totals per engine. Engine order rotates every round. Each run starts
+after a collection, with the corpus frozen out of the collector's reach (``--cold``:
+not frozen, so each run starts right after a walk over the whole corpus). ``--profile``
 adds where our engine's CPU time goes, beside the same parts of the floor.
 Asserts nothing timed.
 
@@ -58,7 +62,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +100,10 @@ Clock = tuple[float, float]  # (wall seconds, CPU seconds of this process)
 
 def _timed(run: Callable[[], Any]) -> Clock:
     """Wall and CPU time of one run. CPU time (user + system, so the syscalls of the file
-    writes count) is what a run costs when other processes share the cores."""
+    writes count) is what a run costs when other processes share the cores.
+
+    A collection first, so that no engine pays for another's garbage; it walks only
+    what is not frozen (see ``_frozen``)."""
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
     run()
@@ -115,11 +123,11 @@ def time_round(
         elif name == "floor+writes":
             times[name] = _timed(functools.partial(run_floor_writes, messages, holder))
         elif name in ("ours", "yuxi-plain"):
-            root = holder / "workdir"
-            Workdir(root).initialize()
-            Workdir(root).ensure_writable()  # the output directories exist, as in use
+            workdir = Workdir(holder / "workdir")
+            workdir.initialize()
+            workdir.ensure_writable()  # the output directories exist, as in use
             rule = "compact" if name == "ours" else "plain"
-            times[name] = _timed(lambda: run_ours(messages, root, rule))  # noqa: B023
+            times[name] = _timed(lambda: run_ours(messages, workdir, rule))  # noqa: B023
         elif name == "deepagents":
             (holder / "large_tool_results").mkdir()  # its output directory exists, as in use
             engine = Deepagents.build(holder)
@@ -128,6 +136,24 @@ def time_round(
             times[name] = _timed(lambda: run_trim(messages, trim_tokens))
         shutil.rmtree(holder, ignore_errors=True)
     return times
+
+
+@contextmanager
+def _frozen(cold: bool) -> Iterator[None]:
+    """The corpus (built just before) out of the collector's reach while it is timed.
+
+    A running agent's compaction does not start right after a collection over its
+    whole heap; with the corpus in the collected generations, each timed run did
+    (``_timed``), and started with the caches refilled by that walk, which costs the
+    engine running the most code most. ``cold`` keeps that old way, to compare.
+    """
+    gc.collect()
+    if not cold:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _floor_all(threads: list[ShapeThread], base: Path) -> None:
@@ -294,14 +320,14 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
     ]
     best: dict[str, float] = {}
     for _ in range(rounds):
-        roots = [_fresh_workdir(base) for _ in threads]
+        workdirs = [_fresh_workdir(base) for _ in threads]
         spent.clear()
         undo = [wrap(owner, name, label) for owner, name, label in parts]
         gc.collect()
         started = time.process_time()
         try:
-            for thread, root in zip(threads, roots, strict=True):
-                run_ours(thread.messages, root)
+            for thread, workdir in zip(threads, workdirs, strict=True):
+                run_ours(thread.messages, workdir)
         finally:
             for restore in reversed(undo):
                 restore()
@@ -360,6 +386,11 @@ def main() -> int:
     parser.add_argument(
         "--profile", action="store_true", help="where ours spends its CPU time, on the last scale"
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="collect over the whole corpus before every timed run (the old way; see _frozen)",
+    )
     args = parser.parse_args()
     build = preview_build()
     if args.profile and build != "pure Python":
@@ -372,26 +403,35 @@ def main() -> int:
     )
     preview_file = sys.modules["yuxi_dash.compression.preview"].__file__
     print(f"tool-result preview: {build} ({preview_file})")
-    print(f"shapes: {', '.join(SHAPES)}; {args.rounds} rounds, median")
+    print(
+        f"shapes: {', '.join(SHAPES)}; {args.rounds} rounds, median; "
+        f"corpus {'collected before every run (--cold)' if args.cold else 'frozen while timed'}"
+    )
     threads: list[ShapeThread] = []
     try:
         for scale in (int(s) for s in args.scales.split(",")):
             threads = build_corpus(results=args.results, scale=scale)
-            size = sum(len(t) for th in threads for t in _large_texts(th.messages))
-            evidence = sum(len(th.evidence) for th in threads)
-            floor = min(_timed(functools.partial(_floor_all, threads, base))[1] for _ in range(5))
-            print(
-                f"\n== {scale}x: {sum(len(t.messages) for t in threads)} messages, "
-                f"{sum(len(t.results) for t in threads)} tool results, {size / 1e6:.2f} M chars "
-                f"over the limit, {evidence} evidence ids; machine floor "
-                f"{floor * 1000:.1f} ms cpu ({size / 1e6 / floor:.0f} M chars/s) =="
-            )
-            bench_scale(threads, base, args.rounds)
+            with _frozen(args.cold):
+                run_scale(threads, base, scale, args.rounds)
         if args.profile:
             breakdown(threads, base, args.rounds)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
+
+
+def run_scale(threads: list[ShapeThread], base: Path, scale: int, rounds: int) -> None:
+    """The header line and the table of one scale."""
+    size = sum(len(t) for th in threads for t in _large_texts(th.messages))
+    evidence = sum(len(th.evidence) for th in threads)
+    floor = min(_timed(functools.partial(_floor_all, threads, base))[1] for _ in range(5))
+    print(
+        f"\n== {scale}x: {sum(len(t.messages) for t in threads)} messages, "
+        f"{sum(len(t.results) for t in threads)} tool results, {size / 1e6:.2f} M chars "
+        f"over the limit, {evidence} evidence ids; machine floor "
+        f"{floor * 1000:.1f} ms cpu ({size / 1e6 / floor:.0f} M chars/s) =="
+    )
+    bench_scale(threads, base, rounds)
 
 
 if __name__ == "__main__":

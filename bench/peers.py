@@ -1,9 +1,11 @@
 """The engines the compaction bench compares, and how it scores their views.
 
 Engines take a thread's messages and a fresh directory: ``run_floor``,
-``run_floor_writes``, ``run_ours`` (``compact_messages``, either preview rule),
-``Deepagents`` (deepagents 0.7's eviction and argument truncation, built before
-the clock starts) and ``run_trim`` (langchain-core's ``trim_messages``).
+``run_floor_writes``, ``run_ours`` (``compact_messages``, either preview rule, into
+a ``Workdir``), ``Deepagents`` (deepagents 0.7's eviction and argument truncation)
+and ``run_trim`` (langchain-core's ``trim_messages``). The ``Workdir`` and
+deepagents' middleware are built before the clock starts, as a running agent holds
+them.
 Measures: the share of evidence ids visible whole in a view, and whether the
 offloaded results come back byte for byte from their files.
 """
@@ -76,18 +78,20 @@ def run_floor_writes(messages: list[BaseMessage], root: Path) -> Any:
     return None
 
 
-def run_ours(messages: list[BaseMessage], root: Path, rule: str = "compact") -> Any:
+def run_ours(messages: list[BaseMessage], workdir: Workdir, rule: str = "compact") -> Any:
+    """``compact_messages`` into ``workdir``, built before the clock starts (as deepagents'
+    backend is, and as the middleware and the service hold theirs)."""
     return compact_messages(
         messages,
-        Workdir(root),
+        workdir,
         tool_result_token_limit=TOKEN_LIMIT,
         tool_arg_max_length=ARG_MAX,
         preview_rule=rule,  # type: ignore[arg-type]
     )
 
 
-def run_plain(messages: list[BaseMessage], root: Path) -> Any:
-    return run_ours(messages, root, "plain")
+def run_plain(messages: list[BaseMessage], workdir: Workdir) -> Any:
+    return run_ours(messages, workdir, "plain")
 
 
 @dataclass
@@ -208,9 +212,9 @@ def quality(thread: ShapeThread, base: Path, trim_tokens: int) -> dict[str, Qual
     out: dict[str, Quality] = {}
     results = len(thread.results)
     for name, rule in (("ours", "compact"), ("yuxi-plain", "plain")):
-        root = _fresh_workdir(base)
-        view = run_ours(thread.messages, root, rule)
-        ok, changed = recover_ours(thread, view, root)
+        workdir = _fresh_workdir(base)
+        view = run_ours(thread.messages, workdir, rule)
+        ok, changed = recover_ours(thread, view, workdir.root)
         out[name] = Quality(
             visible(view, thread.evidence), f"{ok}/{changed} files", len(view_text(view))
         )
@@ -238,9 +242,9 @@ def _fresh_dir(base: Path) -> Path:
     return Path(tempfile.mkdtemp(dir=base))
 
 
-def _fresh_workdir(base: Path) -> Path:
+def _fresh_workdir(base: Path) -> Workdir:
     """A set-up workdir, as a deployment has it: root, marker and output directories."""
-    root = _fresh_dir(base) / "workdir"
-    Workdir(root).initialize()
-    Workdir(root).ensure_writable()
-    return root
+    workdir = Workdir(_fresh_dir(base) / "workdir")
+    workdir.initialize()
+    workdir.ensure_writable()
+    return workdir

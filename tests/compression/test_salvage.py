@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -13,9 +14,11 @@ from tests.compression.builders import kb_payload
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
 from yuxi_dash.compression.preview import preview_salvage
 from yuxi_dash.compression.salvage import (
+    _REPR_WORDS,
     MAX_LITERAL_ITEMS,
     MAX_SALVAGED_ITEMS,
     NOT_DECODED,
+    _json_word,
     decode_json_bytes,
     parse_records_text,
 )
@@ -348,3 +351,143 @@ def test_a_preview_from_the_bytes_is_the_preview_from_the_text(
         expected = tool_result_preview(tool, text, 120, rule=rule)  # type: ignore[arg-type]
         from_bytes = tool_result_preview(tool, text, 120, rule=rule, encoded=encode_text(text))  # type: ignore[arg-type]
         assert from_bytes == expected
+
+
+# -- reading cut text once ---------------------------------------------------------------
+def _salvage_by_definition(text: str, pos: int, depth: int) -> object:
+    """What a salvage keeps of the container at ``pos``, by its definition and with ``json``
+    alone: each value read whole where ``json`` can; where it cannot, an object's value
+    that is a container is kept as far as it is complete while ``depth`` allows, and the
+    reading stops."""
+    decode = json.JSONDecoder().raw_decode
+    skip = re.compile(r"[ \t\n\r]*")
+    if text[pos] == "[":
+        items: list[object] = []
+        pos = skip.match(text, pos + 1).end()  # type: ignore[union-attr]
+        while not text.startswith("]", pos):
+            try:
+                item, pos = decode(text, pos)
+            except ValueError:
+                return items
+            items.append(item)
+            pos = skip.match(text, pos).end()  # type: ignore[union-attr]
+            if not text.startswith(",", pos):
+                return items
+            pos = skip.match(text, pos + 1).end()  # type: ignore[union-attr]
+        return items
+    obj: dict[str, object] = {}
+    pos = skip.match(text, pos + 1).end()  # type: ignore[union-attr]
+    while text.startswith('"', pos):
+        try:
+            key, pos = decode(text, pos)
+            pos = skip.match(text, pos).end()  # type: ignore[union-attr]
+            if not text.startswith(":", pos):
+                return obj
+            pos = skip.match(text, pos + 1).end()  # type: ignore[union-attr]
+            value, pos = decode(text, pos)
+        except ValueError:
+            if depth > 1 and text[pos : pos + 1] in ("{", "["):
+                inner = _salvage_by_definition(text, pos, depth - 1)
+                if inner:
+                    obj[key] = inner
+            return obj
+        obj[key] = value
+        pos = skip.match(text, pos).end()  # type: ignore[union-attr]
+        if not text.startswith(",", pos):
+            return obj
+        pos = skip.match(text, pos + 1).end()  # type: ignore[union-attr]
+    return obj
+
+
+_RECORD_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_DOCUMENTS = st.fixed_dictionaries(
+    {
+        "query": st.text(max_size=10),
+        "results": st.lists(
+            st.dictionaries(st.text(max_size=5), _RECORD_VALUES, max_size=4), max_size=5
+        ),
+    },
+    optional={"meta": st.dictionaries(st.text(max_size=4), _RECORD_VALUES, max_size=3)},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        _DOCUMENTS,
+        st.fixed_dictionaries({"code": st.integers(), "data": _DOCUMENTS}),
+        st.lists(_RECORD_VALUES, max_size=5),
+    ),
+    st.sampled_from([None, (",", ":"), (" , ", " :\n ")]),
+    st.booleans(),
+    st.data(),
+)
+def test_a_cut_document_keeps_exactly_what_is_complete_before_the_cut(
+    document: object, separators: tuple[str, str] | None, ascii_only: bool, data: st.DataObject
+) -> None:
+    """Read once, container by container: the salvage of any prefix is the salvage by
+    definition (``json`` on each value), nested envelopes included."""
+    text = json.dumps(document, separators=separators, ensure_ascii=ascii_only)
+    cut = data.draw(st.integers(min_value=1, max_value=len(text) - 1))
+    prefix = text[:cut]
+    parsed = parse_records_text(prefix)
+    expected = _salvage_by_definition(prefix, 0, 3)
+    if parsed is None or parsed[1] != "cut":  # nothing complete yet, or still whole JSON
+        assert not expected or parsed is not None and parsed[0] == json.loads(prefix)
+    else:
+        assert parsed[0] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(_DOCUMENTS, st.lists(_RECORD_VALUES, max_size=5)),
+    st.booleans(),
+    st.sampled_from([" note", "\n\n[12 more]x", "\u3000"]),
+)
+def test_a_document_followed_by_text_is_the_document_json_reads(
+    document: object, ascii_only: bool, tail: str
+) -> None:
+    text = json.dumps(document, ensure_ascii=ascii_only)
+    assert parse_records_text(text + tail) == (json.loads(text), "trailing_text")
+
+
+def test_a_cut_value_past_the_cap_is_read_whole_when_it_closes() -> None:
+    """A nested list longer than the cap that closes is read whole (``json`` reads it),
+    and the reading goes on after it."""
+    many = [{"id": f"c{i}"} for i in range(MAX_SALVAGED_ITEMS + 5)]
+    text = json.dumps({"data": {"results": many, "query": "q"}, "more": [1, 2]})
+    parsed = parse_records_text(text[:-3])  # cut inside "more"
+    assert parsed is not None and parsed[1] == "cut"
+    assert parsed[0]["data"] == {"results": many, "query": "q"}
+    assert parsed[0]["more"] == [1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["True", "False", "None", "inf", "nan", "x", "_", "1", "中", "\x00", " ", ",", "é", "٣"]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_repr_words_are_replaced_only_as_whole_words(between: str) -> None:
+    """The words become JSON's only where ``re``'s ``\\b`` is on both sides."""
+    expected = re.sub(
+        r"\b(?:True|False|None|inf|nan)\b",
+        lambda m: {
+            "True": "true",
+            "False": "false",
+            "None": "null",
+            "inf": "Infinity",
+            "nan": "NaN",
+        }[m.group()],
+        between,
+    )
+    assert _REPR_WORDS.sub(_json_word, between) == expected

@@ -10,7 +10,10 @@ not one whole JSON document) goes to ``parse_records_text``.
 
 ``parse_records_text`` is the exact parse: the text decoded once
 (``json.JSONDecoder.raw_decode``, the call ``json.loads`` makes), and when that
-fails, the leading complete records recovered from what the text starts with:
+fails, the leading complete records recovered from what the text starts with.
+Text that cannot be one document (it does not end with ``}`` or ``]``) and is
+not a repr skips the whole decode: it is read once, container by container, with
+the same result. The salvages:
 
 - ``"trailing_text"``: a whole JSON document followed by other text (a server's
   note after the JSON);
@@ -31,11 +34,11 @@ fails, the leading complete records recovered from what the text starts with:
   the parse tree, not the characters, is what costs, about 10 µs per item);
   literal nesting is capped by Python's own parser.
 
-Bounded: each JSON decode is linear in the text and each level re-reads the text
-at most once more, so a salvage reads the text at most ``MAX_SALVAGE_DEPTH + 2``
-times; over-deep nesting (``RecursionError``), a value too large for memory and
-any other parse error give None (the caller shows the generic preview). Never
-raises.
+Bounded: each JSON decode is linear in the text. A cut text is read once; a
+container past the item cap is read again whole (``json`` may read it whole), so
+a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times; over-deep
+nesting (``RecursionError``), a value too large for memory and any other parse
+error give None (the caller shows the generic preview). Never raises.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ _decode = _DECODER.raw_decode
 _decode_bytes = msgspec.json.Decoder().decode
 NOT_DECODED: Final = object()  # decode_json_bytes: not one JSON document msgspec reads
 _JSON_SPACE = b" \t\n\r"
-_CLOSERS = b"}]"
+_JSON_SPACE_TEXT = " \t\n\r"
+_CLOSER_OF = {0x7B: 0x7D, 0x5B: 0x5D}  # { } and [ ]: a document ends as it starts
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -100,8 +104,8 @@ def decode_json_bytes(encoded: bytes) -> Any:
     Never a value ``json`` would read differently: msgspec refuses, rather than
     changes, what it does not read as ``json`` does.
     """
-    end = json_bounds(encoded)[1]
-    if not end or encoded[end - 1] not in _CLOSERS:
+    start, end = json_bounds(encoded)
+    if start >= end or _CLOSER_OF.get(encoded[start]) != encoded[end - 1]:
         return NOT_DECODED  # cut short or followed by text: not one document, and no scan spent
     try:
         return _decode_bytes(encoded)
@@ -112,31 +116,67 @@ def decode_json_bytes(encoded: bytes) -> Any:
 def parse_records_text(text: str) -> tuple[Any, SalvageKind | None] | None:
     """(the decoded value, how it was salvaged or None when the text is JSON), or None.
 
-    ``text`` starts with ``{`` or ``[`` (leading whitespace already stripped).
+    ``text`` starts with ``{`` or ``[`` (leading whitespace already stripped). Text
+    that cannot be one JSON document (it does not end as one does) and is not a
+    Python repr is read once, container by container (``_partial``), instead of a
+    whole decode that fails at the cut and then a partial one.
     """
+    repr_first = _repr_first(text)
+    if not repr_first and not _ends_like_json(text):
+        try:
+            value, ended, _end = _partial(text, 0, MAX_SALVAGE_DEPTH)
+        except RecursionError:
+            return None
+        except _PARSE_ERRORS:
+            pass  # read again below, as any other text is
+        else:
+            if ended == _CLOSED:  # a whole document, then text after it
+                return value, "trailing_text"
+            if ended == _BROKEN:  # what the whole decode's failure would lead to
+                return _cut_or_literal(text, value, repr_first=False)
     try:
         value, end = _decode(text)
     except RecursionError:
         return None
     except ValueError:
-        return _salvage(text)
+        return _salvage(text, repr_first)
     if end == len(text) or _skip_space(text, end) == len(text):
         return value, None
     return value, "trailing_text"
 
 
-def _salvage(text: str) -> tuple[Any, SalvageKind] | None:
+def _repr_first(text: str) -> bool:
+    """Whether the text's first quote is ``'``: a Python repr, read as one first."""
+    first_single = text.find("'")
+    if first_single == -1:
+        return False
+    first_double = text.find('"', 0, first_single)
+    return first_double == -1
+
+
+def _ends_like_json(text: str) -> bool:
+    """Whether ``text`` ends with ``}`` or ``]`` before JSON whitespace (a document must)."""
+    end = len(text)
+    while end and text[end - 1] in _JSON_SPACE_TEXT:
+        end -= 1
+    return end > 0 and text[end - 1] in "}]"
+
+
+def _salvage(text: str, repr_first: bool) -> tuple[Any, SalvageKind] | None:
     """Cut JSON or a Python repr: whichever the text's first quote says it is first."""
-    first_single, first_double = text.find("'"), text.find('"')
-    repr_first = first_single != -1 and (first_double == -1 or first_single < first_double)
     if repr_first:
         read = _read_repr(text)
         if read is not None:
             return read
     try:
-        value, _closed = _partial(text, 0, MAX_SALVAGE_DEPTH)
+        value, _ended, _end = _partial(text, 0, MAX_SALVAGE_DEPTH)
     except _PARSE_ERRORS:
         return None
+    return _cut_or_literal(text, value, repr_first)
+
+
+def _cut_or_literal(text: str, value: Any, repr_first: bool) -> tuple[Any, SalvageKind] | None:
+    """The salvage of text that is not JSON, given what ``_partial`` read of it."""
     if value:  # something before the cut: a key or an item
         if _ends_closed(text) and not repr_first and _looks_like_a_literal(text):
             # whole, yet not JSON: a repr whose first quote is a '"' ({"it's": None})
@@ -177,7 +217,7 @@ def _read_repr(text: str) -> tuple[Any, SalvageKind] | None:
 
 def _read_cut_repr(as_json: str) -> tuple[Any, SalvageKind] | None:
     try:
-        value, _closed = _partial(as_json, 0, MAX_SALVAGE_DEPTH)
+        value, _ended, _end = _partial(as_json, 0, MAX_SALVAGE_DEPTH)
     except _PARSE_ERRORS:
         return None
     return (value, "python_repr_cut") if value else None
@@ -215,13 +255,22 @@ def _simple_repr_as_json(text: str) -> str | None:
     return '"'.join(pieces)
 
 
-_REPR_WORDS = re.compile(r"\b(?:True|False|None|inf|nan)\b")
+# The words as whole words (``\b`` on both sides): the one after is in the pattern, the one
+# before is checked by ``_json_word``, because a leading ``\b`` makes ``re`` try every
+# position instead of jumping to the words' first letters (about 5x slower here).
+_REPR_WORDS = re.compile(r"(?:True|False|None|inf|nan)\b")
 _JSON_WORDS = {"True": "true", "False": "false", "None": "null", "inf": "Infinity", "nan": "NaN"}
 _TUPLE_BRACKETS = str.maketrans("()", "[]")
 
 
 def _json_word(match: re.Match[str]) -> str:
-    return _JSON_WORDS[match.group()]
+    word = match.group()
+    start = match.start()
+    if start:
+        before = match.string[start - 1]
+        if before.isalnum() or before == "_":  # ``re``'s word character: no word boundary
+            return word  # (no word can start inside this one, so nothing is skipped)
+    return _JSON_WORDS[word]
 
 
 def _looks_like_a_literal(text: str) -> bool:
@@ -230,61 +279,82 @@ def _looks_like_a_literal(text: str) -> bool:
     return probe.startswith(("{'", '{"', "[{", "['", "[("))
 
 
-def _partial(text: str, pos: int, depth: int) -> tuple[Any, bool]:
-    """The container at ``pos`` as far as it is complete: (value, whether it closed).
+# How a container read by ``_partial`` ended.
+_CLOSED = 0  # whole: its value is the one ``json`` reads
+_BROKEN = 1  # something in it is not JSON (cut short, or text): ``json`` refuses it too
+_CAPPED = 2  # read up to ``MAX_SALVAGED_ITEMS`` (``json`` may read it whole)
 
-    An object keeps every complete key/value pair before the first bad one (a cut
-    object or list value is itself read partly while ``depth`` allows); a list
-    keeps its complete items only.
+
+def _partial(text: str, pos: int, depth: int) -> tuple[Any, int, int]:
+    """The container at ``pos`` as far as it is complete: (value, how it ended, the index
+    after it when it closed).
+
+    An object keeps every complete key/value pair before the first bad one; a list
+    keeps its complete items only, each read whole. While ``depth`` allows, an object's
+    value that is itself an object or a list is read the same way, so a cut value
+    costs one read, not a failed whole decode and then a partial one. The grammar
+    is JSON's, and every other value is read by ``json``'s own scanner, so a
+    container that closes is exactly what ``json`` reads, and one that does not is
+    one ``json`` refuses; past the cap, a value is read whole by ``json`` if it can.
     """
     if text[pos] == "{":
         obj: dict[str, Any] = {}
         pos = _skip_space(text, pos + 1)
         if text.startswith("}", pos):
-            return obj, True
+            return obj, _CLOSED, pos + 1
         for _pair in range(MAX_SALVAGED_ITEMS):
             if not text.startswith('"', pos):
-                return obj, False
+                return obj, _BROKEN, pos
             try:
                 key, pos = _decode(text, pos)
             except ValueError:
-                return obj, False
+                return obj, _BROKEN, pos
             pos = _skip_space(text, pos)
             if not text.startswith(":", pos):
-                return obj, False
+                return obj, _BROKEN, pos
             pos = _skip_space(text, pos + 1)
-            try:
-                value, pos = _decode(text, pos)
-            except ValueError:
-                if depth > 1 and text[pos : pos + 1] in ("{", "["):
-                    inner, _closed = _partial(text, pos, depth - 1)
+            if depth > 1 and text.startswith(("{", "["), pos):
+                inner, ended, after = _partial(text, pos, depth - 1)
+                if ended == _CAPPED:  # whole if json reads it whole, else as far as read
+                    try:
+                        inner, after = _decode(text, pos)
+                    except ValueError:
+                        ended = _BROKEN
+                    else:
+                        ended = _CLOSED
+                if ended != _CLOSED:
                     if inner:
                         obj[key] = inner
-                return obj, False
-            obj[key] = value
+                    return obj, _BROKEN, pos
+                obj[key], pos = inner, after
+            else:
+                try:
+                    obj[key], pos = _decode(text, pos)
+                except ValueError:
+                    return obj, _BROKEN, pos
             pos = _skip_space(text, pos)
             if text.startswith(",", pos):
                 pos = _skip_space(text, pos + 1)
             elif text.startswith("}", pos):
-                return obj, True
+                return obj, _CLOSED, pos + 1
             else:
-                return obj, False
-        return obj, False  # the rest is not read: shown as if cut here
+                return obj, _BROKEN, pos
+        return obj, _CAPPED, pos  # the rest is not read: shown as if cut here
     items: list[Any] = []
     pos = _skip_space(text, pos + 1)
     if text.startswith("]", pos):
-        return items, True
+        return items, _CLOSED, pos + 1
     while len(items) < MAX_SALVAGED_ITEMS:
         try:
             item, pos = _decode(text, pos)
         except ValueError:
-            return items, False
+            return items, _BROKEN, pos
         items.append(item)
         pos = _skip_space(text, pos)
         if text.startswith(",", pos):
             pos = _skip_space(text, pos + 1)
         elif text.startswith("]", pos):
-            return items, True
+            return items, _CLOSED, pos + 1
         else:
-            return items, False
-    return items, False  # the rest is not read: shown as if cut here
+            return items, _BROKEN, pos
+    return items, _CAPPED, pos  # the rest is not read: shown as if cut here
