@@ -1,7 +1,7 @@
 """The engines the compaction bench compares, and how it scores their views.
 
 Engines take a thread's messages and a fresh directory: ``run_floor``,
-``run_floor_writes``, ``run_ours`` (``compact_messages``, either preview rule, into
+``run_floor_writes``, ``run_floor_atomic``, ``run_ours`` (``compact_messages``, either preview rule, into
 a ``Workdir``), ``Deepagents`` (deepagents 0.7's eviction and argument truncation)
 and ``run_trim`` (langchain-core's ``trim_messages``). The ``Workdir`` and
 deepagents' middleware are built before the clock starts, as a running agent holds
@@ -26,6 +26,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
 from bench.corpus import ShapeThread
+from yuxi_dash import safe_fs
 from yuxi_dash.compression import compact_messages, parse_saved_result
 from yuxi_dash.compression.compaction import tool_result_text
 from yuxi_dash.workdir import Workdir, encode_text
@@ -54,6 +55,26 @@ def run_floor(messages: list[BaseMessage], _root: Path) -> Any:
                 json.loads(text)
             except ValueError:
                 pass
+    return None
+
+
+def run_floor_atomic(messages: list[BaseMessage], root: Path) -> Any:
+    """The floor plus each file published whole, as ``Workdir`` publishes one
+    (``safe_fs.link_new_file``: written unnamed, then linked under its name), so that no
+    reader ever sees a partial file: what the file writes cost with that guarantee."""
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for text in _large_texts(messages):
+            data = text.encode("utf-8", "surrogatepass")
+            digest = hashlib.sha256(data).hexdigest()
+            if text[:1] in "{[":
+                try:
+                    json.loads(text)
+                except ValueError:
+                    pass
+            safe_fs.link_new_file(dir_fd, f"{digest[:16]}.txt", data)
+    finally:
+        os.close(dir_fd)
     return None
 
 
@@ -232,7 +253,7 @@ def quality(thread: ShapeThread, base: Path, trim_tokens: int) -> dict[str, Qual
     out["trim"] = Quality(
         visible(view, thread.evidence), f"{kept}/{results} kept, 0 saved", len(view_text(view))
     )
-    for name in ("floor", "floor+writes"):
+    for name in ("floor", "floor+writes", "floor+atomic"):
         out[name] = Quality(float("nan"), "-", 0)
     return out
 
