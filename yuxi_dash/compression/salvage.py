@@ -38,7 +38,10 @@ Bounded: each JSON decode is linear in the text. A cut text is read once; a
 container past the item cap is read again whole (``json`` may read it whole), so
 a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times; over-deep
 nesting (``RecursionError``), a value too large for memory and any other parse
-error give None (the caller shows the generic preview). Never raises.
+error give None (the caller shows the generic preview). Never raises. (Within a
+level or two of the interpreter's recursion limit, where the answer already
+depends on the caller's stack depth, a cut text read once may keep a deep record
+that the earlier whole-decode-then-partial reading gave up on.)
 """
 
 from __future__ import annotations
