@@ -387,6 +387,20 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         print(f"  floor  {label:<50} {took * 1000:8.1f} ms")
 
 
+def run_scale(threads: list[ShapeThread], base: Path, scale: int, rounds: int) -> None:
+    """The header line and the table of one scale."""
+    size = sum(len(t) for th in threads for t in _large_texts(th.messages))
+    evidence = sum(len(th.evidence) for th in threads)
+    floor = min(_timed(functools.partial(_floor_all, threads, base))[1] for _ in range(5))
+    print(
+        f"\n== {scale}x: {sum(len(t.messages) for t in threads)} messages, "
+        f"{sum(len(t.results) for t in threads)} tool results, {size / 1e6:.2f} M chars "
+        f"over the limit, {evidence} evidence ids; machine floor "
+        f"{floor * 1000:.1f} ms cpu ({size / 1e6 / floor:.0f} M chars/s) =="
+    )
+    bench_scale(threads, base, rounds)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -428,20 +442,6 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
-
-
-def run_scale(threads: list[ShapeThread], base: Path, scale: int, rounds: int) -> None:
-    """The header line and the table of one scale."""
-    size = sum(len(t) for th in threads for t in _large_texts(th.messages))
-    evidence = sum(len(th.evidence) for th in threads)
-    floor = min(_timed(functools.partial(_floor_all, threads, base))[1] for _ in range(5))
-    print(
-        f"\n== {scale}x: {sum(len(t.messages) for t in threads)} messages, "
-        f"{sum(len(t.results) for t in threads)} tool results, {size / 1e6:.2f} M chars "
-        f"over the limit, {evidence} evidence ids; machine floor "
-        f"{floor * 1000:.1f} ms cpu ({size / 1e6 / floor:.0f} M chars/s) =="
-    )
-    bench_scale(threads, base, rounds)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """The engines the compaction bench compares, and how it scores their views.
 
 Engines take a thread's messages and a fresh directory: ``run_floor``,
-``run_floor_writes``, ``run_floor_atomic``, ``run_ours`` (``compact_messages``, either preview rule, into
-a ``Workdir``), ``Deepagents`` (deepagents 0.7's eviction and argument truncation)
-and ``run_trim`` (langchain-core's ``trim_messages``). The ``Workdir`` and
-deepagents' middleware are built before the clock starts, as a running agent holds
-them.
+``run_floor_writes``, ``run_floor_atomic``, ``run_ours`` (``compact_messages``,
+either preview rule, into a ``Workdir``), ``Deepagents`` (deepagents 0.7's eviction
+and argument truncation) and ``run_trim`` (langchain-core's ``trim_messages``). The
+``Workdir`` and deepagents' middleware are built before the clock starts, as a
+running agent holds them.
 Measures: the share of evidence ids visible whole in a view, and whether the
 offloaded results come back byte for byte from their files.
 """
@@ -47,14 +47,22 @@ def _large_texts(messages: list[BaseMessage]) -> list[str]:
     return texts
 
 
+def _floor_one(text: str) -> tuple[bytes, str]:
+    """The floor's work on one result: its UTF-8 bytes, their SHA-256, and a JSON parse
+    when it looks like JSON; (bytes, hex digest)."""
+    data = text.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(data).hexdigest()
+    if text[:1] in "{[":
+        try:
+            json.loads(text)
+        except ValueError:
+            pass
+    return data, digest
+
+
 def run_floor(messages: list[BaseMessage], _root: Path) -> Any:
     for text in _large_texts(messages):
-        hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        if text[:1] in "{[":
-            try:
-                json.loads(text)
-            except ValueError:
-                pass
+        _floor_one(text)
     return None
 
 
@@ -65,13 +73,7 @@ def run_floor_atomic(messages: list[BaseMessage], root: Path) -> Any:
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
         for text in _large_texts(messages):
-            data = text.encode("utf-8", "surrogatepass")
-            digest = hashlib.sha256(data).hexdigest()
-            if text[:1] in "{[":
-                try:
-                    json.loads(text)
-                except ValueError:
-                    pass
+            data, digest = _floor_one(text)
             safe_fs.link_new_file(dir_fd, f"{digest[:16]}.txt", data)
     finally:
         os.close(dir_fd)
@@ -81,13 +83,7 @@ def run_floor_atomic(messages: list[BaseMessage], root: Path) -> Any:
 def run_floor_writes(messages: list[BaseMessage], root: Path) -> Any:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for text in _large_texts(messages):
-        data = text.encode("utf-8", "surrogatepass")
-        digest = hashlib.sha256(data).hexdigest()
-        if text[:1] in "{[":
-            try:
-                json.loads(text)
-            except ValueError:
-                pass
+        data, digest = _floor_one(text)
         try:
             fd = os.open(root / f"{digest[:16]}.txt", flags, 0o644)
         except FileExistsError:
@@ -109,10 +105,6 @@ def run_ours(messages: list[BaseMessage], workdir: Workdir, rule: str = "compact
         tool_arg_max_length=ARG_MAX,
         preview_rule=rule,  # type: ignore[arg-type]
     )
-
-
-def run_plain(messages: list[BaseMessage], workdir: Workdir) -> Any:
-    return run_ours(messages, workdir, "plain")
 
 
 @dataclass
