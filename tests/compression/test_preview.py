@@ -367,6 +367,29 @@ def test_metadata_repeated_across_records_is_written_once_in_common() -> None:
     assert [r["file_id"] for r in document["results"]] == [r["file_id"] for r in records]
 
 
+def test_a_field_only_one_record_has_is_shown_on_that_record() -> None:
+    """Fields no shown record has are passed over; one that a single record has (at the
+    top or under metadata, first or last) is still placed on that record."""
+    records = [
+        {"id": f"chunk-{n}", "score": 0.9 - n / 10, "content": "body text " * 20}
+        for n in range(4)
+    ]
+    records[0]["metadata"] = {"chunk_index": 0}
+    records[2]["metadata"] = {"filename": "refunds.md"}
+    records[3]["title"] = "Refund policy"
+    document = json.loads(structured_preview("query_kb", json.dumps(records), 300) or "{}")
+    shown = document["results"]
+    assert [r["id"] for r in shown] == [r["id"] for r in records]
+    assert [r.get("title") for r in shown] == [None, None, None, "Refund policy"]
+    assert [r.get("metadata") for r in shown] == [
+        {"chunk_index": 0},
+        None,
+        {"filename": "refunds.md"},
+        None,
+    ]
+    assert "common" not in document
+
+
 def test_results_inside_an_envelope_are_found() -> None:
     records = _yuxi_records(10, title_chars=15)
     envelope = {"code": 0, "message": "ok", "data": {"query": "q", "results": records}}

@@ -322,16 +322,26 @@ def _fit_evidence(
     common = _Object()
     header_kb_id = header.get("kb_id", _MISSING)
     any_taken = any(taken)
-    metadata_of: list[Any] | None = None
+    # the keys some shown record has, at the top and under metadata: a field no record
+    # has is passed over without a walk over the records
+    keys: set[str] = set()
+    metadata_keys: set[str] = set()
+    metadata_of: list[Any] = []
+    for record in shown:
+        keys.update(record)
+        metadata = record.get("metadata") if knowledge_base else None
+        metadata_of.append(metadata)
+        if type(metadata) is dict:
+            metadata_keys.update(metadata)
     for field in KB_FIELD_ORDER if knowledge_base else WEB_FIELD_ORDER:
         in_meta, key = field
+        if key not in (metadata_keys if in_meta else keys):
+            continue
         prefix = _KEY_PREFIXES[key]
         if spare < len(prefix) + 2:
             continue  # not even a one-character value would fit
         if spare < _MIN_PIECE_CHARS:
             break
-        if in_meta and metadata_of is None:
-            metadata_of = [record.get("metadata") for record in shown]
         shadowed = in_meta and key in QUERY_KB_FIELDS  # a metadata copy of a top-level value?
         # what the reader cannot see yet: see _offered; fields then stop at the first record
         # they do not fit; a value every shown record has is written once, in "common"
@@ -345,7 +355,7 @@ def _fit_evidence(
             else:
                 record = shown[index]
                 if in_meta:
-                    metadata = metadata_of[index]  # type: ignore[index]
+                    metadata = metadata_of[index]
                     value = metadata.get(key, _MISSING) if type(metadata) is dict else _MISSING
                     if shadowed and value is not _MISSING and record.get(key, _MISSING) == value:
                         value = _MISSING

@@ -253,6 +253,8 @@ def _simple_repr_as_json(text: str) -> str | None:
         return None
     pieces = text.split("'")
     between = "\x00".join(pieces[0::2])
+    if not any(token in between for token in _REPR_TOKENS):
+        return text.replace("'", '"')  # nothing to change between the strings: one C pass
     between = _REPR_WORDS.sub(_json_word, between).translate(_TUPLE_BRACKETS)
     pieces[0::2] = between.split("\x00")
     return '"'.join(pieces)
@@ -264,6 +266,7 @@ def _simple_repr_as_json(text: str) -> str | None:
 _REPR_WORDS = re.compile(r"(?:True|False|None|inf|nan)\b")
 _JSON_WORDS = {"True": "true", "False": "false", "None": "null", "inf": "Infinity", "nan": "NaN"}
 _TUPLE_BRACKETS = str.maketrans("()", "[]")
+_REPR_TOKENS = (*_JSON_WORDS, "(", ")")  # what the two steps above change
 
 
 def _json_word(match: re.Match[str]) -> str:
