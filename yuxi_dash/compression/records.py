@@ -66,7 +66,10 @@ _Envelope = msgspec.defstruct(
 )
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
 _read_list = msgspec.json.Decoder(list[_Record]).decode  # type: ignore[valid-type]
-_asdict = msgspec.structs.asdict
+_astuple = msgspec.structs.astuple
+_FIELDS: tuple[str, ...] = (*RECORD_FIELDS, *BODY_FIELDS)  # a _Record's fields, in order
+_FIRST_BODY = len(RECORD_FIELDS)
+assert _Record.__struct_fields__ == _FIELDS
 
 Records = tuple[list[dict[str, Any]], int, dict[str, Any]]
 
@@ -107,11 +110,19 @@ def read_records(encoded: bytes, window: int) -> Records | None:
 
 
 def _as_dict(record: Any, window: int) -> dict[str, Any]:
-    fields = {name: value for name, value in _asdict(record).items() if value is not _UNSET}
-    for name in BODY_FIELDS:
-        raw = fields.get(name)
-        if raw is not None:
+    """The fields present (``_FIELDS`` order), string bodies as ``RawBody``."""
+    values = _astuple(record)
+    fields: dict[str, Any] = {}
+    for index in range(_FIRST_BODY):
+        value = values[index]
+        if value is not _UNSET:
+            fields[_FIELDS[index]] = value
+    for index in range(_FIRST_BODY, len(_FIELDS)):
+        raw = values[index]
+        if raw is not _UNSET:
             data = bytes(raw)
             # a string stays undecoded; any other value is decoded (a preview skips it)
-            fields[name] = RawBody(data, window) if data[:1] == b'"' else decode_json_value(data)
+            fields[_FIELDS[index]] = (
+                RawBody(data, window) if data[:1] == b'"' else decode_json_value(data)
+            )
     return fields
