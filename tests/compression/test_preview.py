@@ -371,8 +371,7 @@ def test_a_field_only_one_record_has_is_shown_on_that_record() -> None:
     """Fields no shown record has are passed over; one that a single record has (at the
     top or under metadata, first or last) is still placed on that record."""
     records = [
-        {"id": f"chunk-{n}", "score": 0.9 - n / 10, "content": "body text " * 20}
-        for n in range(4)
+        {"id": f"chunk-{n}", "score": 0.9 - n / 10, "content": "body text " * 20} for n in range(4)
     ]
     records[0]["metadata"] = {"chunk_index": 0}
     records[2]["metadata"] = {"filename": "refunds.md"}

@@ -87,7 +87,7 @@ _MISSING = object()
 
 
 def _is_empty(value: Any) -> bool:
-    return value is None or (type(value) in _SIZED_TYPES and not value)
+    return value is None or (not value and type(value) in _SIZED_TYPES)
 
 
 def _clip_field(value: Any) -> Any:
@@ -120,10 +120,10 @@ def _value_json(value: Any, max_chars: int) -> str:
         return _encode_string(
             value if len(value) <= max_chars else clip_head_tail(value, max_chars)
         )
-    if kind is int:
-        return int.__repr__(value)
+    if kind is int:  # exactly int or float here: repr() is json's text of the number
+        return repr(value)
     if kind is float:
-        text = float.__repr__(value)
+        text = repr(value)
         return _NON_FINITE.get(text, text)
     return _dumps(value)
 
@@ -186,19 +186,19 @@ def _identity(
     taken: tuple[Field, ...] = ()
     for key in id_keys:
         value = record.get(key)
-        if value is not None and not (type(value) in _SIZED_TYPES and not value):
+        if value is not None and not (not value and type(value) in _SIZED_TYPES):
             piece = _KEY_PREFIXES[key] + _value_json(value, MAX_IDENTITY_CHARS)
             shown.add(False, piece, shown.cost(False, piece))
             if key != id_keys[0]:
                 taken = ((False, key),)
             break
     score = record.get("score")
-    if score is not None and not (type(score) in _SIZED_TYPES and not score):
+    if score is not None and not (not score and type(score) in _SIZED_TYPES):
         piece = '"score":' + _value_json(score, MAX_IDENTITY_CHARS)
         shown.add(False, piece, shown.cost(False, piece))
     elif knowledge_base and type(record.get("metadata")) is dict:
         score = record["metadata"].get("score")
-        if score is not None and not (type(score) in _SIZED_TYPES and not score):
+        if score is not None and not (not score and type(score) in _SIZED_TYPES):
             piece = '"score":' + _value_json(score, MAX_IDENTITY_CHARS)
             shown.add(True, piece, shown.cost(True, piece))
             taken = (*taken, (True, "score"))
@@ -237,7 +237,7 @@ def _offered(
             and value.lower() == _url_host(record.get("url"))
         ):
             return _MISSING
-    if value is None or (type(value) in _SIZED_TYPES and not value):
+    if value is None or (not value and type(value) in _SIZED_TYPES):
         return _MISSING
     if taken and field in taken:
         return _MISSING
@@ -298,7 +298,7 @@ def _fit_evidence(
             and (type(score) is float or type(score) is int)
         ):  # the usual record: a string id or url and a number score
             identity = _Object()
-            score_text = float.__repr__(score) if type(score) is float else int.__repr__(score)
+            score_text = repr(score)  # exactly a float or an int: json's text of the number
             identity.parts = [
                 id_prefix + _encode_string(ident),
                 '"score":' + _NON_FINITE.get(score_text, score_text),
@@ -363,7 +363,7 @@ def _fit_evidence(
                     value = record.get(key, _MISSING)
                     if value is not _MISSING and (key == "kb_id" or key == "site_name"):
                         value = _offered(record, field, (), header_kb_id)
-                if value is None or (type(value) in _SIZED_TYPES and not value):
+                if value is None or (not value and type(value) in _SIZED_TYPES):
                     value = _MISSING
                 elif any_taken and field in taken[index]:
                     value = _MISSING
