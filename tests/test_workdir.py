@@ -266,6 +266,31 @@ def test_both_write_paths_create_skip_and_repair(
     assert safe_fs.ANONYMOUS_FILES is anonymous
 
 
+@pytest.mark.parametrize("anonymous", [True, False], ids=["unnamed-file-then-link", "temp+rename"])
+def test_a_short_write_is_finished_not_left_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anonymous: bool
+) -> None:
+    """A write the kernel takes only part of (a signal, a nearly full disk) is carried on
+    until every byte is written, on both write paths."""
+    from yuxi_dash import safe_fs
+
+    real_write = os.write
+    calls: list[int] = []
+
+    def at_most_1000_bytes(fd: int, data: bytes | memoryview) -> int:
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:1000]))
+
+    workdir = _initialized(tmp_path / "wd")
+    monkeypatch.setattr(safe_fs, "ANONYMOUS_FILES", anonymous)
+    monkeypatch.setattr(safe_fs.os, "write", at_most_1000_bytes)
+    content = "文档" * 2000  # 12,000 bytes
+    saved = workdir.save_tool_result("run", content)
+    monkeypatch.setattr(safe_fs.os, "write", real_write)
+    assert (workdir.root / saved.path).read_bytes() == content.encode()
+    assert len(calls) == 12 and workdir.verify(saved.path, saved.sha256) == "ok"
+
+
 def test_a_marker_that_is_a_symlink_is_refused_by_initialize(tmp_path: Path) -> None:
     root = tmp_path / "wd"
     root.mkdir()

@@ -39,6 +39,7 @@ _temp_names = itertools.count()
 
 # Linux: an unnamed file (O_TMPFILE) given its name only once whole (linkat via /proc).
 ANONYMOUS_FILES = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
+_ANONYMOUS_FLAGS = getattr(os, "O_TMPFILE", 0) | os.O_WRONLY | _CLOEXEC
 _ANONYMOUS_UNSUPPORTED = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV}
 
 
@@ -156,9 +157,11 @@ def read_bytes_at(dir_fd: int, name: str) -> bytes:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = os.write(fd, data)  # a regular file takes it in one write, but for a signal
+    if written < len(data):  # or a full disk: the rest, for as long as it is taken
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def link_new_file(dir_fd: int, name: str, data: bytes) -> bool:
@@ -170,9 +173,20 @@ def link_new_file(dir_fd: int, name: str, data: bytes) -> bool:
     Elsewhere: a dot-named temp file next to it, then one rename.
     """
     global ANONYMOUS_FILES
-    if ANONYMOUS_FILES:
+    if ANONYMOUS_FILES:  # written out here, not in a helper: this runs once per offloaded result
         try:
-            return _link_anonymous(dir_fd, name, data)
+            fd = os.open(".", _ANONYMOUS_FLAGS, _FILE_MODE, dir_fd=dir_fd)
+            try:
+                write_all(fd, data)
+                try:
+                    # linkat(AT_SYMLINK_FOLLOW) of the open file into the directory we hold;
+                    # an existing name (a symlink included) is never replaced or followed.
+                    os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
+                except FileExistsError:
+                    return False
+            finally:
+                os.close(fd)  # an unlinked unnamed file is freed here
+            return True
         except OSError as exc:
             if exc.errno not in _ANONYMOUS_UNSUPPORTED:
                 raise
@@ -183,21 +197,6 @@ def link_new_file(dir_fd: int, name: str, data: bytes) -> bool:
     except FileNotFoundError:
         pass
     replace_file(dir_fd, name, data)
-    return True
-
-
-def _link_anonymous(dir_fd: int, name: str, data: bytes) -> bool:
-    fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, _FILE_MODE, dir_fd=dir_fd)
-    try:
-        write_all(fd, data)
-        try:
-            # linkat(AT_SYMLINK_FOLLOW) of the open file into the directory we hold;
-            # an existing name (a symlink included) is never replaced or followed.
-            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
-        except FileExistsError:
-            return False
-    finally:
-        os.close(fd)  # an unlinked unnamed file is freed here
     return True
 
 

@@ -27,8 +27,8 @@ offloading untouched.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import math
 import os
 import re
 import threading
@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from yuxi_dash import safe_fs
 from yuxi_dash.errors import InvalidInput, PathRefused, WorkdirUnavailable
@@ -64,9 +64,11 @@ _SECTION_BEGIN = re.compile(
 _LEGACY_KEY = -1
 
 
-@dataclass(frozen=True)
-class SavedFile:
-    """One offloaded tool result: where it lives (workdir-relative, posix) and what it holds."""
+class SavedFile(NamedTuple):
+    """One offloaded tool result: where it lives (workdir-relative, posix) and what it holds.
+
+    A named tuple (immutable, made once per offloaded result on the engine's hot path,
+    where a frozen dataclass's ``__init__`` cost three times as much)."""
 
     path: str
     sha256: str
@@ -87,7 +89,7 @@ class HistorySection:
 
 def approx_tokens_for_chars(chars: int) -> int:
     """The engine's size rule: characters / 4, rounded up."""
-    return math.ceil(chars / 4)
+    return -(-chars // 4)
 
 
 def encode_text(text: str) -> bytes:
@@ -109,9 +111,16 @@ def safe_name(name: str, *, fallback: str, max_length: int = 64) -> str:
     return cleaned or fallback
 
 
+@functools.lru_cache(maxsize=256)
+def _tool_result_prefix(tool_name: str) -> str:
+    """``outputs/large_tool_results/{safe_tool}-``: an agent has a handful of tools, so the
+    name is cleaned once per tool, not once per result."""
+    return f"{TOOL_RESULTS_DIR}/{safe_name(tool_name, fallback='tool')}-"
+
+
 def tool_result_relpath(tool_name: str, sha256: str) -> str:
     """The content-addressed path of a tool result, relative to the workdir root."""
-    return f"{TOOL_RESULTS_DIR}/{safe_name(tool_name, fallback='tool')}-{sha256[:16]}.txt"
+    return f"{_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
 
 
 def history_relpath(session_id: str) -> str:
@@ -262,11 +271,9 @@ class Workdir:
         """Hash ``content`` and name its file, without touching the disk (the CPU half of a save)."""
         data = encode_text(content)
         digest = hashlib.sha256(data).hexdigest()
+        chars = len(content)
         saved = SavedFile(
-            path=tool_result_relpath(tool_name, digest),
-            sha256=digest,
-            chars=len(content),
-            approx_tokens=approx_tokens_for_chars(len(content)),
+            tool_result_relpath(tool_name, digest), digest, chars, approx_tokens_for_chars(chars)
         )
         return saved, data
 

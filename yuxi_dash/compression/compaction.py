@@ -273,7 +273,23 @@ def _saved_message(
     header and preview."""
     preview = tool_result_preview(tool_name, content, token_limit, rule=rule, encoded=encoded)
     header = saved_result_header(tool_name, saved, preview, len(content))
-    return message.model_copy(update={"content": header})
+    return with_content(message, header)
+
+
+def with_content(message: ToolMessage, content: str) -> ToolMessage:
+    """``message.model_copy(update={"content": content})``, made the way it makes it.
+
+    pydantic's ``model_copy`` of a model that allows extra fields (a LangChain
+    message does) is a shallow ``__copy__`` and then, for a declared field, the value
+    set in the copy's ``__dict__`` and the field marked set (``content`` is declared).
+    Done here directly, without its loop over the update, because it runs once per
+    offloaded result (tests/compression/test_compaction.py compares the
+    two on every kind of message field).
+    """
+    copied = message.__copy__()
+    copied.__dict__["content"] = content
+    copied.__pydantic_fields_set__.add("content")
+    return copied
 
 
 def write_offloads(
