@@ -18,6 +18,7 @@ from yuxi_dash.compression.preview import (
     cut_end,
     cut_start,
 )
+from yuxi_dash.workdir import encode_text
 
 
 def test_generic_preview_head_middle_tail_proportions() -> None:
@@ -141,6 +142,23 @@ def test_web_search_fields_and_bare_list() -> None:
 def test_bad_or_unexpected_json_falls_back_to_generic(content: str) -> None:
     preview = tool_result_preview("query_kb", content, 300)
     assert preview.startswith("[HEAD]\n") and "\n[MIDDLE]\n" in preview and "\n[TAIL]\n" in preview
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"results": [{"id": "a"}, 3]}',
+        '[{"id": "a"}, "b"]',
+        '{"code": 0, "data": {"results": [{"id": "a"}, null]}}',
+        '{"results": [{"id": "a"}, [1]]} and a note',
+    ],
+)
+def test_a_record_that_is_not_an_object_gives_no_structured_preview(content: str) -> None:
+    """None, not an error, from either decode and either rule (the compiled build checks the
+    type of a typed list's items: records are only objects once that is checked)."""
+    for rule in ("compact", "plain"):
+        for encoded in (None, encode_text(content)):
+            assert structured_preview("query_kb", content, 300, rule=rule, encoded=encoded) is None
 
 
 def test_body_is_clipped_head_tail() -> None:

@@ -189,3 +189,63 @@ def test_a_number_past_pythons_digit_limit_is_no_reason_to_salvage() -> None:
     assert read_records(as_body.encode(), 202) is None  # read: the whole decode decides
     from_bytes, from_text = _both("query_kb", as_body, 50, "compact")
     assert from_bytes == from_text
+
+
+# -- an envelope one level down (the compact rule looks there) -----------------------------
+_MEMBER_VALUES = st.one_of(
+    st.integers(),
+    st.text(max_size=5),
+    st.just({}),
+    st.fixed_dictionaries({"query": st.text(max_size=5)}),  # an object without results
+    st.fixed_dictionaries(  # results that are not a list of objects
+        {"results": st.one_of(st.none(), st.just("x"), st.just([{"id": "a"}, 3]))}
+    ),
+    st.fixed_dictionaries(
+        {
+            "query": st.text(max_size=5),
+            "kb_id": st.text(max_size=5),
+            "results": st.lists(
+                st.fixed_dictionaries(
+                    {"id": st.text(min_size=1, max_size=8), "score": st.floats(0, 1)},
+                    optional={"content": st.text(max_size=80), "title": st.text(max_size=20)},
+                ),
+                max_size=10,
+            ),
+        }
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["code", "data", "payload", "x"]), _MEMBER_VALUES), max_size=4
+    ),
+    st.booleans(),
+)
+def test_an_envelope_one_level_down_is_read_as_the_full_decode_finds_it(
+    members: list[tuple[str, Any]], ascii_only: bool
+) -> None:
+    """Members in document order, a repeated key where it first appears with its last
+    value (written out by hand: a dict cannot repeat a key), the first object holding a
+    list of results, as ``preview._locate_records`` reads the decoded document."""
+    text = (
+        "{"
+        + ", ".join(
+            f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=ascii_only)}"
+            for key, value in members
+        )
+        + "}"
+    )
+    for rule in ("compact", "plain"):
+        from_bytes, from_text = _both("query_kb", text, 100, rule)
+        assert from_bytes == from_text, rule
+
+
+def test_an_envelope_is_read_one_level_down_only_when_asked() -> None:
+    envelope = json.dumps(
+        {"code": 0, "meta": {"query": "no"}, "data": {"query": "q", "results": [{"id": "a"}]}}
+    ).encode()
+    assert read_records(envelope, 102) is None  # the plain rule does not look there
+    records, count, header = read_records(envelope, 102, nested=True) or ([], 0, {})
+    assert records == [{"id": "a"}] and count == 1 and header == {"query": "q"}

@@ -21,6 +21,7 @@ from yuxi_dash.compression.salvage import (
     _json_word,
     decode_json_bytes,
     parse_records_text,
+    salvaged_document,
 )
 from yuxi_dash.workdir import encode_text
 
@@ -491,3 +492,132 @@ def test_repr_words_are_replaced_only_as_whole_words(between: str) -> None:
         between,
     )
     assert _REPR_WORDS.sub(_json_word, between) == expected
+
+
+# -- a salvage that is one whole document, read from its bytes ----------------------------
+# any text, or text a plain repr can hold (no quote, backslash or NUL: see _simple_repr_as_json)
+_PLAIN = st.characters(blacklist_characters="'\"\\\x00", blacklist_categories=("Cs",))
+_TEXTS = st.text(max_size=40) | st.text(_PLAIN, max_size=40)
+_KB_RECORDS = st.lists(
+    st.fixed_dictionaries(
+        {"id": st.text(_PLAIN, min_size=1, max_size=12), "score": st.floats(0, 1) | st.integers()},
+        optional={
+            "title": _TEXTS,
+            "content": _TEXTS,
+            "metadata": st.dictionaries(
+                st.sampled_from(["title", "chunk_index", "filename", "x"]), _RECORD_VALUES
+            ),
+            "extra": _RECORD_VALUES,
+        },
+    ),
+    max_size=12,
+)
+_NOTES = st.sampled_from(  # "" twice: a whole document or repr, with nothing after it
+    ["", "", " note", "\n\n[results truncated: 12 more]", "\u3000", " {x}", " [a, b]", "\n}"]
+    + [", more", "]", "\t\n", " 'q'", "\u3000}"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    _KB_RECORDS,
+    st.sampled_from(["query_kb", "web_search"]),
+    st.booleans(),
+    st.sampled_from(["json", "envelope", "bare", "repr", "repr_cut", "json_cut"]),
+    _NOTES,
+    st.data(),
+)
+def test_a_salvage_read_from_the_bytes_is_the_salvage_of_the_text(
+    records: list, tool: str, ascii_only: bool, form: str, note: str, data: st.DataObject
+) -> None:
+    payload: object = {"query": "q", "kb_id": "k", "results": records}
+    if form == "envelope":
+        payload = {"code": 0, "data": payload}
+    elif form == "bare":
+        payload = records
+    if form.startswith("repr"):
+        text = repr(payload)
+    else:
+        text = json.dumps(payload, ensure_ascii=ascii_only)
+    if form.endswith("cut") and len(text) > 2:
+        text = text[: data.draw(st.integers(min_value=1, max_value=len(text) - 1))]
+    else:
+        text += note
+    for rule in ("compact", "plain"):
+        expected = tool_result_preview(tool, text, 120, rule=rule)  # type: ignore[arg-type]
+        from_bytes = tool_result_preview(tool, text, 120, rule=rule, encoded=encode_text(text))  # type: ignore[arg-type]
+        assert from_bytes == expected, rule
+
+
+_PLAIN_RECORDS = st.lists(
+    st.fixed_dictionaries(
+        {"id": st.text(_PLAIN, min_size=1, max_size=12), "score": st.floats(0, 1)},
+        optional={
+            "title": st.text(_PLAIN, max_size=60),
+            "content": st.text(_PLAIN, max_size=300),
+            "metadata": st.dictionaries(
+                st.sampled_from(["title", "chunk_index", "filename"]),
+                st.none() | st.booleans() | st.integers() | st.text(_PLAIN, max_size=20),
+            ),
+        },
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PLAIN_RECORDS, st.booleans(), st.sampled_from(["", "\n", " note"]))
+def test_a_plain_repr_read_from_its_bytes_is_the_repr_read_as_text(
+    records: list, envelope: bool, note: str
+) -> None:
+    payload: object = {"query": "q", "kb_id": "k", "results": records}
+    text = repr({"code": 0, "data": payload} if envelope else payload) + note
+    for rule in ("compact", "plain"):
+        expected = tool_result_preview("query_kb", text, 120, rule=rule)  # type: ignore[arg-type]
+        from_bytes = tool_result_preview(
+            "query_kb", text, 120, rule=rule, encoded=encode_text(text)
+        )  # type: ignore[arg-type]
+        assert from_bytes == expected, rule
+
+
+def test_which_salvages_are_read_from_the_bytes() -> None:
+    payload = json.loads(kb_payload(12))
+    document = json.dumps(payload, ensure_ascii=False)
+    note = document + "\n\n[results truncated by the search service: 12 more]"
+    assert salvaged_document(note, encode_text(note)) == (encode_text(document), "trailing_text")
+    words = {"query": "q", "results": [{"id": "a", "score": 0.5, "content": "x"}]}
+    plain_repr = repr(words)
+    found = salvaged_document(plain_repr, encode_text(plain_repr))
+    assert found is not None and found[1] == "python_repr"
+    assert json.loads(found[0]) == words  # the repr's JSON text: the same document
+    with_none = repr({**words, "kb_id": None})  # its quotes made JSON's is not JSON yet:
+    found = salvaged_document(with_none, encode_text(with_none))  # left to the text parse
+    assert found is not None and decode_json_bytes(found[0]) is NOT_DECODED
+    # not one document: left to the text parse
+    cut = document[: len(document) // 2]
+    assert salvaged_document(cut, encode_text(cut)) is None  # a record goes on after a "}"
+    assert salvaged_document(document, encode_text(document)) is None  # ends as a document does
+    quoted = repr({**payload, "note": 'it "quotes"'})  # not a plain repr
+    assert salvaged_document(quoted, encode_text(quoted)) is None
+    for text in (note, plain_repr, with_none):  # and the preview made that way is the text's
+        from_bytes = structured_preview("query_kb", text, 300, encoded=encode_text(text))
+        assert from_bytes == structured_preview("query_kb", text, 300)
+        assert preview_salvage(from_bytes or "", text) in ("trailing_text", "python_repr")
+    assert "omitted_results" in (structured_preview("query_kb", with_none, 300) or "")
+
+
+def test_a_number_past_pythons_digit_limit_before_trailing_text_is_read_as_json_reads_bytes() -> (
+    None
+):
+    """The deliberate difference of a whole document read from its bytes (see
+    ``compression.records``) holds for a document before trailing text too: ``json``
+    refuses the text at the number and salvages what precedes it, the bytes read the
+    valid document it is."""
+    huge = "1" * 4301
+    text = '{"results":[{"id":"a","score":1},{"id":"b","score":2,"x":' + huge + "}]} note"
+    from_text = structured_preview("query_kb", text, 300)
+    from_bytes = structured_preview("query_kb", text, 300, encoded=encode_text(text))
+    assert from_text is not None and '"salvaged":"cut"' in from_text
+    assert from_bytes is not None and '"salvaged":"trailing_text"' in from_bytes
+    assert '"result_count":2' in from_bytes and '"result_count":1' in from_text

@@ -30,7 +30,10 @@ repr) gets the compact rule's preview of its leading complete records, marked
 unexpected JSON falls back to the generic preview; a preview never raises.
 Given the result's UTF-8 bytes (as the engine has them), a whole JSON document
 is read by ``yuxi_dash.compression.records``: only the fields a preview keeps,
-each body decoded only as far as it is shown; the preview is the same.
+each body decoded only as far as it is shown; so is an envelope one level down
+(compact rule), and a salvage that is one whole document (a document before
+trailing text, a plain Python repr's JSON: ``salvage.salvaged_document``); the
+preview is the same.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from yuxi_dash.compression.salvage import (
     SalvageKind,
     decode_json_bytes,
     parse_records_text,
+    salvaged_document,
 )
 
 __all__ = [
@@ -184,14 +188,24 @@ def structured_preview(
         return None
     budget = max(0, token_limit) * 4
     salvaged: SalvageKind | None = None
-    read = None if encoded is None else read_records(encoded, budget + 2)
+    # list[Any], not the read's list[dict]: mypyc checks what a typed list's items are, and
+    # the whole decode's records are only known to be objects after the check below
+    records: list[Any]
+    compact = rule == "compact"
+    read = None if encoded is None else read_records(encoded, budget + 2, nested=compact)
+    payload = NOT_DECODED if read is not None or encoded is None else decode_json_bytes(encoded)
+    if read is None and payload is NOT_DECODED and encoded is not None and compact:
+        # not JSON: a salvage that is one whole document is read from its bytes too
+        document = salvaged_document(stripped, encoded)
+        if document is not None:
+            read = read_records(document[0], budget + 2, nested=True)
+            salvaged = None if read is None else document[1]
     if read is not None:  # the fields shown, bodies decoded only as far as shown
         records, result_count, header_source = read
     else:
-        payload = NOT_DECODED if encoded is None else decode_json_bytes(encoded)
         if payload is NOT_DECODED:
             parsed = parse_records_text(stripped)  # the exact decode; salvaged when not JSON
-            if parsed is None or (parsed[1] is not None and rule != "compact"):
+            if parsed is None or (parsed[1] is not None and not compact):
                 return None
             payload, salvaged = parsed
         located = _locate_records(payload, rule)

@@ -15,9 +15,10 @@ read is the value ``json`` reads (a body holding a lone surrogate, which msgspec
 refuses, is read by ``json``: ``salvage.decode_json_value``), and what it
 skips cannot change the preview. Where the answer could differ it says None and
 the caller decodes the whole document (``salvage.decode_json_bytes``): no
-``results`` list at the top (a bare list is read here; an envelope one level
-down is not), a record that is not an object, or a value read that msgspec
-refuses (a lone surrogate or ``NaN`` in a kept field).
+``results`` list at the top (a bare list is read here, and with ``nested`` an
+envelope one level down: the first member that is an object with ``results``,
+as the compact rule looks for it), a record that is not an object, or a value
+read that msgspec refuses (a lone surrogate or ``NaN`` in a kept field).
 
 One difference is deliberate: a number longer than Python's integer digit limit
 (4300 digits) in a field no preview reads. ``json`` refuses the whole document
@@ -65,6 +66,7 @@ _Envelope = msgspec.defstruct(
     gc=False,
 )
 _read_envelope = msgspec.json.Decoder(_Envelope).decode
+_read_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode  # each value left as read
 _read_list = msgspec.json.Decoder(list[_Record]).decode  # type: ignore[valid-type]
 _astuple = msgspec.structs.astuple
 _FIELDS: tuple[str, ...] = (*RECORD_FIELDS, *BODY_FIELDS)  # a _Record's fields, in order
@@ -74,13 +76,14 @@ assert _Record.__struct_fields__ == _FIELDS
 Records = tuple[list[dict[str, Any]], int, dict[str, Any]]
 
 
-def read_records(encoded: bytes, window: int) -> Records | None:
+def read_records(encoded: bytes, window: int, *, nested: bool = False) -> Records | None:
     """(the leading records, how many there are, the header fields), or None: decode it whole.
 
     ``encoded``: a whole tool result as UTF-8 (``workdir.encode_text``); ``window``:
     the characters a ``RawBody`` decodes at each end of a long body (the preview's
     budget + 2). The leading records are the first ``MAX_PREVIEW_RECORDS``, as dicts
-    of the fields present; string bodies are ``RawBody``.
+    of the fields present; string bodies are ``RawBody``. ``nested``: an object with
+    no ``results`` is read one level down (``_inner_envelope``).
     """
     start, end = json_bounds(encoded)
     if start >= end:
@@ -94,7 +97,10 @@ def read_records(encoded: bytes, window: int) -> Records | None:
             envelope = _read_envelope(encoded)
             results: Any = envelope.results  # type: ignore[attr-defined]  # a defstruct field
             if results is _UNSET:
-                return None
+                inner = _inner_envelope(encoded) if nested else None
+                if inner is None:
+                    return None
+                envelope, results = inner
             records = results
             header = {}
             for name in HEADER_FIELDS:
@@ -107,6 +113,22 @@ def read_records(encoded: bytes, window: int) -> Records | None:
     except (ValueError, RecursionError, MemoryError):
         return None  # msgspec's DecodeError (ValidationError too) is a ValueError, as json's is
     return leading, len(records), header
+
+
+def _inner_envelope(encoded: bytes) -> tuple[Any, Any] | None:
+    """(the envelope, its results) of the first member that is an object with ``results``.
+
+    The full decode's rule (``preview._locate_records``): members in document order, a
+    repeated key where it first appears holding its last value, as a dict of json's has
+    it. A member whose ``results`` is not a list of objects raises (msgspec's
+    ValidationError): the caller then decodes the whole document, which decides.
+    """
+    for raw in _read_members(encoded).values():
+        if memoryview(raw)[0] == 0x7B:  # {: an object (a Raw value is never empty)
+            envelope = _read_envelope(raw)
+            if envelope.results is not _UNSET:  # type: ignore[attr-defined]  # defstruct
+                return envelope, envelope.results  # type: ignore[attr-defined]
+    return None
 
 
 def _as_dict(record: Any, window: int) -> dict[str, Any]:

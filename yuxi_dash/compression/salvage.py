@@ -116,6 +116,65 @@ def decode_json_bytes(encoded: bytes) -> Any:
         return NOT_DECODED
 
 
+def salvaged_document(text: str, encoded: bytes) -> tuple[bytes, SalvageKind] | None:
+    """Where ``parse_records_text(text)`` salvages one whole JSON document, its bytes and
+    how, so that a caller reading bytes (``records.read_records``) reads it without the
+    text parse; None for every other text (read it with ``parse_records_text``).
+
+    ``text`` is a result without its leading whitespace, ``encoded`` the whole result's
+    UTF-8 (``surrogatepass``, as ``workdir.encode_text`` makes it). A candidate, not a verdict:
+    the salvage is that document exactly when the bytes are one whole document the
+    caller's decode reads (msgspec reads as ``json`` does, and refuses the rest):
+
+    - ``"python_repr"``: a plain Python repr (no ``"``, backslash or NUL) that ``json``
+      does not read as it is: the text with its quotes made JSON's, which is the JSON
+      text ``_read_repr`` decodes whenever it is one document (a repr holding ``None``,
+      ``True`` or a tuple is not: the text parse converts it);
+    - ``"trailing_text"``: text after a document that starts the text, when the text's
+      first quote is ``"``: the bytes up to the last bracket closing the document's
+      first one, when text follows it that cannot continue a document (anything but
+      ``,``, ``]`` or ``}``: a cut document goes on with one of those after an inner
+      object or list). Read whole, those bytes are the document ``json``'s scan finds
+      first (a document ends at the bracket that closes its first one).
+
+    Read from its bytes, such a document shows the one difference any document read
+    from its bytes shows (``compression.records``): a number past Python's digit limit
+    in a field no preview reads, where ``json`` stops and salvages what precedes it.
+    """
+    if _repr_first(text):
+        if not _looks_like_a_literal(text):
+            return None
+        try:
+            _decode(text)
+        except RecursionError:
+            return None
+        except ValueError:
+            if b'"' in encoded or b"\\" in encoded or b"\x00" in encoded:
+                return None  # not a plain repr
+            # Its quotes made JSON's. Where that is one JSON document, nothing between the
+            # strings is a Python word or a parenthesis (none is JSON), so it is exactly
+            # what `_simple_repr_as_json` makes of it, without splitting at every quote.
+            # In the UTF-8 bytes: no byte of a multi-byte character is a quote.
+            return encoded.replace(b"'", b'"'), "python_repr"
+        return None  # JSON as it is: not salvaged
+    start, end = json_bounds(encoded)
+    closer = _CLOSER_OF.get(encoded[start]) if start < end else None
+    if closer is None:
+        return None
+    last = encoded.rfind(closer, start, end - 1)  # before the last byte: text follows it
+    if last == -1:
+        return None
+    after = last + 1
+    while encoded[after] in _JSON_SPACE:  # ends before `end`: something follows the bracket
+        after += 1
+    if encoded[after] in _INSIDE_A_DOCUMENT:
+        return None
+    return encoded[start : last + 1], "trailing_text"
+
+
+_INSIDE_A_DOCUMENT = b",]}"
+
+
 def parse_records_text(text: str) -> tuple[Any, SalvageKind | None] | None:
     """(the decoded value, how it was salvaged or None when the text is JSON), or None.
 
