@@ -329,6 +329,11 @@ def test_a_saved_message_is_the_model_copy_of_its_original() -> None:
         assert made.__pydantic_extra__ == expected.__pydantic_extra__
         assert made.__pydantic_private__ == expected.__pydantic_private__
         assert message.content != "header"  # the original is left as it was
+        # its own containers, as __copy__ makes them: changing the copy's leaves the original's
+        assert made.__pydantic_fields_set__ is not message.__pydantic_fields_set__
+        assert made.__dict__ is not message.__dict__
+        if message.__pydantic_extra__ is not None:
+            assert made.__pydantic_extra__ is not message.__pydantic_extra__
         # shallow, as model_copy's: the other fields' values are the original's own
         assert (made.additional_kwargs is message.additional_kwargs) == (
             expected.additional_kwargs is message.additional_kwargs

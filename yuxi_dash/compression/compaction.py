@@ -280,16 +280,29 @@ def with_content(message: ToolMessage, content: str) -> ToolMessage:
     """``message.model_copy(update={"content": content})``, made the way it makes it.
 
     pydantic's ``model_copy`` of a model that allows extra fields (a LangChain
-    message does) is a shallow ``__copy__`` and then, for a declared field, the value
-    set in the copy's ``__dict__`` and the field marked set (``content`` is declared).
-    Done here directly, without its loop over the update, because it runs once per
-    offloaded result (tests/compression/test_compaction.py compares the
-    two on every kind of message field).
+    message does) is its shallow ``__copy__`` (a new instance holding copies of the
+    field values' dict, the extra fields and the set fields) and then, for a declared
+    field, the value set in that dict and the field marked set (``content`` is
+    declared). Made here directly, without the copy module's dispatch and the update
+    loop, because it runs once per offloaded result; a message with private state
+    takes ``model_copy`` itself. tests/compression/test_compaction.py compares the two
+    on every kind of message field.
     """
-    copied = message.__copy__()
-    copied.__dict__["content"] = content
-    copied.__pydantic_fields_set__.add("content")
+    if getattr(message, "__pydantic_private__", None) is not None:
+        return message.model_copy(update={"content": content})
+    cls = type(message)
+    copied = cls.__new__(cls)
+    fields = message.__dict__.copy()
+    fields["content"] = content
+    extra = message.__pydantic_extra__
+    _set_attribute(copied, "__dict__", fields)
+    _set_attribute(copied, "__pydantic_extra__", None if extra is None else extra.copy())
+    _set_attribute(copied, "__pydantic_fields_set__", message.__pydantic_fields_set__ | {"content"})
+    _set_attribute(copied, "__pydantic_private__", None)
     return copied
+
+
+_set_attribute = object.__setattr__  # as pydantic sets them: past the model's __setattr__
 
 
 def write_offloads(
