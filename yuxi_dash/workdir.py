@@ -111,15 +111,21 @@ def safe_name(name: str, *, fallback: str, max_length: int = 64) -> str:
     return cleaned or fallback
 
 
-@functools.lru_cache(maxsize=256)
 def _tool_result_prefix(tool_name: str) -> str:
-    """``outputs/large_tool_results/{safe_tool}-``: an agent has a handful of tools, so the
-    name is cleaned once per tool, not once per result."""
+    """``outputs/large_tool_results/{safe_tool}-``."""
     return f"{TOOL_RESULTS_DIR}/{safe_name(tool_name, fallback='tool')}-"
+
+
+# An agent has a handful of tools: each name is cleaned once, not once per result. Only
+# names of a usual length are kept (a tool name is a model's or a tool's text).
+_kept_tool_result_prefix = functools.lru_cache(maxsize=256)(_tool_result_prefix)
+_KEPT_NAME_CHARS = 128
 
 
 def tool_result_relpath(tool_name: str, sha256: str) -> str:
     """The content-addressed path of a tool result, relative to the workdir root."""
+    if len(tool_name) <= _KEPT_NAME_CHARS:
+        return f"{_kept_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
     return f"{_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
 
 
