@@ -124,9 +124,9 @@ _KEPT_NAME_CHARS = 128
 
 def tool_result_relpath(tool_name: str, sha256: str) -> str:
     """The content-addressed path of a tool result, relative to the workdir root."""
-    if len(tool_name) <= _KEPT_NAME_CHARS:
-        return f"{_kept_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
-    return f"{_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
+    short = len(tool_name) <= _KEPT_NAME_CHARS
+    prefix = (_kept_tool_result_prefix if short else _tool_result_prefix)(tool_name)
+    return f"{prefix}{sha256[:16]}.txt"
 
 
 def history_relpath(session_id: str) -> str:
