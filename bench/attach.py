@@ -96,7 +96,7 @@ def run_templates(conninfo: str, workdir: Path) -> list[str]:
                 model,
                 [query_kb_tool(kb_answer(words))],
                 middleware=context_compression_middleware(
-                    workdir=workdir, summary_threshold=2, keep_messages=4, context_window=8000
+                    workdir=workdir, summary_threshold_k=2, keep_messages=4, context_window=8000
                 ),
                 checkpointer=store.saver,
             )
@@ -228,7 +228,7 @@ def turn_threads(conninfo: str, workdir: Path, thread_ids: list[str], run: int) 
                 model,
                 [query_kb_tool(kb_answer(120))],
                 middleware=context_compression_middleware(
-                    workdir=workdir, summary_threshold=2, keep_messages=4, context_window=8000
+                    workdir=workdir, summary_threshold_k=2, keep_messages=4, context_window=8000
                 ),
                 checkpointer=store.saver,
             )

@@ -56,7 +56,7 @@ def run_thread(saver: PostgresSaver, workdir: Path, spec: dict[str, Any]) -> dic
         [query_kb_tool(lambda q: f"kb result for {q}: " + "evidence " * words)],
         middleware=context_compression_middleware(
             workdir=workdir,
-            summary_threshold=SUMMARY_THRESHOLD,
+            summary_threshold_k=SUMMARY_THRESHOLD,
             keep_messages=KEEP_MESSAGES,
             context_window=CONTEXT_WINDOW,
         ),

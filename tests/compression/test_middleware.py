@@ -20,7 +20,13 @@ from yuxi_dash.compression.agent_state import (
     context_state,
 )
 from yuxi_dash.compression.engine import model_view
-from yuxi_dash.compression.middleware import context_compression_middleware
+from yuxi_dash.compression.middleware import (
+    ContextCompressionMiddleware,
+    TokenUsageMiddleware,
+    context_compression_middleware,
+    summary_trigger,
+)
+from yuxi_dash.errors import InvalidInput
 from yuxi_dash.workdir import Workdir
 
 CONFIG: Any = {"configurable": {"thread_id": "t-mw"}}
@@ -36,7 +42,7 @@ def run_agent(workdir: Workdir, turns: int, *, result: Any = big_result, thresho
         model,
         [query_kb_tool(result)],
         middleware=context_compression_middleware(
-            workdir=workdir, summary_threshold=threshold, keep_messages=4, context_window=8000
+            workdir=workdir, summary_threshold_k=threshold, keep_messages=4, context_window=8000
         ),
         checkpointer=InMemorySaver(),
     )
@@ -107,7 +113,7 @@ def test_a_context_overflow_summarizes_once_and_retries(workdir: Workdir) -> Non
         model,
         [query_kb_tool(lambda q: f"result for {q}")],
         middleware=context_compression_middleware(
-            workdir=workdir, summary_threshold=100, keep_messages=2
+            workdir=workdir, summary_threshold_k=100, keep_messages=2
         ),
         checkpointer=InMemorySaver(),
     )
@@ -133,7 +139,7 @@ def test_a_failing_summarizer_fails_the_call_and_writes_no_event(workdir: Workdi
 
     model = scripted_model(research_script(6))
     middleware = context_compression_middleware(
-        workdir=workdir, summarizer=Broken(), summary_threshold=2, keep_messages=4
+        workdir=workdir, summarizer=Broken(), summary_threshold_k=2, keep_messages=4
     )
     agent = create_agent(
         model, [query_kb_tool(big_result)], middleware=middleware, checkpointer=InMemorySaver()
@@ -143,3 +149,34 @@ def test_a_failing_summarizer_fails_the_call_and_writes_no_event(workdir: Workdi
             agent.invoke({"messages": [HumanMessage(f"question {turn}")]}, CONFIG)
     history = Path(workdir.root) / "outputs" / "conversation_history"
     assert not history.exists() or list(history.iterdir()) == []
+
+
+def test_the_trigger_is_named_by_its_unit(workdir: Workdir) -> None:
+    by_k = context_compression_middleware(
+        workdir=workdir, context_window=128_000, summary_threshold_k=16
+    )
+    by_tokens = context_compression_middleware(
+        workdir=workdir, context_window=128_000, summary_trigger_tokens=16_000
+    )
+    assert by_k[0].threshold_tokens == 16_384
+    assert by_k[1].trigger_tokens == 16_384
+    assert by_tokens[0].threshold_tokens == 16_000
+    assert by_tokens[1].trigger_tokens == 16_000
+    default = context_compression_middleware(workdir=workdir)
+    assert default[0].threshold_tokens == 100 * 1024
+
+
+def test_a_trigger_above_the_window_is_refused_and_names_the_unit(workdir: Workdir) -> None:
+    # 16000 meant as tokens but given as K: 16,384,000 tokens, past any window
+    with pytest.raises(InvalidInput, match=r"thousands of tokens.*summary_trigger_tokens"):
+        context_compression_middleware(
+            workdir=workdir, context_window=128_000, summary_threshold_k=16_000
+        )
+    with pytest.raises(InvalidInput, match="above the context window"):
+        TokenUsageMiddleware(context_window=8_000, summary_trigger_tokens=9_000)
+    with pytest.raises(InvalidInput, match="not both"):
+        ContextCompressionMiddleware(
+            workdir=workdir, summary_threshold_k=8, summary_trigger_tokens=8_000
+        )
+    with pytest.raises(InvalidInput, match="positive"):
+        summary_trigger(context_window=8_000, summary_trigger_tokens=0)

@@ -1,7 +1,7 @@
 """The compression engine as LangChain v1 agent middleware, for ``create_agent`` graphs.
 
 ``ContextCompressionMiddleware`` runs before every model call: with one
-``summary_threshold``, under it the call passes through (long file-write
+summary trigger, under it the call passes through (long file-write
 arguments shortened in the model's view only); at or over it the large tool
 results are offloaded to the workdir first (byte-exact files, evidence-keeping
 previews), the input is counted again, and a summary is made only if it is
@@ -15,6 +15,11 @@ offloaded messages replace the originals by id, the summary is the
 model call (what was sent, what the next call will send, both ratios) into
 the state's ``token_usage``.
 
+The trigger is given in one of two units, by name: ``summary_threshold_k``
+(thousands of tokens, x 1024: the agent row's ``summary_threshold``) or
+``summary_trigger_tokens`` (tokens). A trigger above the context window cannot
+be meant and is refused (``InvalidInput``, the message names the unit).
+
 It is written on langchain's ``AgentMiddleware`` rather than by subclassing
 deepagents' ``SummarizationMiddleware``: the engine owns its cutoff, previews,
 offloads and history files, and deepagents' hooks for those are private
@@ -24,7 +29,9 @@ middleware.
 
     agent = create_agent(
         model, tools, checkpointer=saver,
-        middleware=context_compression_middleware(workdir="/data/workdir"),
+        middleware=context_compression_middleware(
+            workdir="/data/workdir", context_window=128_000, summary_trigger_tokens=100_000
+        ),
     )
 """
 
@@ -70,7 +77,9 @@ from yuxi_dash.compression.state import (
 )
 from yuxi_dash.compression.summarizers import ExtractiveSummarizer, Summarizer
 from yuxi_dash.compression.tokens import count_tokens
-from yuxi_dash.usage import summary_trigger_tokens, usage_snapshot
+from yuxi_dash.errors import InvalidInput
+from yuxi_dash.usage import summary_trigger_tokens as summary_trigger_tokens_of
+from yuxi_dash.usage import usage_snapshot
 from yuxi_dash.workdir import Workdir
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
@@ -79,6 +88,41 @@ Clock = Callable[[], datetime]  # when a model call is measured (aware datetimes
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def summary_trigger(
+    *,
+    context_window: int,
+    summary_threshold_k: int | None = None,
+    summary_trigger_tokens: int | None = None,
+) -> int:
+    """The summary trigger in tokens, from exactly one of its two units.
+
+    Neither given: the default agent's ``DEFAULT_SUMMARY_THRESHOLD`` K tokens.
+    Refused: both given, a trigger that is not positive, one above the window.
+    """
+    if summary_threshold_k is not None and summary_trigger_tokens is not None:
+        raise InvalidInput(
+            "give the summary trigger once: summary_threshold_k (thousands of tokens, x 1024) "
+            "or summary_trigger_tokens (tokens), not both"
+        )
+    if summary_trigger_tokens is not None:
+        tokens, given = (
+            int(summary_trigger_tokens),
+            f"summary_trigger_tokens={summary_trigger_tokens}",
+        )
+    else:
+        k = DEFAULT_SUMMARY_THRESHOLD if summary_threshold_k is None else summary_threshold_k
+        tokens, given = summary_trigger_tokens_of(k), f"summary_threshold_k={k} (K x 1024)"
+    if tokens <= 0:
+        raise InvalidInput(f"the summary trigger must be positive; got {given}")
+    if tokens > context_window:
+        raise InvalidInput(
+            f"{given} is a trigger of {tokens:,} tokens, above the context window of "
+            f"{context_window:,} tokens. summary_threshold_k is in thousands of tokens "
+            "(x 1024); for a count in tokens pass summary_trigger_tokens"
+        )
+    return tokens
 
 
 def _thread_id() -> str:
@@ -100,7 +144,9 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
         *,
         workdir: Workdir | Path | str,
         summarizer: Summarizer | None = None,
-        summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        summary_threshold_k: int | None = None,
+        summary_trigger_tokens: int | None = None,
         keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
         tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
         tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH,
@@ -108,7 +154,11 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
         super().__init__()
         self.workdir = workdir if isinstance(workdir, Workdir) else Workdir(workdir)
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
-        self.threshold_tokens = summary_trigger_tokens(summary_threshold)
+        self.threshold_tokens = summary_trigger(
+            context_window=context_window,
+            summary_threshold_k=summary_threshold_k,
+            summary_trigger_tokens=summary_trigger_tokens,
+        )
         self.keep_messages = keep_messages
         self.tool_result_token_limit = tool_result_token_limit
         self.tool_arg_max_length = tool_arg_max_length
@@ -171,12 +221,17 @@ class TokenUsageMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):
         self,
         *,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
-        summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+        summary_threshold_k: int | None = None,
+        summary_trigger_tokens: int | None = None,
         clock: Clock | None = None,
     ) -> None:
         super().__init__()
         self.context_window = context_window
-        self.trigger_tokens = summary_trigger_tokens(summary_threshold)
+        self.trigger_tokens = summary_trigger(
+            context_window=context_window,
+            summary_threshold_k=summary_threshold_k,
+            summary_trigger_tokens=summary_trigger_tokens,
+        )
         self.clock: Clock = clock or _utcnow
 
     def wrap_model_call(
@@ -214,21 +269,32 @@ def context_compression_middleware(
     workdir: Workdir | Path | str,
     summarizer: Summarizer | None = None,
     context_window: int = DEFAULT_CONTEXT_WINDOW,
-    summary_threshold: int = DEFAULT_SUMMARY_THRESHOLD,
+    summary_threshold_k: int | None = None,
+    summary_trigger_tokens: int | None = None,
     keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     clock: Clock | None = None,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
-    """Both middlewares in the right order, for ``create_agent(..., middleware=...)``."""
+    """Both middlewares in the right order, for ``create_agent(..., middleware=...)``.
+
+    ``context_window`` is in tokens. The summary trigger is ``summary_trigger_tokens``
+    (tokens) or ``summary_threshold_k`` (thousands of tokens, x 1024), not both.
+    """
+    trigger = summary_trigger(
+        context_window=context_window,
+        summary_threshold_k=summary_threshold_k,
+        summary_trigger_tokens=summary_trigger_tokens,
+    )
     return [
         ContextCompressionMiddleware(
             workdir=workdir,
             summarizer=summarizer,
-            summary_threshold=summary_threshold,
+            context_window=context_window,
+            summary_trigger_tokens=trigger,
             keep_messages=keep_messages,
             tool_result_token_limit=tool_result_token_limit,
         ),
         TokenUsageMiddleware(
-            context_window=context_window, summary_threshold=summary_threshold, clock=clock
+            context_window=context_window, summary_trigger_tokens=trigger, clock=clock
         ),
     ]

@@ -128,7 +128,7 @@ def agent_middleware(
         return [
             TokenUsageMiddleware(
                 context_window=profile.context_window,
-                summary_threshold=profile.summary_threshold,
+                summary_threshold_k=profile.summary_threshold,
                 clock=clock,
             )
         ]
@@ -138,7 +138,7 @@ def agent_middleware(
         workdir=workdir,
         summarizer=summarizer,
         context_window=profile.context_window,
-        summary_threshold=profile.summary_threshold,
+        summary_threshold_k=profile.summary_threshold,
         keep_messages=profile.summary_keep_messages,
         tool_result_token_limit=profile.summary_tool_result_token_limit,
         clock=clock,
