@@ -64,6 +64,42 @@ def test_operator_retracts_then_undoes(memory_pages, desk_graph) -> None:
     assert "active" in " ".join(str(m.value) for m in at.metric)
 
 
+def _form_is_empty(at) -> bool:
+    return (
+        at.text_input(key="desk_reason").value == ""
+        and at.text_input(key="desk_ticket").value == ""
+        and at.checkbox(key="desk_confirm").value is False
+    )
+
+
+def _apply(at):
+    [submit] = [b for b in at.button if "Apply" in str(b.label)]
+    return submit.click().run()
+
+
+def test_the_form_is_disarmed_after_a_correction_and_after_undo(memory_pages, desk_graph) -> None:
+    at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
+    at.radio(key="desk_action").set_value("retract").run()
+    at.text_input(key="desk_reason").input("the user never said this at all")
+    at.text_input(key="desk_ticket").input("SUP-9")
+    at.checkbox(key="desk_confirm").check()
+    at = _apply(at)
+    assert not at.exception
+    assert "retracted" in " ".join(str(m.value) for m in at.metric)
+    assert _form_is_empty(at)
+    assert at.radio(key="desk_action").value == "restore"  # chosen afresh for the new status
+    # a second click without re-confirming changes nothing
+    at = _apply(at)
+    assert "Tick the confirmation box first." in " ".join(str(w.value) for w in at.warning)
+    assert "retracted" in " ".join(str(m.value) for m in at.metric)
+    at = at.button(key="desk_undo").click().run()
+    assert "active" in " ".join(str(m.value) for m in at.metric)
+    assert _form_is_empty(at)
+    at = _apply(at)
+    assert "Tick the confirmation box first." in " ".join(str(w.value) for w in at.warning)
+    assert "active" in " ".join(str(m.value) for m in at.metric)
+
+
 def test_a_short_reason_is_one_line_and_changes_nothing(memory_pages, desk_graph) -> None:
     at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
     at.radio(key="desk_action").set_value("retract").run()

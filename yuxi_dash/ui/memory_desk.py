@@ -36,6 +36,10 @@ from yuxi_dash.ui.tables import draw_records
 
 FACT_KEY = "desk_fact"
 RESULT_KEY = "desk_result"
+RESET_KEY = "desk_form_reset"
+# the correction form's inputs: emptied after every correction or undo, so the
+# form is never left armed for a second click with the last change's reason
+FORM_KEYS = ("desk_action", "desk_reason", "desk_ticket", "desk_text", "desk_confirm")
 FACT_LIST_LIMIT = 500
 
 
@@ -196,6 +200,9 @@ def _applicable(fact: dict[str, Any]) -> list[str]:
 
 def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
     """Operators: the correction form; everyone: the last result and its Undo button."""
+    if st.session_state.pop(RESET_KEY, False):
+        for key in FORM_KEYS:  # before the widgets exist in this run, so they start empty
+            st.session_state.pop(key, None)
     result = st.session_state.get(RESULT_KEY)
     if result:
         st.success(md("{} done — audit row {}", result["action"], result["audit_id"]))
@@ -206,6 +213,7 @@ def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
                 st.error(literal(error_line(exc)))
             else:
                 st.session_state[RESULT_KEY] = undone
+                st.session_state[RESET_KEY] = True
                 clear_desk_caches()
                 st.rerun()
     if actor.role < Role.OPERATOR:
@@ -238,5 +246,6 @@ def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
         st.error(literal(error_line(exc)))
         return
     st.session_state[RESULT_KEY] = done
+    st.session_state[RESET_KEY] = True
     clear_desk_caches()
     st.rerun()
