@@ -12,7 +12,6 @@ recorded at that moment.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -25,6 +24,7 @@ from yuxi_dash.audit_log import (
     view_audit_log,
 )
 from yuxi_dash.auth import Role
+from yuxi_dash.display import detail_text
 from yuxi_dash.ui.format import literal, md, stamp
 from yuxi_dash.ui.identity import require_actor
 
@@ -65,11 +65,19 @@ if rows.empty:
     st.stop()
 
 outcomes = sorted(rows["outcome"].unique())
-picked = st.pills(
-    "Outcome", outcomes, selection_mode="multi", default=outcomes, format_func=literal
-)
-shown = rows[rows["outcome"].isin(picked)].copy()
-shown["detail"] = [json.dumps(d, sort_keys=True, default=str) for d in shown["detail"]]
+with st.container(horizontal=True):
+    picked = st.pills(
+        "Outcome", outcomes, selection_mode="multi", default=outcomes, format_func=literal
+    )
+    hidden = st.multiselect(
+        "Hide actions",
+        sorted(rows["action"].unique()),
+        placeholder="e.g. view_memory",
+        format_func=literal,
+        key="audit_hidden_actions",
+    )
+shown = rows[rows["outcome"].isin(picked) & ~rows["action"].isin(hidden)].copy()
+shown["detail"] = [detail_text(d) for d in shown["detail"]]
 shown["at"] = [stamp(moment, seconds=True) for moment in shown["at"]]  # to the second, in UTC
 st.caption(md("{:,} entries, newest first (at most 1,000 loaded).", len(shown)))
 st.dataframe(
@@ -82,7 +90,9 @@ st.dataframe(
         "action": st.column_config.TextColumn("Action"),
         "target": st.column_config.TextColumn("Target"),
         "outcome": st.column_config.TextColumn("Outcome"),
-        "detail": st.column_config.TextColumn("Detail", help="never user data or query text"),
+        "detail": st.column_config.TextColumn(
+            "Detail", help="never user data or query text", width="large"
+        ),
     },
 )
 export_filters = AuditFilter(
@@ -91,6 +101,7 @@ export_filters = AuditFilter(
     target=filters.target,
     since=filters.since,
     outcomes=tuple(picked),
+    hidden_actions=tuple(hidden),
 )
 st.download_button(
     "Export CSV",

@@ -50,6 +50,7 @@ class AuditFilter:
     target: str | None = None
     since: datetime | None = None
     outcomes: tuple[str, ...] | None = None  # None: every outcome
+    hidden_actions: tuple[str, ...] = ()  # rows of these actions are left out
     limit: int = MAX_ROWS
 
     def described(self) -> dict[str, Any]:
@@ -59,13 +60,15 @@ class AuditFilter:
             "filters": sorted(name for name, value in named.items() if value),
             "since": self.since.isoformat() if self.since else None,
             "outcomes": None if self.outcomes is None else len(self.outcomes),
+            "hidden_actions": len(self.hidden_actions),
             "limit": self.limit,
         }
 
 
 def _check(filters: AuditFilter) -> None:
-    for name in ("actor", "action", "target"):
-        value = getattr(filters, name)
+    named = [(name, getattr(filters, name)) for name in ("actor", "action", "target")]
+    named += [("hidden action", action) for action in filters.hidden_actions]
+    for name, value in named:
         if value is None:
             continue
         if len(value) > MAX_FILTER_LENGTH:
@@ -108,6 +111,8 @@ def _audited_read(
         )
         if filters.outcomes is not None:
             rows = [row for row in rows if row.outcome in filters.outcomes]
+        if filters.hidden_actions:
+            rows = [row for row in rows if row.action not in filters.hidden_actions]
         view_id = record_audit(
             actor=actor.id,
             action=action,

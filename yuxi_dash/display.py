@@ -120,6 +120,28 @@ def plain(value: object, *, missing: str = MISSING) -> str:
     return str(value)
 
 
+def detail_text(detail: Mapping[str, object] | None, *, missing: str = MISSING) -> str:
+    """A record's detail mapping as one readable line: ``key: value · key: value``.
+
+    Nested mappings flatten to dotted keys (``before.tokens: 12474``); lists join with
+    commas; ints are written whole (they are mostly ids); nothing is cut short.
+    """
+    parts: list[str] = []
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, Mapping) and value:
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            parts.append(f"{prefix}: {value}")
+        else:
+            parts.append(f"{prefix}: {plain(value, missing=missing)}")
+
+    for key, item in (detail or {}).items():
+        walk(str(key), item)
+    return " · ".join(parts) if parts else missing
+
+
 # --- LaunchDarkly evaluation reasons ---------------------------------------------------------
 # `yuxi_dash.flags` keeps LaunchDarkly's reason code (what JSON output and the audit log
 # carry: "RULE_MATCH (rule 0)", "ERROR (FLAG_NOT_FOUND)"); people read these words instead.

@@ -43,3 +43,29 @@ def test_an_operator_cannot_open_the_audit_log(
     assert not at.exception
     assert len(at.error) == 1 and "admin role" in at.error[0].value
     assert not at.dataframe
+
+
+def test_detail_reads_as_key_value_and_an_action_can_be_hidden(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    record_audit(
+        actor="kim@example.com",
+        action="compress",
+        target="thread:t-1",
+        outcome="completed",
+        detail={"tokens": {"before": 12474, "after": 2097}, "request_id": "r-1"},
+    )
+    for n in range(3):
+        record_audit(
+            actor="kim@example.com", action="view_memory", target=f"user:u{n}", outcome="ok"
+        )
+    at = app_test(PAGE)
+    assert not at.exception
+    rows = at.dataframe[0].value
+    [detail] = list(rows[rows["target"] == "thread:t-1"]["detail"])
+    assert detail == "tokens.before: 12474 · tokens.after: 2097 · request_id: r-1"
+    assert "view_memory" in set(rows["action"])
+    at.multiselect(key="audit_hidden_actions").select("view_memory").run()
+    assert not at.exception
+    rows = at.dataframe[0].value
+    assert "view_memory" not in set(rows["action"]) and "compress" in set(rows["action"])

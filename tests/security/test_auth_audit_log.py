@@ -90,9 +90,25 @@ def test_an_export_is_one_row_and_the_csv_cannot_run_formulas() -> None:
     assert export.detail["rows"] == 2 and export.detail["outcomes"] == 2
 
 
+def test_hidden_actions_are_left_out_and_only_counted_in_the_row() -> None:
+    _seed()
+    every = read_audit_log(ADMIN, AuditFilter())
+    hidden = {every[0].action}
+    rows = read_audit_log(ADMIN, AuditFilter(hidden_actions=tuple(hidden)))
+    assert rows and not {r.action for r in rows} & hidden
+    assert len(rows) < len(every)
+    view = _rows(VIEW_ACTION)[-1]
+    assert view.detail["hidden_actions"] == 1 and every[0].action not in json.dumps(view.detail)
+
+
 @pytest.mark.parametrize(
     "filters",
-    [AuditFilter(actor="kim\x00"), AuditFilter(target="x" * 300), AuditFilter(limit=10**9)],
+    [
+        AuditFilter(hidden_actions=("view\x00",)),
+        AuditFilter(actor="kim\x00"),
+        AuditFilter(target="x" * 300),
+        AuditFilter(limit=10**9),
+    ],
 )
 def test_a_malformed_filter_is_refused_and_recorded(filters: AuditFilter) -> None:
     with pytest.raises(InvalidInput):

@@ -164,3 +164,14 @@ def test_a_line_longer_than_half_a_page_is_cut_and_no_page_is_empty() -> None:
     pages = [page_bounds(text, 0, total, p, size) for p in range(1, page_count(total, size) + 1)]
     assert all(end > start for start, end in pages)
     assert "".join(text[s:e] for s, e in pages) == text
+
+
+def test_detail_text_is_one_readable_line() -> None:
+    from yuxi_dash.display import detail_text
+
+    assert detail_text({}) == "–"
+    assert detail_text(None) == "–"
+    text = detail_text({"code": "thread_busy", "n": 1595, "ok": True, "ids": ["a", "b"]})
+    assert text == "code: thread_busy · n: 1595 · ok: yes · ids: a, b"
+    assert detail_text({"filters": {"since": None}}) == "filters.since: –"
+    assert detail_text({"x": "y" * 500}).endswith("y" * 500)  # never cut short
