@@ -23,7 +23,7 @@ from yuxi_dash.ui.format import (
     md,
     pct,
     percent_value,
-    tokens_to_threshold,
+    threshold_room_text,
 )
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.usage import SUGGESTION_LABEL
@@ -48,6 +48,25 @@ by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(md("{} threads, highest summary pressure first.", shown))
+blocked = sum(blocker is not None for blocker in blockers.values())
+actionable_only = st.toggle(
+    "Can compress now",
+    value=True,
+    key="threads_actionable_only",
+    help="Only the threads you can compress now: idle, not deleted, and their agent "
+    "supports context compression.",
+)
+listed = rows
+if actionable_only:
+    listed = rows[[blockers[t] is None for t in rows["thread_id"]]]
+    if blocked:
+        st.caption(
+            md(
+                "{:,} threads that cannot be compressed now are hidden (busy, unsupported, "
+                "attached or deleted): turn off “Can compress now” to see them.",
+                blocked,
+            )
+        )
 unsupported = data["unsupported"]  # attached threads are counted apart
 if unsupported:
     st.caption(
@@ -60,24 +79,26 @@ if unsupported:
 
 table = pd.DataFrame(
     {
-        "open": [f"thread_detail?thread={quote(t, safe='')}" for t in rows["thread_id"]],
-        "thread": rows["thread_id"],
-        "user": rows["user_id"],
-        "agent": rows["agent_slug"],
+        "open": [f"thread_detail?thread={quote(t, safe='')}" for t in listed["thread_id"]],
+        "thread": listed["thread_id"],
+        "user": listed["user_id"],
+        "agent": listed["agent_slug"],
         # percentages rounded here, so the browser shows what pct() writes everywhere else
-        "pressure": [percent_value(r) for r in rows["summary_pressure_ratio"]],
-        "context usage": [percent_value(r) for r in rows["context_usage_ratio"]],
+        "pressure": [percent_value(r) for r in listed["summary_pressure_ratio"]],
+        "context usage": [percent_value(r) for r in listed["context_usage_ratio"]],
         "tokens to threshold": [
-            tokens_to_threshold(n, t)
+            threshold_room_text(n, t)
             for n, t in zip(
-                rows["next_llm_input_tokens"], rows["summary_trigger_tokens"], strict=True
+                listed["next_llm_input_tokens"], listed["summary_trigger_tokens"], strict=True
             )
         ],
-        "busy": [busy_label(b) for b in rows["busy_reason"]],
-        "compression": rows["compression"],
-        "last compression": [ago(t) for t in rows["last_compression_at"]],
+        "busy": [busy_label(b) for b in listed["busy_reason"]],
+        "compression": listed["compression"],
+        "last compression": [ago(t) for t in listed["last_compression_at"]],
     }
 )
+if table.empty:
+    st.info("No thread in this list can be compressed now.")
 st.dataframe(
     table,
     hide_index=True,
@@ -108,10 +129,10 @@ st.dataframe(
         "context usage": st.column_config.ProgressColumn(
             "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=100
         ),
-        "tokens to threshold": st.column_config.NumberColumn(
+        "tokens to threshold": st.column_config.TextColumn(
             "To threshold (tokens)",
-            format="localized",
-            help="tokens the next call may add before the summary threshold; negative: over",
+            help="tokens the next call may add before the summary threshold, or how far "
+            "over it the next call already is",
             width=132,
         ),
     },

@@ -51,6 +51,7 @@ def test_one_threads_pressure_reads_the_same_everywhere(
         hot = list_threads(session, limit=1)[0]
     expected = pct(hot.summary_pressure_ratio)  # 162.3% for the demo's hottest thread
     at = app_test("pages/threads.py")
+    at = at.toggle(key="threads_actionable_only").set_value(False).run()  # every hot thread
     assert not at.exception
     table = at.dataframe[0]
     config = _columns(table)

@@ -24,8 +24,23 @@ def _store_hot_threads(settings: Settings) -> list[str]:
         return [t.thread_id for t in list_threads(session, min_pressure=0.85, limit=100_000)]
 
 
+def _store_actionable(settings: Settings) -> list[str]:
+    """The hot threads an operator can compress now: the list the page opens with."""
+    with session_scope(settings) as session:
+        rows = list_threads(session, min_pressure=0.85, limit=100_000)
+    return [
+        t.thread_id
+        for t in rows
+        if t.capable and t.busy_reason is None and not t.attached and t.status != "deleted"
+    ]
+
+
 def _listed(at: AppTest) -> list[str]:
     return at.dataframe[0].value["thread"].tolist()
+
+
+def _show_all(at: AppTest) -> AppTest:
+    return at.toggle(key="threads_actionable_only").set_value(False).run()
 
 
 def _one_checkpoint_after(settings: Settings, thread_id: str, seen: str | None) -> str:
@@ -51,6 +66,14 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
     assert not at.exception
     # drawn through app.py (navigation, sign-in line), not as a bare pages/ file
     assert any("Signed in as" in c.value for c in at.sidebar.caption)
+    # it opens on the threads an operator can act on, then shows every one on request
+    assert _listed(at) == _store_actionable(demo_env)
+    hidden = len(_store_hot_threads(demo_env)) - len(_listed(at))
+    assert hidden > 0 and any(
+        f"{hidden:,} threads that cannot be compressed now are hidden" in c.value
+        for c in at.caption
+    )
+    at = _show_all(at)
     expected = _store_hot_threads(demo_env)
     assert expected, "the demo should have threads at or above 85%"
     assert _listed(at) == expected  # same threads, same order (highest pressure first)
@@ -62,7 +85,7 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
 def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
-    at = app_test(PAGE)
+    at = _show_all(app_test(PAGE))
     assert not at.exception
     table = at.dataframe[0]
     unsupported = int((table.value["compression"] == "unsupported").sum())
@@ -86,6 +109,20 @@ def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     assert data["rows"]["compression"].tolist() == [t.compression for t in hot]
     assert table.value["compression"].tolist() == data["rows"]["compression"].tolist()
     assert data["unsupported"] == unsupported == sum(not t.capable for t in hot)
+
+
+def test_to_threshold_reads_as_room_left_or_over_by(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = _show_all(app_test(PAGE))
+    with session_scope(demo_env) as session:
+        hot = {t.thread_id: t for t in list_threads(session, min_pressure=0.85, limit=100_000)}
+    shown = at.dataframe[0].value.set_index("thread")["tokens to threshold"]
+    assert any(text.startswith("over by ") for text in shown)
+    for thread_id, text in shown.items():
+        room = hot[thread_id].summary_trigger_tokens - hot[thread_id].next_llm_input_tokens
+        assert text == (f"{room:,} left" if room >= 0 else f"over by {-room:,}")
+        assert "-" not in text
 
 
 def test_compress_one_thread_through_the_dialog(
@@ -118,7 +155,7 @@ def test_compress_one_thread_through_the_dialog(
     assert after.summary.summary_pressure_ratio < before.summary.summary_pressure_ratio
     assert after.summary.summary_active
     # the list changed: it is the store's list again, which no longer matches the old one
-    assert _listed(at) == _store_hot_threads(demo_env)
+    assert _listed(at) == _store_actionable(demo_env)
     if after.summary.summary_pressure_ratio < 0.85:
         assert target not in _listed(at)
 
@@ -196,7 +233,7 @@ def test_the_same_flow_on_postgresql(demo_env_postgres: Settings) -> None:
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     at.switch_page(PAGE).run()
     assert not at.exception
-    assert _listed(at) == _store_hot_threads(demo_env_postgres)
+    assert _listed(at) == _store_actionable(demo_env_postgres)
     target = _first_idle_capable(demo_env_postgres)
     at.selectbox(key="compress_thread").set_value(target).run()
     at.button(key="compress_one").click().run()
@@ -204,4 +241,4 @@ def test_the_same_flow_on_postgresql(demo_env_postgres: Settings) -> None:
     assert not at.exception
     lines = [s.value for s in at.success]
     assert len(lines) == 1 and lines[0].startswith(f"{target}: compressed ")
-    assert _listed(at) == _store_hot_threads(demo_env_postgres)
+    assert _listed(at) == _store_actionable(demo_env_postgres)

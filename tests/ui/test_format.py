@@ -21,6 +21,7 @@ from yuxi_dash.ui.format import (
     stamp,
     structured_records,
     tokens,
+    threshold_room_text,
     tokens_to_threshold,
 )
 
@@ -35,6 +36,9 @@ def test_numbers() -> None:
     assert tokens(102400) == "102,400"
     assert tokens_to_threshold(90_000, 102_400) == 12_400
     assert tokens_to_threshold(110_000, 102_400) == -7_600
+    assert threshold_room_text(90_000, 102_400) == "12,400 left"
+    assert threshold_room_text(110_000, 102_400) == "over by 7,600"
+    assert threshold_room_text(102_400, 102_400) == "0 left"
 
 
 def test_ago() -> None:

@@ -53,6 +53,12 @@ def tokens_to_threshold(next_llm_input_tokens: int, summary_trigger_tokens: int)
     return int(summary_trigger_tokens) - int(next_llm_input_tokens)
 
 
+def threshold_room_text(next_llm_input_tokens: int, summary_trigger_tokens: int) -> str:
+    """The room before the summary threshold in words: '12,400 left' or 'over by 7,600'."""
+    room = tokens_to_threshold(next_llm_input_tokens, summary_trigger_tokens)
+    return f"{room:,} left" if room >= 0 else f"over by {-room:,}"
+
+
 def _text_or_none(value: object) -> str | None:
     """A non-empty string, else None (DataFrames turn None into NaN)."""
     return value if isinstance(value, str) and value else None
