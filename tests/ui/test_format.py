@@ -20,8 +20,8 @@ from yuxi_dash.ui.format import (
     pct,
     stamp,
     structured_records,
-    tokens,
     threshold_room_text,
+    tokens,
     tokens_to_threshold,
 )
 
