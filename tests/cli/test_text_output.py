@@ -109,6 +109,10 @@ def test_memory_text_has_no_python_reprs(cli_memory, capsys: pytest.CaptureFixtu
         assert not REPR.search(text), (argv, REPR.search(text), text)
     code, text = text_of(capsys, "memory", "facts", "alice_chen", "--limit", "3")
     assert all(STAMP.search(line) for line in text.splitlines()[2:])  # ISO with offset no more
+    # each fact's uuid, whole, as the correction commands take it
+    assert text.splitlines()[0].split()[0] == "uuid"
+    uuids = [line.split()[0] for line in text.splitlines()[2:] if line.strip()]
+    assert len(uuids) == 3 and all(re.fullmatch(r"[0-9a-f-]{36}", u) for u in uuids)
     code, text = text_of(capsys, "memory", "ratification", "alice_chen")
     ages = [line.split()[-3] for line in text.splitlines()[4:] if line.strip()]
     assert ages and all(re.fullmatch(r"[\d,]+\.\d", age) for age in ages)  # "109.6"

@@ -92,7 +92,8 @@ def _facts(args: argparse.Namespace) -> CommandResult:
     else:
         data = service.facts(access, limit=args.limit, offset=args.offset)
         rows = data["facts"]
-    text = _table(rows, ["source", "name", "target", "status", "source_kind", "created_at"])
+    # the uuid first: every correction command (`memory retract FACT_UUID ...`) takes it
+    text = _table(rows, ["uuid", "source", "name", "target", "status", "source_kind", "created_at"])
     return CommandResult(data, text)
 
 
