@@ -95,3 +95,31 @@ def test_saved_results_are_indexed_with_their_original_length(db_url: str, tmp_p
         selected = session.execute(sa.select(ToolResult.tool_call_id, ToolResult.chars))
         rows = {call_id: chars for call_id, chars in selected}
     assert rows == {call_id: len(text) for call_id, text in contents.items()}
+
+
+def test_an_assistant_turn_that_only_calls_a_tool_reads_as_its_call(db_url: str) -> None:
+    checkpoint = seed_thread()
+    call = {"name": "query_kb", "args": {"query": "Q4 revenue"}, "id": "c1", "type": "tool_call"}
+    history = [
+        HumanMessage("what was Q4 revenue?", id="h1"),
+        AIMessage("", id="a1", tool_calls=[call]),
+        ToolMessage("revenue 4.2M", tool_call_id="c1", id="t1"),
+        AIMessage("Q4 revenue was 4.2M.", id="a2"),
+    ]
+    write_state(
+        "t1",
+        {"messages": history, TOKEN_USAGE_KEY: _usage(4000, "2026-11-01T09:00:00+00:00")},
+        expected_checkpoint_id=checkpoint,
+    )
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None
+        project_thread(session, conv, state_store())
+    with session_scope() as session:
+        content = session.scalar(
+            sa.select(ChatMessage.content).where(ChatMessage.message_id == "a1")
+        )
+        answer = session.scalar(
+            sa.select(ChatMessage.content).where(ChatMessage.message_id == "a2")
+        )
+    assert content == 'calls query_kb {"query": "Q4 revenue"}'
+    assert answer == "Q4 revenue was 4.2M."  # a message with text keeps its text

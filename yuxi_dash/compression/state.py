@@ -9,6 +9,7 @@ the state as a LangGraph checkpoint instead (``compression.agent_state``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +48,23 @@ def message_text(message: BaseMessage) -> str:
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "\n".join(parts)
+
+
+def chat_text(message: BaseMessage) -> str:
+    """What the chat record shows of a message: its text, else the tools an AI message calls.
+
+    An assistant turn that only calls tools has no text; the record shows each call
+    as ``calls NAME {args as JSON}`` on its own line instead of an empty cell.
+    """
+    text = message_text(message)
+    calls = getattr(message, "tool_calls", None) or []
+    if text or not calls:
+        return text
+    return "\n".join(
+        f"calls {call.get('name') or 'a tool'} "
+        + json.dumps(call.get("args") or {}, ensure_ascii=False, sort_keys=True, default=str)
+        for call in calls
+    )
 
 
 _CHAT_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}

@@ -48,7 +48,7 @@ from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
-from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
+from yuxi_dash.compression.state import chat_role, chat_text, is_summary_message
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
@@ -404,7 +404,7 @@ class ChatRecorder:
             if message_id in rows.recorded:
                 continue
             rows.recorded.add(message_id)
-            role, text = chat_role(message), message_text(message)
+            role, text = chat_role(message), chat_text(message)
             waiting = rows.unlinked.get((role, text))
             if waiting:
                 self.writes.links.append((waiting.pop(0), message_id))
