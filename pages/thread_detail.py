@@ -10,7 +10,12 @@ import streamlit as st
 
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.ui import loaders
-from yuxi_dash.ui.charts import breakdown_frame, context_breakdown_chart, pressure_timeline_chart
+from yuxi_dash.ui.charts import (
+    NOT_MEASURED,
+    breakdown_frame,
+    context_breakdown_chart,
+    pressure_timeline_chart,
+)
 from yuxi_dash.ui.format import (
     MISSING,
     ago,
@@ -70,8 +75,14 @@ cols[2].metric("Next input tokens", tokens(row["next_llm_input_tokens"]))
 cols[3].metric("Summary threshold", tokens(row["summary_trigger_tokens"]))
 cols[4].metric("Summary active", "yes" if row["summary_active"] else "no")
 
+CHAT_TAB = "Full chat record"
+CHAT_CONTEXT_BEFORE = 2  # messages shown above a linked one
+LINKED_STYLE = "background-color: #fef3c7; font-weight: 600"
+linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
+linked_sequence = int(linked) if linked and linked.isdigit() else None
 timeline_tab, context_tab, chat_tab = st.tabs(
-    ["Pressure timeline", "Next model input", "Full chat record"]
+    ["Pressure timeline", "Next model input", CHAT_TAB],
+    default=CHAT_TAB if linked_sequence is not None else None,  # a link opens at its message
 )
 
 with timeline_tab:
@@ -86,14 +97,26 @@ with timeline_tab:
         )
 
 with context_tab:
-    breakdown = detail["breakdown"]
-    st.altair_chart(context_breakdown_chart(breakdown), width="stretch")
-    parts = breakdown_frame(breakdown)
+    breakdown, unmeasured = detail["breakdown"], detail["unmeasured"]
+    st.altair_chart(context_breakdown_chart(breakdown, unmeasured), width="stretch")
+    parts = breakdown_frame(breakdown, unmeasured)
     sent_total = int(parts.loc[parts["sent"], "tokens"].sum())
     parts["share"] = [
-        pct(t / sent_total) if sent and sent_total else "not sent" if not sent else MISSING
-        for t, sent in zip(parts["tokens"], parts["sent"], strict=True)
+        NOT_MEASURED
+        if not measured
+        else pct(t / sent_total)
+        if sent and sent_total
+        else "not sent"
+        if not sent
+        else MISSING
+        for t, sent, measured in zip(parts["tokens"], parts["sent"], parts["measured"], strict=True)
     ]
+    parts["tokens"] = parts["tokens"].where(parts["measured"])  # unmeasured: blank, not 0
+    if unmeasured:
+        st.caption(
+            "The agent's system prompt and tool schemas are not known to the dashboard: "
+            "they are not measured, and the next input holds them on top of these figures."
+        )
     st.dataframe(
         parts[["part", "tokens", "share"]],
         hide_index=True,
@@ -134,16 +157,28 @@ with chat_tab:
                 len(chat),
             )
         )
-        linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
-        if linked and linked.isdigit():
-            hit = chat[chat["sequence"] == int(linked)]
-            if not hit.empty:
-                row = hit.iloc[0]
-                st.info(md("Linked message #{} ({}): {}", int(linked), row["role"], row["content"]))
+        frame = chat.assign(at=[stamp(moment) for moment in chat["created_at"]])[
+            ["sequence", "role", "at", "content"]
+        ]
+        hit = chat[chat["sequence"] == linked_sequence] if linked_sequence is not None else chat[:0]
+        if not hit.empty:
+            row = hit.iloc[0]
+            st.info(md("Linked message #{} ({}): {}", linked_sequence, row["role"], row["content"]))
+            whole = st.toggle("Show the record from its first message", key="chat_from_start")
+            if not whole:  # start just before the linked message, so it is in view
+                frame = frame[frame["sequence"] >= linked_sequence - CHAT_CONTEXT_BEFORE]
+                st.caption(
+                    md(
+                        "From message #{}; the linked message is highlighted.",
+                        int(frame["sequence"].iloc[0]),
+                    )
+                )
+        styled = frame.style.apply(
+            lambda r: [LINKED_STYLE if r["sequence"] == linked_sequence else ""] * len(r),
+            axis=1,
+        )
         st.dataframe(
-            chat.assign(at=[stamp(moment) for moment in chat["created_at"]])[
-                ["sequence", "role", "at", "content"]
-            ],
+            styled,
             hide_index=True,
             width="stretch",
             column_config={

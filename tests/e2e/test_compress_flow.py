@@ -10,7 +10,7 @@ in test-artifacts/.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 
 import pytest
 
@@ -22,24 +22,30 @@ ARTIFACTS = REPO / "test-artifacts"
 STARTUP_DEADLINE_SECONDS = 240
 
 
-@pytest.fixture
-def served_demo(tmp_path: Path) -> Iterator[str]:
-    """URL of `yuxi-dash serve --demo` running on a fresh temp database."""
-    env = dashboard_env(tmp_path, YUXI_DASH_AUTH_MODE="local")
+@dataclass(frozen=True)
+class ServedDemo:
+    url: str
+    database_url: str  # the served dashboard's own database, to pick what to open
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDemo]:
+    """`yuxi-dash serve --demo` running on a fresh temp database (one per module)."""
+    root = tmp_path_factory.mktemp("served")
+    env = dashboard_env(root, YUXI_DASH_AUTH_MODE="local")
     try:
-        with serve_dashboard(
-            tmp_path, env, "--demo", startup_seconds=STARTUP_DEADLINE_SECONDS
-        ) as url:
-            yield url
+        with serve_dashboard(root, env, "--demo", startup_seconds=STARTUP_DEADLINE_SECONDS) as url:
+            yield ServedDemo(url, env["YUXI_DASH_DATABASE_URL"])
     finally:
         # the demo's memory seeding started an embedded FalkorDB server of its own (own session)
         from yuxi_dash.memory.server import stop_server
         from yuxi_dash.settings import Settings
 
-        stop_server(Settings(falkordb_data_dir=tmp_path / "falkordb"))
+        stop_server(Settings(falkordb_data_dir=root / "falkordb"))
 
 
-def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:
+def test_operator_compresses_a_thread_in_the_browser(served: ServedDemo) -> None:
+    served_demo = served.url
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -72,5 +78,42 @@ def test_operator_compresses_a_thread_in_the_browser(served_demo: str) -> None:
             expect(page.get_by_test_id("stSidebarNav")).to_contain_text("Threads ≥ 85%")
             expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "compress_flow.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_a_linked_message_opens_the_chat_record_there(served: ServedDemo) -> None:
+    """`?message=N` (a fact's provenance link) opens the Full chat record at #N, highlighted."""
+    import sqlalchemy as sa
+    from playwright.sync_api import expect, sync_playwright
+
+    engine = sa.create_engine(served.database_url)
+    try:
+        with engine.connect() as conn:
+            thread_id, sequence = conn.execute(
+                sa.text(
+                    "SELECT thread_id, max(sequence) FROM chat_messages "
+                    "GROUP BY thread_id HAVING max(sequence) > 12 ORDER BY thread_id LIMIT 1"
+                )
+            ).one()
+    finally:
+        engine.dispose()
+    linked = sequence - 5
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(f"{served.url}/thread_detail?thread={thread_id}&message={linked}")
+            tab = page.get_by_role("tab", name="Full chat record")
+            expect(tab).to_have_attribute("aria-selected", "true", timeout=90_000)
+            expect(page.get_by_role("tab", name="Pressure timeline")).to_have_attribute(
+                "aria-selected", "false"
+            )
+            expect(page.get_by_text(f"Linked message #{linked}")).to_be_visible(timeout=30_000)
+            expect(
+                page.get_by_text(f"From message #{linked - 2}; the linked message is highlighted.")
+            ).to_be_visible()
+            expect(page.get_by_test_id("stDataFrame").last).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "linked_message.png"), full_page=True)
         finally:
             browser.close()

@@ -23,7 +23,7 @@ from yuxi_dash import service as thread_service
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.memory.bundle import BUNDLE_ACTION, bundle_to_file, write_bundle
-from yuxi_dash.memory.bundle_render import md_text
+from yuxi_dash.memory.bundle_render import md_code, md_text
 from yuxi_dash.memory.bundle_schema import BUNDLE_SCHEMA
 from yuxi_dash.memory.bundle_sources import FACTS_AFTER
 from yuxi_dash.settings import Settings, get_settings
@@ -157,6 +157,58 @@ def test_markdown_shows_outside_strings_literally() -> None:
     html = MarkdownIt("commonmark").enable("table").render(md_text(hostile))
     assert "<img" not in html and "<b>" not in html and "<em>" not in html
     assert "href" not in html
+
+
+@pytest.mark.parametrize(
+    "plain", ["alice_chen", "2026-12-02T16:21:46+00:00", "user 42 said: ok, fine (maybe)."]
+)
+def test_plain_text_is_not_escaped(plain: str) -> None:
+    assert md_text(plain) == plain
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "# heading",
+        "- item",
+        "1. item",
+        "> quote",
+        "=== setext",
+        "***",
+        "_emph_ and __strong__",
+        "&amp; &#38; entity",
+        "text ending in ##",
+        "`code` and ``more``",
+        "<script>alert(1)</script>",
+        "[x]: https://evil.example",
+    ],
+)
+def test_block_starts_and_inline_marks_stay_literal(hostile: str) -> None:
+    parser = MarkdownIt("commonmark")
+    tokens = parser.parse(f"> {md_text(hostile, block_start=True)}\n")
+    inline = [t for t in tokens if t.type == "inline"]
+    assert [t.type for t in tokens if t.type.endswith("_open")] == [
+        "blockquote_open",
+        "paragraph_open",
+    ]
+    assert len(inline) == 1 and [c.type for c in inline[0].children or []] == ["text"] * len(
+        inline[0].children or []
+    )
+    assert "".join(c.content for c in inline[0].children or []) == hostile
+    heading = parser.parse(f"### {md_text(hostile)}\n")
+    assert "".join(c.content for c in heading[1].children or []) == hostile
+
+
+@pytest.mark.parametrize("value", ["t-001", "a|b", "x`y", "`edge`", "2026-12-02T16:21:46+00:00"])
+def test_ids_and_timestamps_are_code_spans_shown_as_written(value: str) -> None:
+    html = MarkdownIt("commonmark").render(md_code(value))
+    assert html.count("<code>") == 1
+    table = f"| id | n |\n|---|---|\n| {md_code(value, in_table=True)} | 1 |\n"
+    tokens = MarkdownIt("commonmark").enable("table").parse(table)
+    cells = [t for t in tokens if t.type == "inline"]
+    assert len(cells) == 4  # the pipe inside the code span did not add a cell
+    [code] = [c for c in cells[2].children or [] if c.type == "code_inline"]
+    assert code.content.replace("\\|", "|") == value
 
 
 def test_gated_off_user_gets_a_bundle_without_memory(bundle_env) -> None:

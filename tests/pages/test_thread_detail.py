@@ -99,3 +99,26 @@ def test_a_message_linked_from_a_facts_provenance_is_shown(
     at.switch_page(PAGE).run()
     assert not at.exception
     assert any(f"Linked message #{sequence}" in str(i.value) for i in at.info)
+    captions = [c.value for c in at.caption]
+    assert f"From message #{sequence - 2}; the linked message is highlighted." in captions
+    [chat] = [d.value for d in at.dataframe if "sequence" in d.value.columns]
+    assert chat["sequence"].tolist() == [sequence - 2, sequence - 1, sequence]
+    at = at.toggle(key="chat_from_start").set_value(True).run()
+    [chat] = [d.value for d in at.dataframe if "sequence" in d.value.columns]
+    assert chat["sequence"].iloc[0] == 1
+
+
+def test_figures_the_dashboard_cannot_know_read_not_measured(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    with session_scope(demo_env) as session:
+        hottest = list_threads(session, limit=1)[0]
+    at = app_test()
+    at.query_params["thread"] = hottest.thread_id
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    [parts] = [d.value for d in at.dataframe if "part" in d.value.columns]
+    shares = dict(zip(parts["part"], parts["share"], strict=True))
+    assert shares["System prompt"] == shares["Tool schemas"] == "not measured"
+    assert shares["Messages"].endswith("%")
+    assert any("not known to the dashboard" in c.value for c in at.caption)

@@ -11,7 +11,9 @@ splits that total into its parts (``system + tools + messages + tool_results
 + summary`` equals it) and adds ``compressed_away``: what the summary replaced
 (the messages before the cutoff) plus what offloading removed from the
 visible tool results (the original's approximate tokens, from the
-saved-result header, minus what the model sees now).
+saved-result header, minus what the model sees now). The system prompt and
+the tool schemas are counted only when given; ``unmeasured`` names the parts
+that were not (the dashboard does not know an agent's prompt or tools).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class ContextView:
     breakdown: dict[str, int]  # tokens by part (BREAKDOWN_PARTS)
     messages_total: int  # every message the thread holds, summarized ones included
     hidden_messages: int  # the messages before the cutoff, replaced by the summary
+    unmeasured: tuple[str, ...] = ()  # parts not counted: "system" / "tools" when not given
 
 
 def context_view(
@@ -96,4 +99,7 @@ def context_view(
         breakdown=parts,
         messages_total=len(state.messages),
         hidden_messages=hidden,
+        unmeasured=tuple(
+            part for part, given in (("system", system), ("tools", tools)) if given is None
+        ),
     )

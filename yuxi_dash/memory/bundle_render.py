@@ -9,8 +9,9 @@ bundle never sits in memory.
 - `JsonSink`: one JSON object in the documented shape (`bundle_schema`); the
   arrays are opened, filled item by item and closed; counts follow the arrays.
 - `MarkdownSink`: the same content for people. Every string from the graph,
-  the chat or the audit log is escaped (`md_text`) so it shows as written:
-  no links, images, HTML or tables can come from the data.
+  the chat or the audit log goes through `md_text` (prose) or `md_code` (ids,
+  timestamps, paths: code spans), so it shows as written: no links, images,
+  HTML, emphasis or tables can come from the data, and nothing else is escaped.
 """
 
 from __future__ import annotations
@@ -19,18 +20,55 @@ import json
 import re
 from typing import Any, Protocol, TextIO
 
-_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 WORD_JOINER = "\u2060"
+# read as Markdown anywhere in a line: escapes, code, emphasis, links, HTML, tables, strikethrough
+_INLINE = re.compile(r"[\\`*\[\]<>|~]")
+_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # intraword _ is never emphasis
+_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")  # &amp; &#38; would be decoded
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)")  # http:// and friends: no autolink
+_EMAIL_AT = re.compile(r"(?<=[0-9A-Za-z._%+-])@(?=[0-9A-Za-z-]+\.)")  # no mailto autolink
+_BLOCK_MARK = re.compile(r"^(?:([#>+=-])|(\d+)([.)]))")  # a line start that opens a block
+_CLOSING_HASHES = re.compile(r"(#+)$")  # a heading's closing sequence would be dropped
 
 
-def md_text(value: Any, *, limit: int | None = None) -> str:
-    """`value` as literal Markdown on one line: every ASCII punctuation escaped, no autolinks."""
+def md_text(value: Any, *, limit: int | None = None, block_start: bool = False) -> str:
+    """`value` as literal Markdown prose on one line, escaping only what Markdown would read.
+
+    ``block_start``: the text opens a block (after "> "), so a leading "#", "-",
+    "+", "=", ">" or "1." is escaped too. A trailing "#" is always escaped.
+    """
     text = "" if value is None else str(value)
     text = " ".join(text.split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    text = re.sub(r"(?i)(www)\.", rf"\1{WORD_JOINER}.", text)
-    return _PUNCT.sub(r"\\\1", text)
+    text = _INLINE.sub(lambda m: "\\" + m.group(0), text)
+    text = _UNDERSCORE.sub(r"\\_", text)
+    text = _ENTITY.sub(r"\\&", text)
+    text = _SCHEME.sub(r"\1\\:", text)
+    text = _EMAIL_AT.sub(r"\\@", text)
+    text = re.sub(r"(?i)\b(www)\.", rf"\1{WORD_JOINER}.", text)
+    text = _CLOSING_HASHES.sub(lambda m: "\\#" * len(m.group(1)), text)
+    if block_start:
+        text = _BLOCK_MARK.sub(
+            lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text
+        )
+    return text
+
+
+def md_code(value: Any, *, in_table: bool = False) -> str:
+    """`value` as a code span (ids, timestamps, paths): shown as written, never read as Markdown.
+
+    The fence is one backtick longer than the longest run inside; in a table a
+    pipe is escaped, as GFM reads it even inside a code span. Empty: nothing.
+    """
+    text = " ".join(("" if value is None else str(value)).split())
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    if in_table:
+        text = text.replace("|", "\\|")
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 class BundleSink(Protocol):
@@ -131,12 +169,28 @@ FACT_COLUMNS = (
 )
 
 
-def _row(cells: list[Any]) -> str:
-    return "| " + " | ".join(md_text(c, limit=300) for c in cells) + " |\n"
+CODE_COLUMNS = frozenset(
+    {"uuid", "fact_uuid", "id", "at", "valid_at", "invalid_at", "expired_at", "undone_at"}
+    | {"ticket", "path", "sha256_status"}
+)
+
+
+def _row(cells: list[Any], columns: tuple[str, ...] | list[str] = ()) -> str:
+    """One table row; the cells of `CODE_COLUMNS` as code spans, the others as prose."""
+    shown = [
+        md_code(cell, in_table=True)
+        if index < len(columns) and columns[index] in CODE_COLUMNS
+        else md_text(cell, limit=300)
+        for index, cell in enumerate(cells)
+    ]
+    return "| " + " | ".join(shown) + " |\n"
 
 
 def _table_head(columns: tuple[str, ...] | list[str]) -> str:
     return _row(list(columns)) + "|" + "---|" * len(columns) + "\n"
+
+
+CORRECTION_COLUMNS = ("at", "actor", "action", "fact_uuid", "ticket", "undone_at", "reason")
 
 
 class MarkdownSink:
@@ -149,9 +203,9 @@ class MarkdownSink:
     def header(self, meta: dict[str, Any]) -> None:
         w = self.out.write
         w(f"# Support bundle: {md_text(meta['user_id'])}\n\n")
-        w(f"- Graph: {md_text(meta['group_id'])}\n")
-        w(f"- Generated at {md_text(meta['generated_at'])} by {md_text(meta['generated_by'])}\n")
-        w(f"- Shape: {md_text(meta['schema'])} version {meta['schema_version']}\n\n")
+        w(f"- Graph: {md_code(meta['group_id'])}\n")
+        w(f"- Generated at {md_code(meta['generated_at'])} by {md_code(meta['generated_by'])}\n")
+        w(f"- Shape: {md_code(meta['schema'])} version {meta['schema_version']}\n\n")
 
     def flags(self, source: str, flags: list[dict[str, Any]]) -> None:
         w = self.out.write
@@ -182,7 +236,7 @@ class MarkdownSink:
             "live": "yes" if fact["live"] else "no",
             "episodes": len(fact["provenance"]["episodes"]),
         }
-        self.out.write(_row([shown[column] for column in FACT_COLUMNS]))
+        self.out.write(_row([shown[column] for column in FACT_COLUMNS], FACT_COLUMNS))
 
     def facts_done(self, count: int) -> None:
         self.out.write(f"\n{count:,} fact(s).\n\n")
@@ -194,25 +248,25 @@ class MarkdownSink:
             w("None.\n\n")
         for episode in episodes:
             w(
-                f"### {md_text(episode['created_at'])} · {md_text(episode['name'])} "
+                f"### {md_code(episode['created_at'])} · {md_text(episode['name'])} "
                 f"({episode['content_bytes']:,} bytes)\n\n"
             )
-            w(f"uuid {md_text(episode['uuid'])}; kind {md_text(episode['memory_kind'])}\n\n")
-            w(f"> {md_text(episode['content'], limit=1000)}\n\n")
+            w(f"uuid {md_code(episode['uuid'])}; kind {md_text(episode['memory_kind'])}\n\n")
+            w(f"> {md_text(episode['content'], limit=1000, block_start=True)}\n\n")
         w("## Corrections\n\n")
-        w(_table_head(["at", "actor", "action", "fact_uuid", "ticket", "undone_at", "reason"]))
+        w(_table_head(CORRECTION_COLUMNS))
 
     def correction(self, correction: dict[str, Any]) -> None:
         self._corrections += 1
-        keys = ("at", "actor", "action", "fact_uuid", "ticket", "undone_at", "reason")
-        self.out.write(_row([correction[k] for k in keys]))
+        cells = [correction[k] for k in CORRECTION_COLUMNS]
+        self.out.write(_row(cells, CORRECTION_COLUMNS))
 
     def corrections_done(self, count: int) -> None:
         self.out.write(f"\n{count:,} correction(s).\n\n## Threads\n\n")
 
     def thread(self, thread: dict[str, Any]) -> None:
         w = self.out.write
-        w(f"### {md_text(thread['thread_id'])} ({md_text(thread['agent_slug'])})\n\n")
+        w(f"### {md_code(thread['thread_id'])} ({md_text(thread['agent_slug'])})\n\n")
         w(
             f"- Summary pressure {thread['summary_pressure_ratio']:.0%}, context "
             f"{thread['context_usage_ratio']:.0%}, status {md_text(thread['status'])}\n"
@@ -220,16 +274,17 @@ class MarkdownSink:
         summary = thread["last_summary"]
         if summary is not None:
             w(f"- Last summary (cut at message {summary['cutoff_index']}):\n\n")
-            w(f"> {md_text(summary['text'], limit=2000)}\n\n")
+            w(f"> {md_text(summary['text'], limit=2000, block_start=True)}\n\n")
         elif thread["summary_error"]:
             w(f"- Last summary unavailable: {md_text(thread['summary_error'])}\n\n")
         else:
             w("- No summary yet\n\n")
         results = thread["tool_results"]
         if results:
-            w(_table_head(["id", "tool_name", "chars", "sha256_status", "path"]))
+            columns = ("id", "tool_name", "chars", "sha256_status", "path")
+            w(_table_head(columns))
             for r in results:
-                w(_row([r["id"], r["tool_name"], r["chars"], r["sha256_status"], r["path"]]))
+                w(_row([r[c] for c in columns], columns))
             w("\n")
 
     def threads_done(self, count: int) -> None:

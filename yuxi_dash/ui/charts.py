@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import pandas as pd
@@ -224,18 +224,26 @@ SENT_ROW = "Next model input"
 AWAY_ROW = "Compressed away"
 
 
-def breakdown_frame(breakdown: Mapping[str, int]) -> pd.DataFrame:
+NOT_MEASURED = "not measured"
+
+
+def breakdown_frame(breakdown: Mapping[str, int], unmeasured: Sequence[str] = ()) -> pd.DataFrame:
     """The breakdown dict as rows in a fixed order, zero parts left in (so every part is listed).
 
     ``row`` says which bar a part belongs to: what the next call is sent, or what
-    compression took out of it; ``tokens_text`` is the count as every page writes it.
+    compression took out of it; ``tokens_text`` is the count as every page writes it,
+    or "not measured" for a part that was not counted (an agent's unknown system prompt).
     """
     tokens = [int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS]
     return pd.DataFrame(
         {
             "part": [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
             "tokens": tokens,
-            "tokens_text": [count(t) for t in tokens],
+            "measured": [p not in unmeasured for p in BREAKDOWN_PARTS],
+            "tokens_text": [
+                count(t) if p not in unmeasured else NOT_MEASURED
+                for p, t in zip(BREAKDOWN_PARTS, tokens, strict=True)
+            ],
             "order": list(range(len(BREAKDOWN_PARTS))),
             "sent": [p != "compressed_away" for p in BREAKDOWN_PARTS],
             "row": [SENT_ROW if p != "compressed_away" else AWAY_ROW for p in BREAKDOWN_PARTS],
@@ -243,14 +251,16 @@ def breakdown_frame(breakdown: Mapping[str, int]) -> pd.DataFrame:
     )
 
 
-def context_breakdown_chart(breakdown: Mapping[str, int]) -> alt.Chart:
+def context_breakdown_chart(
+    breakdown: Mapping[str, int], unmeasured: Sequence[str] = ()
+) -> alt.Chart:
     """Two horizontal bars on one token scale: the next model input stacked by part, and
     below it what compression took out (summarized messages, offloaded tool output).
 
     Compressed-away tokens are not part of the next input, so they get their own bar
     instead of extending the input's; every legend label is shown whole.
     """
-    frame = breakdown_frame(breakdown)
+    frame = breakdown_frame(breakdown, unmeasured)
     labels = [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS]
     return (
         alt.Chart(frame)  # zero parts too: an empty row still says "nothing compressed away"

@@ -207,6 +207,7 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
         "token_usage": detail.token_usage,
         "agent": detail.agent.to_dict() if detail.agent else None,
         "breakdown": view.breakdown,
+        "unmeasured": list(view.unmeasured),
         "hidden_messages": view.hidden_messages,
         "visible": visible,
         "summary_file": detail.state.summary.file_path if detail.state.summary else None,
