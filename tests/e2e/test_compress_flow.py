@@ -113,7 +113,9 @@ def test_a_linked_message_opens_the_chat_record_there(served: ServedDemo) -> Non
             expect(
                 page.get_by_text(f"From message #{linked - 2}; the linked message is highlighted.")
             ).to_be_visible()
-            expect(page.get_by_test_id("stDataFrame").last).to_be_visible()
+            expect(page.get_by_test_id("stDataFrame").last).to_be_visible(timeout=60_000)
+            expect(page.get_by_test_id("stStatusWidget")).to_be_hidden(timeout=60_000)
+            ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "linked_message.png"), full_page=True)
         finally:
             browser.close()
