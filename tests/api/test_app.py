@@ -117,7 +117,11 @@ def test_compress_through_the_api_completes_and_is_audited_as_the_token(
     assert result["checkpoint_id"] not in (None, seeded)
     assert result["after_tokens"] < result["before_tokens"]
     audit = _last_audit()
-    assert (audit.actor, audit.action, audit.outcome) == ("api:nightly-job", "compress", "completed")
+    assert (audit.actor, audit.action, audit.outcome) == (
+        "api:nightly-job",
+        "compress",
+        "completed",
+    )
     assert audit.detail["via"] == "api" and audit.detail["role"] == "operator"
     assert audit.detail["checkpoint_id"] == result["checkpoint_id"]
     # no body at all is fine too: a no_op now (nothing left to summarize) is still 200
