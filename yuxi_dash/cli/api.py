@@ -16,7 +16,9 @@ never shows a token or its hash.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from yuxi_dash.cli.arguments import positive_int
 from yuxi_dash.cli.common import CommandResult, add_json_flag
@@ -28,6 +30,7 @@ from yuxi_dash.settings import Settings, get_settings
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8600
 MAX_PORT = 65535
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def check_bind(host: str, *, allow_network: bool, settings: Settings) -> None:
@@ -68,9 +71,24 @@ def _cmd_serve(args: argparse.Namespace) -> CommandResult:
     )
     print(f"yuxi-dash: API on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     server = uvicorn.Server(config)
-    server.run()
+    stops: list[int] = []
+    # uvicorn shuts down gracefully on SIGTERM / SIGINT, then raises the signal again for
+    # the handler it found: ours notes it, so a stop as asked exits 0
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: stops.append(signum))
+        for sig in STOP_SIGNALS
+        if on_main_thread
+    }
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not server.started:  # the port was taken, say; uvicorn logged why
         return CommandResult(data={"served": False}, text=None, exit_code=1)
+    if stops:
+        print("yuxi-dash: API stopped", file=sys.stderr, flush=True)
     return CommandResult(data={"served": True}, text=None)
 
 
