@@ -171,3 +171,14 @@ def test_api_serve_runs_until_sigterm(
     assert token not in out + err and "t1" not in out + err  # no token, no path in its logs
     (row,) = [r for r in _audit("compress") if r.outcome == "completed"]
     assert row.actor == "api:job"
+
+
+def test_an_unusable_cli_actor_is_refused_and_audited(
+    admin_cli: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_CLI_ACTOR", "  ")
+    get_settings.cache_clear()
+    code, _, err = _run(capsys, "api", "token", "create", "--role", "viewer", "--actor", "x")
+    assert code == 2 and "[invalid_input]" in err
+    (refusal,) = _audit("api_token.create")
+    assert (refusal.actor, refusal.outcome) == ("cli:unnamed", "refused")

@@ -210,6 +210,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    # --- routers: each feature's APIRouter is included here -------------------------
+    # --- routers: each feature's APIRouter is included here, one line each ---------
+    # (a feature module of this package exposes `router`, e.g. yuxi_dash.api.metrics)
     app.include_router(router)  # compress, /healthz, /readyz
     return app

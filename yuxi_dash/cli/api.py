@@ -19,13 +19,17 @@ import argparse
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from yuxi_dash.cli.arguments import positive_int
-from yuxi_dash.cli.common import CommandResult, add_json_flag
+from yuxi_dash.cli.common import CommandResult, add_json_flag, command_actor
 from yuxi_dash.cli.guards import store_errors
 from yuxi_dash.cli.output import iso, render_table
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from yuxi_dash.auth import Actor
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8600
@@ -92,11 +96,15 @@ def _cmd_serve(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data={"served": True}, text=None)
 
 
-def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import create_token
-    from yuxi_dash.auth import cli_actor
+def _admin(action: str, target: str) -> Actor:
+    """Who runs a token command: YUXI_DASH_CLI_ACTOR, else cli (`--actor` names the token's)."""
+    return command_actor(argparse.Namespace(), action=action, target=target, default="cli")
 
-    by = cli_actor(None, default="cli")
+
+def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.api.tokens import CREATE_ACTION, create_token
+
+    by = _admin(CREATE_ACTION, "api_token:?")
     created = create_token(role=args.role, actor_name=args.actor, by=by, settings=get_settings())
     data = {**created.to_dict(), "created_at": iso(created.created_at)}
     text = (
@@ -108,10 +116,9 @@ def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_token_list(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import list_tokens
-    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.api.tokens import LIST_ACTION, list_tokens
 
-    tokens = list_tokens(by=cli_actor(None, default="cli"), settings=get_settings())
+    tokens = list_tokens(by=_admin(LIST_ACTION, "api_token:*"), settings=get_settings())
     data = [
         {**info.to_dict(), "created_at": iso(info.created_at), "revoked_at": iso(info.revoked_at)}
         for info in tokens
@@ -125,12 +132,10 @@ def _cmd_token_list(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_token_revoke(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import revoke_token
-    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.api.tokens import REVOKE_ACTION, revoke_token
 
-    info, revoked_now = revoke_token(
-        args.id, by=cli_actor(None, default="cli"), settings=get_settings()
-    )
+    by = _admin(REVOKE_ACTION, f"api_token:{args.id}")
+    info, revoked_now = revoke_token(args.id, by=by, settings=get_settings())
     data = {
         **info.to_dict(),
         "created_at": iso(info.created_at),
