@@ -33,8 +33,7 @@ from yuxi_dash.api.tokens import authenticate, bearer_token
 from yuxi_dash.audit import audited_refusals
 from yuxi_dash.auth import Actor
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
-from yuxi_dash.service.compress import COMPRESS_ACTION, compress_thread_context
-from yuxi_dash.service.locking import thread_target
+from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.workdir import Workdir
