@@ -142,6 +142,8 @@ async def compress(thread_id: str, request: Request) -> JSONResponse:
         result = await run_in_threadpool(_compress, thread_id, actor, expected, settings)
     except YuxiDashError as exc:
         return error_response(exc)
+    except Exception as exc:  # noqa: BLE001 - audited by the service; its text may hold data
+        return await _unexpected(request, exc)
     return JSONResponse(result)
 
 
@@ -199,6 +201,7 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     log.error("unexpected %s in the API", type(exc).__name__)  # no message: it may hold data
+    log.debug("unexpected error in the API", exc_info=exc)
     return JSONResponse(error_body("internal_error", "unexpected error"), status_code=500)
 
 
