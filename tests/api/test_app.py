@@ -7,6 +7,7 @@ probes and the audit rows each call leaves.
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -18,6 +19,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.fixtures.live_server import free_port
 from tests.service.builders import audit_rows, history_files, seed_thread, snapshot_of_store
@@ -312,6 +315,42 @@ def test_a_bad_thread_id_and_unknown_routes_keep_the_error_shape(api: httpx.Clie
     wrong_method = api.get(COMPRESS.format("t1"))
     assert wrong_method.status_code == 405
     assert _detail(wrong_method)["code"] == "method_not_allowed"
+
+
+_BODIES = st.one_of(
+    st.binary(max_size=200),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=20), inner),
+        max_leaves=8,
+    ).map(lambda value: json.dumps(value).encode()),
+    st.text(max_size=300).map(
+        lambda value: json.dumps({"expected_checkpoint_id": value}).encode("utf-8", "surrogatepass")
+    ),
+)
+
+
+@pytest.fixture
+def fuzz_api(api: httpx.Client) -> tuple[httpx.Client, str]:
+    """The API, an operator token and thread `fz`, which has nothing to summarize (no_op)."""
+    seed_thread("fz", messages=[])
+    return api, _token(name="fuzz")
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=_BODIES)
+def test_any_body_is_an_answer_of_the_contract_never_a_500(
+    fuzz_api: tuple[httpx.Client, str], body: bytes
+) -> None:
+    client, token = fuzz_api
+    response = client.post(COMPRESS.format("fz"), headers=_bearer(token), content=body)
+    assert response.status_code in {200, 400, 409}, response.text
+    if response.status_code == 200:
+        assert response.json()["status"] == "no_op"
+    else:
+        assert _detail(response)["code"] in {"invalid_input", "stale_state"}
 
 
 # --- probes --------------------------------------------------------------------------
