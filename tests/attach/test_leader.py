@@ -143,6 +143,7 @@ def test_an_unreachable_database_is_not_leading(caplog: pytest.LogCaptureFixture
     leadership = ScanLeadership(
         Settings(database_url="postgresql://nobody:hunter2-Secret@127.0.0.1:1/none")
     )
-    assert leadership.lead() is False
+    assert leadership.lead() is False and leadership.unavailable
+    assert "database is unavailable" in caplog.text
     assert "hunter2" not in caplog.text and "postgresql://" not in caplog.text
     leadership.release()

@@ -40,6 +40,7 @@ class ScanLeadership:
         self._engine: sa.Engine | None = None
         self._conn: sa.Connection | None = None
         self.backend_pid: int | None = None  # the PostgreSQL session holding the lock
+        self.unavailable = False  # the last try could not reach the database
 
     @property
     def holding(self) -> bool:
@@ -78,7 +79,9 @@ class ScanLeadership:
             conn = self._engine.connect()
         except sa.exc.DBAPIError:
             log.warning("attach scan: the database is unavailable; not scanning")
+            self.unavailable = True
             return False
+        self.unavailable = False
         try:
             taken = bool(
                 conn.execute(

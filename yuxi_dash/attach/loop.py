@@ -97,6 +97,8 @@ class ScanLoop:
         if leading == self.leading:
             return
         self.leading = leading
+        if self.leadership.unavailable:
+            return  # not "another replica": the leadership logged that the database is down
         if self.report is not None and self.leadership.needs_lock:
             self.report(
                 "this replica runs the attach scan"
