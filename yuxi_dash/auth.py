@@ -56,7 +56,7 @@ class Actor:
     id: str
     role: Role
     email: str | None = None
-    via: str = "local"  # local | oidc | proxy | cli
+    via: str = "local"  # local | oidc | proxy | cli | api
 
 
 def role_for_email(email: str | None, settings: Settings) -> Role | None:

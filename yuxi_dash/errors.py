@@ -40,6 +40,14 @@ class PathRefused(InvalidInput):
     code = "path_refused"
 
 
+class Unauthorized(YuxiDashError):
+    """No credential, or one we do not know or that was revoked (the HTTP API's bearer token)."""
+
+    code = "unauthorized"
+    status_code = 401
+    exit_code = 1
+
+
 class Forbidden(YuxiDashError):
     code = "forbidden"
     status_code = 403
@@ -72,6 +80,10 @@ class UserNotFound(NotFound):
 
 class ToolResultNotFound(NotFound):
     code = "tool_result_not_found"
+
+
+class ApiTokenNotFound(NotFound):
+    code = "api_token_not_found"
 
 
 class ThreadBusy(YuxiDashError):

@@ -131,6 +131,10 @@ class Settings(BaseSettings):
     )
     cli_actor: str | None = Field(None, validation_alias=_env("YUXI_DASH_CLI_ACTOR"))
 
+    # --- the HTTP API (`yuxi-dash api serve`) --------------------------------
+    # a bind address that is not loopback is refused unless this opts in
+    api_allow_network: bool = Field(False, validation_alias=_env("YUXI_DASH_API_ALLOW_NETWORK"))
+
     @field_validator(
         "viewer_emails",
         "operator_emails",

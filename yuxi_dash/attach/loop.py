@@ -7,6 +7,10 @@ the error's code and its message, which names the platform by its label
 only (never the URL or password), and the loop carries on. `stop()` asks a
 running scan to stop between two threads; the watermark it stored says how
 far it got.
+
+With several `serve` replicas on one PostgreSQL store, only the one holding the
+scan lock scans (`attach.leader`); the others check every interval and take
+over when it stops. A change of role is one line through `report`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from yuxi_dash.attach.leader import ScanLeadership
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.settings import Settings
 
@@ -45,6 +50,8 @@ class ScanLoop:
         self.report = report
         self.scans = 0
         self.failures = 0
+        self.leadership = ScanLeadership(settings)
+        self.leading: bool | None = None  # None until the first turn
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="yuxi-dash-attach", daemon=True)
 
@@ -75,7 +82,26 @@ class ScanLoop:
             )
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self.scan_once()
-            if self._stop.wait(self.interval):
-                return
+        try:
+            while not self._stop.is_set():
+                leading = self.leadership.lead()
+                self._note_role(leading)
+                if leading:
+                    self.scan_once()
+                if self._stop.wait(self.interval):
+                    return
+        finally:
+            self.leadership.release()  # another replica takes the scan on its next turn
+
+    def _note_role(self, leading: bool) -> None:
+        if leading == self.leading:
+            return
+        self.leading = leading
+        if self.leadership.unavailable:
+            return  # not "another replica": the leadership logged that the database is down
+        if self.report is not None and self.leadership.needs_lock:
+            self.report(
+                "this replica runs the attach scan"
+                if leading
+                else "another replica runs the attach scan; this one takes over if it stops"
+            )

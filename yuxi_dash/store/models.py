@@ -305,3 +305,23 @@ class MemoryCorrection(Base):
     undoes_id: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
     undone_by_audit_id: Mapped[int | None] = mapped_column(BigId, nullable=True)
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+API_TOKEN_ROLES = ("viewer", "operator", "admin")
+
+
+class ApiToken(Base):
+    """A service token of the HTTP API: only its SHA-256 `hash` is stored, never the token.
+
+    `actor` is the name the audit log records (as `api:<actor>`); a revoked token
+    keeps its row (`revoked_at` set) so the audit trail still names it.
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    role: Mapped[str] = mapped_column(sa.String(16))
+    actor: Mapped[str] = mapped_column(sa.String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

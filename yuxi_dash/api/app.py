@@ -1,0 +1,218 @@
+"""The FastAPI application of `yuxi-dash api serve`: `create_app()`.
+
+Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's compress
+contract, over our own threads), `GET /healthz` (the process answers) and
+`GET /readyz` (the database answers and the workdir is writable; else 503).
+Compress needs `Authorization: Bearer <token>` (`yuxi_dash.api.tokens`); the
+body is optional JSON `{"expected_checkpoint_id": ...}`, at most 64 KiB,
+other keys ignored. The answer is the result the CLI prints for `compress
+--json`; every error is `{"detail": {"code", "message"}}` with the status of
+our typed error (401 token, 403 role, 404 thread, 409 busy or stale, 422
+unsupported, 400 bad input, 503 store or workdir). Every compress call is one
+audit row: the service writes it for an authenticated actor (`api:<name>`),
+this module for a refused credential or body. The probes are not audited.
+Nothing here logs a token, a body or a query string.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from yuxi_dash.api.tokens import authenticate, bearer_token
+from yuxi_dash.audit import audited_refusals
+from yuxi_dash.auth import Actor
+from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
+from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.workdir import Workdir
+
+log = logging.getLogger("yuxi_dash.api")
+
+UNAUTHENTICATED = "api:unauthenticated"  # the audit actor of a call without a usable token
+MAX_BODY_BYTES = 64 * 1024
+
+router = APIRouter()
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": {"code": code, "message": message, **extra}}
+
+
+def error_response(exc: YuxiDashError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+    return JSONResponse(
+        error_body(exc.code, exc.message), status_code=exc.status_code, headers=headers
+    )
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """A database that cannot be reached is StoreUnavailable (503), never a traceback."""
+    try:
+        yield
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise StoreUnavailable("database unavailable; check YUXI_DASH_DATABASE_URL") from exc
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _caller(authorization: list[str], target: str, settings: Settings) -> Actor:
+    """The token's actor; a refused credential is one audit row as `api:unauthenticated`."""
+    with audited_refusals(
+        actor=UNAUTHENTICATED,
+        action=COMPRESS_ACTION,
+        target=target,
+        detail={"via": "api"},
+        settings=settings,
+    ):
+        if len(authorization) > 1:
+            raise Unauthorized("send one Authorization header")
+        presented = bearer_token(authorization[0] if authorization else None)
+        with store_errors():
+            return authenticate(presented, settings)
+
+
+def _expected_checkpoint(body: bytes | None, actor: Actor, target: str, settings: Settings) -> Any:
+    """`expected_checkpoint_id` from the optional JSON body; a bad body is one audit row."""
+    with audited_refusals(
+        actor=actor.id,
+        action=COMPRESS_ACTION,
+        target=target,
+        detail={"via": "api", "role": actor.role.label},
+        settings=settings,
+    ):
+        if body is None:
+            raise InvalidInput(f"the body is larger than {MAX_BODY_BYTES} bytes")
+        if not body.strip():
+            return None
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise InvalidInput("the body is not JSON") from None
+        if not isinstance(payload, dict):
+            raise InvalidInput('the body must be a JSON object: {"expected_checkpoint_id": ...}')
+        return payload.get("expected_checkpoint_id")  # checked (type, length) by the service
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The request body, or None once it passes MAX_BODY_BYTES (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _compress(thread_id: str, actor: Actor, expected: Any, settings: Settings) -> dict[str, Any]:
+    with store_errors():
+        result = compress_thread_context(
+            thread_id, actor=actor, expected_checkpoint_id=expected, settings=settings
+        )
+    return result.to_dict()
+
+
+@router.post("/api/chat/thread/{thread_id}/compress")
+async def compress(thread_id: str, request: Request) -> JSONResponse:
+    """Compress one of our threads now: the platform's contract (see the module docstring)."""
+    settings = _settings(request)
+    target = thread_target(thread_id)
+    try:
+        authorization = request.headers.getlist("authorization")
+        actor = await run_in_threadpool(_caller, authorization, target, settings)
+        body = await _read_body(request)
+        expected = await run_in_threadpool(_expected_checkpoint, body, actor, target, settings)
+        result = await run_in_threadpool(_compress, thread_id, actor, expected, settings)
+    except YuxiDashError as exc:
+        return error_response(exc)
+    except Exception as exc:  # noqa: BLE001 - audited by the service; its text may hold data
+        return await _unexpected(request, exc)
+    return JSONResponse(result)
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process is alive and answering (no database or workdir check: see /readyz)."""
+    return {"status": "ok"}
+
+
+def _database_ready(settings: Settings) -> bool:
+    try:
+        with session_scope(settings) as session:
+            session.execute(sa.text("SELECT 1"))
+    except Exception:  # noqa: BLE001 - any failure means not ready; its text may hold the URL
+        log.warning("readiness: the database is unavailable")
+        return False
+    return True
+
+
+def _workdir_ready(settings: Settings) -> bool:
+    try:
+        Workdir(settings.workdir).ensure_writable()
+    except YuxiDashError:
+        log.warning("readiness: the workdir is unavailable")
+        return False
+    return True
+
+
+@router.get("/readyz")
+def readyz(request: Request) -> JSONResponse:
+    """200 when the database answers and the workdir is writable; 503 naming what is not."""
+    settings = _settings(request)
+    checks = {
+        "database": "ok" if _database_ready(settings) else "unavailable",
+        "workdir": "ok" if _workdir_ready(settings) else "unavailable",
+    }
+    failing = [name for name, state in checks.items() if state != "ok"]
+    if failing:
+        message = f"not ready: {' and '.join(failing)} unavailable"
+        return JSONResponse(error_body("not_ready", message, checks=checks), status_code=503)
+    return JSONResponse({"status": "ready", "checks": checks})
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(
+        error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+    )
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(error_body("invalid_input", "the request is not valid"), status_code=422)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    log.error("unexpected %s in the API", type(exc).__name__)  # no message: it may hold data
+    log.debug("unexpected error in the API", exc_info=exc)
+    return JSONResponse(error_body("internal_error", "unexpected error"), status_code=500)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The API application over `settings` (default: the process's settings)."""
+    app = FastAPI(title="yuxi-dash", docs_url=None, redoc_url=None)
+    app.state.settings = settings or get_settings()
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)
+    # --- routers: each feature's APIRouter is included here, one line each ---------
+    # (a feature module of this package exposes `router`, e.g. yuxi_dash.api.metrics)
+    app.include_router(router)  # compress, /healthz, /readyz
+    return app

@@ -1,0 +1,121 @@
+"""Which `serve` replica runs the attach scan: a PostgreSQL session-level advisory lock.
+
+With several replicas on one PostgreSQL store, `ScanLeadership.lead()` is True
+on one of them at a time. The leader holds `pg_try_advisory_lock(SCAN_LOCK_KEY)`
+on a connection of its own (autocommit, outside the engine's pool) for as long
+as it leads; the others try again on their next turn. A leader that stops
+(`release()`), dies or loses its connection loses the lock with its session,
+and the next try of another replica takes it. Before each scan the leader
+checks that its session is still alive; if it is not, it stops scanning, sits
+one turn out and then competes again. An advisory lock belongs to one database, so dashboards on
+other databases of the same server never contend. SQLite serves one process
+(one `serve`), so there `lead()` is always True and no lock is taken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import sqlalchemy as sa
+
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import is_sqlite, normalize_url
+
+log = logging.getLogger("yuxi_dash.attach")
+
+# A fixed signed 64-bit key: every replica of every version asks for the same lock.
+SCAN_LOCK_KEY = int.from_bytes(
+    hashlib.sha256(b"yuxi-dash attach scan").digest()[:8], "big", signed=True
+)
+CONNECT_TIMEOUT_SECONDS = 5
+
+
+class ScanLeadership:
+    """The scan lock of one replica: `lead()` before each scan, `release()` when it stops."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = normalize_url(settings.database_url)
+        self.needs_lock = not is_sqlite(self.url)
+        self._engine: sa.Engine | None = None
+        self._conn: sa.Connection | None = None
+        self.backend_pid: int | None = None  # the PostgreSQL session holding the lock
+        self.unavailable = False  # the last try could not reach the database
+
+    @property
+    def holding(self) -> bool:
+        return self._conn is not None
+
+    def lead(self) -> bool:
+        """True when this replica may scan now: it holds the lock (taking it if free)."""
+        if not self.needs_lock:
+            return True
+        if self._conn is not None:
+            if self._alive():
+                return True
+            log.warning("attach scan: lost the scan lock's connection; competing again")
+            self._drop()
+            return False  # sit this turn out: a replica that kept its session goes first
+        return self._try_take()
+
+    def _alive(self) -> bool:
+        assert self._conn is not None
+        try:
+            self._conn.execute(sa.text("SELECT 1"))
+        except sa.exc.DBAPIError:
+            return False
+        return True
+
+    def _try_take(self) -> bool:
+        try:
+            if self._engine is None:
+                self._engine = sa.create_engine(
+                    self.url,
+                    poolclass=sa.pool.NullPool,
+                    isolation_level="AUTOCOMMIT",
+                    hide_parameters=True,
+                    connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+                )
+            conn = self._engine.connect()
+        except sa.exc.DBAPIError:
+            log.warning("attach scan: the database is unavailable; not scanning")
+            self.unavailable = True
+            return False
+        self.unavailable = False
+        try:
+            taken = bool(
+                conn.execute(
+                    sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": SCAN_LOCK_KEY}
+                ).scalar()
+            )
+            pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+        except sa.exc.DBAPIError:
+            conn.close()
+            return False
+        if not taken:
+            conn.close()
+            return False
+        self._conn, self.backend_pid = conn, int(pid or 0)
+        return True
+
+    def release(self) -> None:
+        """Give up the lock (if held) and close its connection; another replica takes over."""
+        if self._conn is not None:
+            try:
+                self._conn.execute(
+                    sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCAN_LOCK_KEY}
+                )
+            except sa.exc.DBAPIError:
+                pass  # the session is gone, and the lock with it
+        self._drop()
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sa.exc.DBAPIError:
+                pass
+        self._conn, self.backend_pid = None, None
