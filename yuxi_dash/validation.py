@@ -16,7 +16,8 @@ changed, never a driver error from the database. This module owns:
   column; an agent's ``context_window`` is 1..10,000,000 tokens and its other
   sizes have ranges that fit their 32-bit columns (see `AGENT_INT_RANGES`);
 - JSON documents (imports, request payloads): nested at most `MAX_JSON_DEPTH`
-  levels, string keys, every string under the text rule. The walk is
+  levels, string keys, every string under the text rule, every integer within
+  a signed 64-bit range (a checkpoint's msgpack holds no larger one). The walk is
   iterative, so a hostile depth cannot exhaust the interpreter's stack.
 
 Messages name the field and the rule, never the value: the value may be hostile.
@@ -140,8 +141,9 @@ def number(value: Any, name: str, *, minimum: float, maximum: float) -> float:
 def json_document(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """A JSON-shaped value: at most `max_depth` levels, string keys, storable strings.
 
-    Lists, tuples and dicts are containers; str, int, float (finite), bool and
-    None are leaves; anything else is refused. Iterative: no recursion.
+    Lists, tuples and dicts are containers; str, int (signed 64 bits), float
+    (finite), bool and None are leaves; anything else is refused. Iterative:
+    no recursion.
     """
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -162,6 +164,9 @@ def json_document(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH) -> 
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise InvalidInput(f"{name} holds a number that is not finite")
-        elif item is not None and not isinstance(item, bool | int):
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise InvalidInput(f"{name} holds an integer past 64 bits")
+        elif item is not None and not isinstance(item, bool):
             raise InvalidInput(f"{name} holds a value that is not JSON")
     return value
