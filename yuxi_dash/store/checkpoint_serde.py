@@ -1,18 +1,15 @@
 """The one checkpoint serializer: LangGraph's, with an allow-list set here in code.
 
-A checkpoint blob names the types it is built from (msgpack extension values:
-module, name, arguments), and LangGraph's default `JsonPlusSerializer` imports
-and calls whatever a blob names unless ``LANGGRAPH_STRICT_MSGPACK`` is set. A
-platform's checkpoint is outside input, so every saver here (our own and the
-attached platform's store) gets `checkpoint_serializer()`, whatever the
-environment says:
+LangGraph's default `JsonPlusSerializer` imports and calls whatever module and
+name a blob's msgpack extension values name unless ``LANGGRAPH_STRICT_MSGPACK``
+is set. Every saver here (ours and the attached platform's) gets
+`checkpoint_serializer()`, whatever the environment says:
 
-- msgpack: `ALLOWED_TYPES` (what a LangGraph / deepagents agent writes:
-  langchain-core messages, LangGraph's own types, the standard values its
-  serializer writes) through ``allowed_msgpack_modules``; a blob naming
-  anything else, at any depth, is `CheckpointRefused` for the read that met it.
-  LangGraph never imports or calls a type it blocks; we learn of it through
-  its serde events and refuse the whole value, never a half-read state.
+- msgpack: ``allowed_msgpack_modules`` is `ALLOWED_TYPES` (langchain-core
+  messages, LangGraph's own types, the standard values its serializer writes:
+  exactly the safe list LangGraph admits anyway). LangGraph never imports a
+  type it blocks; its serde event tells us, and a blob naming one at any depth
+  is `CheckpointRefused` for the whole read, never a half-read state.
 - the old ``json`` format: the same list for ``lc: 2`` constructors, and
   langchain-core's reviver limited to message classes for the rest.
 - pickle and unknown formats: refused.
