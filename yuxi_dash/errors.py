@@ -157,3 +157,11 @@ class AttachUnavailable(StoreUnavailable):
     """The attached platform's checkpointer is not configured, cannot be reached or refused."""
 
     code = "attach_unavailable"
+
+
+class CheckpointRefused(YuxiDashError):
+    """A checkpoint names a type outside the allow-list (`store.checkpoint_serde`): not read."""
+
+    code = "checkpoint_refused"
+    status_code = 422
+    exit_code = 1

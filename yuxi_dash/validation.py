@@ -16,7 +16,8 @@ changed, never a driver error from the database. This module owns:
   column; an agent's ``context_window`` is 1..10,000,000 tokens and its other
   sizes have ranges that fit their 32-bit columns (see `AGENT_INT_RANGES`);
 - JSON documents (imports, request payloads): nested at most `MAX_JSON_DEPTH`
-  levels, string keys, every string under the text rule. The walk is
+  levels, string keys, every string under the text rule, every integer within
+  a signed 64-bit range (a checkpoint's msgpack holds no larger one). The walk is
   iterative, so a hostile depth cannot exhaust the interpreter's stack.
 
 Messages name the field and the rule, never the value: the value may be hostile.
@@ -25,6 +26,7 @@ Messages name the field and the rule, never the value: the value may be hostile.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -137,15 +139,35 @@ def number(value: Any, name: str, *, minimum: float, maximum: float) -> float:
     return float(value)
 
 
+_Path = tuple[Any, str | int] | None  # (parent path, key or index), built as the walk goes
+_PATH_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _where(path: _Path) -> str:
+    """Where in a document a value is: ``agent.context_window``, ``messages[0].data``.
+
+    A key that is not a plain name is shown as ``?`` (a key is outside input too).
+    """
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        else:
+            parts.append("." + (key if _PATH_KEY.fullmatch(key) else "?"))
+    return "".join(reversed(parts)).lstrip(".") or "the top level"
+
+
 def json_document(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """A JSON-shaped value: at most `max_depth` levels, string keys, storable strings.
 
-    Lists, tuples and dicts are containers; str, int, float (finite), bool and
-    None are leaves; anything else is refused. Iterative: no recursion.
+    Lists, tuples and dicts are containers; str, int (signed 64 bits), float
+    (finite), bool and None are leaves; anything else is refused. Iterative:
+    no recursion.
     """
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[Any, int, _Path]] = [(value, 1, None)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
         if isinstance(item, Mapping) or isinstance(item, list | tuple):
             if depth > max_depth:
                 raise InvalidInput(f"{name} is nested deeper than {max_depth} levels")
@@ -154,14 +176,17 @@ def json_document(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH) -> 
                     if not isinstance(key, str):
                         raise InvalidInput(f"{name} has a key that is not a string")
                     text(key, f"a key in {name}")
-                    stack.append((child, depth + 1))
+                    stack.append((child, depth + 1, (path, key)))
             else:
-                stack.extend((child, depth + 1) for child in item)
+                stack.extend((child, depth + 1, (path, i)) for i, child in enumerate(item))
         elif isinstance(item, str):
             text(item, f"a string in {name}")
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise InvalidInput(f"{name} holds a number that is not finite")
-        elif item is not None and not isinstance(item, bool | int):
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise InvalidInput(f"{name} holds an integer past 64 bits at {_where(path)}")
+        elif item is not None and not isinstance(item, bool):
             raise InvalidInput(f"{name} holds a value that is not JSON")
     return value

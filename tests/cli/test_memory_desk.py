@@ -68,6 +68,39 @@ def test_retract_prints_its_audit_id_and_undo_takes_it(cli_env: DeskGraph, capsy
     assert rows.count(("memory.retract", "ok")) == 1 and ("memory.undo", "ok") in rows
 
 
+def test_undo_of_another_operators_correction_needs_admin_and_a_reason(
+    cli_env: DeskGraph, capsys, monkeypatch
+) -> None:
+    fact = cli_env.facts["dark"]
+    code, data = run(capsys, "memory", "retract", fact, "--user", DESK_USER, "--reason", REASON)
+    assert code == 0
+    audit_id = str(data["audit_id"])
+    monkeypatch.setenv("YUXI_DASH_CLI_ACTOR", "other-ops@example.com")
+    get_settings.cache_clear()
+    code, refused = run(capsys, "memory", "undo", audit_id, "--reason", REASON)
+    assert code == 1 and refused["error"]["code"] == "not_your_correction"
+    monkeypatch.setenv("YUXI_DASH_CLI_ROLE", "admin")
+    get_settings.cache_clear()
+    code, refused = run(capsys, "memory", "undo", audit_id)
+    assert code == 2 and refused["error"]["code"] == "reason_required"
+    code, undone = run(capsys, "memory", "undo", audit_id, "--reason", REASON)
+    assert code == 0 and undone["undoes_audit_id"] == data["audit_id"]
+    assert undone["after"][fact] == data["before"][fact]
+    rows = [
+        (r.actor, r.outcome, r.detail.get("code"), r.detail.get("undoes_actor"))
+        for r in memory_audit(get_settings(), DESK_USER)
+        if r.action == "memory.undo"
+    ]
+    assert sorted(rows, key=str) == sorted(
+        [
+            ("other-ops@example.com", "refused", "not_your_correction", "ops@example.com"),
+            ("other-ops@example.com", "refused", "reason_required", "ops@example.com"),
+            ("other-ops@example.com", "ok", None, "ops@example.com"),
+        ],
+        key=str,
+    )
+
+
 def test_supersede_needs_text_and_returns_the_new_fact(cli_env: DeskGraph, capsys) -> None:
     fact = cli_env.facts["caching"]
     code, data = run(

@@ -116,6 +116,41 @@ def test_malformed_thread_file_is_exit_2_and_changes_nothing(
     assert code == 2 and text == "" and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("n", [2**70, -(2**70), 2**63])
+def test_an_integer_past_64_bits_is_invalid_input_with_an_audit_row(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, n: int
+) -> None:
+    payload = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    payload["messages"][0]["data"]["additional_kwargs"] = {"n": n}
+    bad = tmp_path / "big.json"
+    bad.write_text(json.dumps(payload), encoding="utf-8")
+    code, out, err = run(capsys, "import-thread", str(bad))
+    assert code == 2 and out["error"]["code"] == "invalid_input", out
+    assert "64 bits" in out["error"]["message"] and "Traceback" not in err
+    assert _state_rows() == []
+    with session_scope() as session:
+        rows = session.execute(
+            sa.select(AuditEntry.action, AuditEntry.target, AuditEntry.outcome, AuditEntry.detail)
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("import_thread", f"thread:{SAMPLE_ID}", "refused", {"code": "invalid_input"})
+    ]
+
+
+def test_an_integer_of_64_bits_is_stored_exactly(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    payload = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    payload["messages"][0]["data"]["additional_kwargs"] = {"hi": 2**63 - 1, "lo": -(2**63)}
+    edge = tmp_path / "edge.json"
+    edge.write_text(json.dumps(payload), encoding="utf-8")
+    code, out, _ = run(capsys, "import-thread", str(edge))
+    assert code == 0, out
+    stored = load_state(SAMPLE_ID)
+    assert stored is not None
+    assert stored.state.messages[0].additional_kwargs == {"hi": 2**63 - 1, "lo": -(2**63)}
+
+
 def test_missing_file_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "import-thread", str(tmp_path / "nope.json"))
     assert code == 2 and "no such file" in out["error"]["message"]

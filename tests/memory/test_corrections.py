@@ -28,6 +28,8 @@ from yuxi_dash.store.models import AuditEntry, MemoryCorrection
 
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
+OTHER_OPERATOR = Actor(id="other-ops@example.com", role=Role.OPERATOR)
+ADMIN = Actor(id="admin@example.com", role=Role.ADMIN)
 REASON = "the user says this never happened (ticket call)"
 
 
@@ -149,6 +151,56 @@ def test_undo_restores_the_exact_edge_once(
     actions = [(r.action, r.outcome) for r in memory_audit(memory_settings, DESK_USER)]
     assert actions.count(("memory.undo", "ok")) == 1
     assert actions.count(("memory.undo", "refused")) == 2
+
+
+def test_undo_of_another_operators_correction_needs_an_admin_and_a_reason(
+    desk_graph: DeskGraph, flags, memory_settings, falkordb_server
+) -> None:
+    fact = desk_graph.facts["dark"]
+    before = state(falkordb_server, fact)
+    result = run("retract", fact, flags[1], memory_settings)
+    retracted = state(falkordb_server, fact)
+    undo = {"settings": memory_settings, "evaluator": flags[1]}
+    for actor, reason, code in (
+        (OTHER_OPERATOR, REASON, "not_your_correction"),  # another operator, even with a reason
+        (ADMIN, "", "reason_required"),  # an admin, without a reason
+        (ADMIN, "oops", "reason_required"),
+    ):
+        with pytest.raises(YuxiDashError) as refused:
+            corrections.undo_correction(result["audit_id"], actor=actor, reason=reason, **undo)
+        assert refused.value.code == code
+        assert state(falkordb_server, fact) == retracted  # nothing changed
+    # the refusals, audited with whose correction it was
+    rows = [r for r in memory_audit(memory_settings, DESK_USER) if r.action == "memory.undo"]
+    assert sorted((r.actor, r.outcome, r.detail["code"]) for r in rows) == [
+        (ADMIN.id, "refused", "reason_required"),
+        (ADMIN.id, "refused", "reason_required"),
+        (OTHER_OPERATOR.id, "refused", "not_your_correction"),
+    ]
+    assert {(r.detail["undoes_actor"], r.detail["own"]) for r in rows} == {(OPERATOR.id, False)}
+    done = corrections.undo_correction(result["audit_id"], actor=ADMIN, reason=REASON, **undo)
+    assert state(falkordb_server, fact) == before and done["actor"] == ADMIN.id
+    row, audit = correction_row(memory_settings, done["audit_id"])
+    assert row["action"] == "undo" and row["reason"] == REASON
+    assert (audit["outcome"], audit["detail"]["undoes_actor"], audit["detail"]["own"]) == (
+        "ok",
+        OPERATOR.id,
+        False,
+    )
+    assert "reason" not in audit["detail"]
+
+
+def test_the_author_undoes_without_a_reason(
+    desk_graph: DeskGraph, flags, memory_settings, falkordb_server
+) -> None:
+    fact = desk_graph.facts["dark"]
+    result = run("retract", fact, flags[1], memory_settings, actor=OTHER_OPERATOR)
+    assert result["actor"] == OTHER_OPERATOR.id
+    done = corrections.undo_correction(
+        result["audit_id"], actor=OTHER_OPERATOR, settings=memory_settings, evaluator=flags[1]
+    )
+    _row, audit = correction_row(memory_settings, done["audit_id"])
+    assert (audit["detail"]["own"], audit["detail"]["undoes_actor"]) == (True, OTHER_OPERATOR.id)
 
 
 def test_undo_refuses_when_the_fact_changed_since(

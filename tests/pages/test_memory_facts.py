@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.memory import corrections
+from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.memory_desk import clear_desk_caches
+
+REASON = "the user disputes this fact on the phone"
+
 
 def test_facts_page(memory_pages) -> None:
     at = memory_pages("memory_facts.py", "alice_chen")
@@ -125,3 +134,50 @@ def test_a_viewer_sees_provenance_but_no_correction_form(
     assert "said by **user**" in _texts(at)
     assert "Corrections need the operator role." in _texts(at)
     assert not [b for b in at.button if "Apply" in str(b.label)]
+
+
+def _other_operators_retract(desk_graph) -> dict[str, Any]:
+    other = Actor(id="other-ops@example.com", role=Role.OPERATOR)
+    result = corrections.correct(
+        "retract", desk_graph.user_id, desk_graph.facts["dark"], actor=other, reason=REASON
+    )
+    clear_desk_caches()  # made outside the page: the page's kept reads are cleared as it does
+    return result
+
+
+def test_an_operator_is_not_offered_undo_of_another_operators_correction(
+    memory_pages, desk_graph, monkeypatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_OPERATORS", "operator@localhost")
+    get_settings.cache_clear()
+    result = _other_operators_retract(desk_graph)
+    at = memory_pages(
+        "memory_facts.py",
+        desk_graph.user_id,
+        desk_fact=desk_graph.facts["dark"],
+        desk_result=result,
+    )
+    assert not at.exception
+    assert "retract done — audit row" in " ".join(str(s.value) for s in at.success)
+    assert not [b for b in at.button if b.key == "desk_undo"]
+    assert "Only its author, or an admin with a reason" in _texts(at)
+
+
+def test_an_admin_undoes_another_operators_correction_with_a_reason(
+    memory_pages, desk_graph
+) -> None:
+    result = _other_operators_retract(desk_graph)  # the local operator is an admin here
+    at = memory_pages(
+        "memory_facts.py",
+        desk_graph.user_id,
+        desk_fact=desk_graph.facts["dark"],
+        desk_result=result,
+    )
+    at = at.button(key="desk_undo").click().run()
+    assert any("reason" in str(e.value) for e in at.error)
+    assert "retracted" in " ".join(str(m.value) for m in at.metric)
+    at.text_input(key="desk_undo_reason").input(REASON)
+    at = at.button(key="desk_undo").click().run()
+    assert not at.exception
+    assert "undo done — audit row" in " ".join(str(s.value) for s in at.success)
+    assert "active" in " ".join(str(m.value) for m in at.metric)

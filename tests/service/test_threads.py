@@ -44,6 +44,14 @@ def test_import_twice_replaces_never_duplicates(db_url: str) -> None:
         (lambda p: p["agent"].update(summary_threshold=-1), "summary_threshold"),
         (lambda p: p.update(messages=[{"type": "nonsense"}]), "messages[0]"),
         (lambda p: p.update(messages="no"), "messages"),
+        (
+            lambda p: p["messages"][0]["data"]["additional_kwargs"].update(n=2**70),
+            "past 64 bits at messages[0].data.additional_kwargs.n",
+        ),
+        (
+            lambda p: p["messages"][1]["data"]["additional_kwargs"].update(n=[-(2**64)]),
+            "past 64 bits at messages[1].data.additional_kwargs.n[0]",
+        ),
     ],
 )
 def test_import_rejects_bad_input_with_one_line(

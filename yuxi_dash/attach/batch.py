@@ -30,8 +30,9 @@ such writes is read whole, every channel, before folding.
 A thread comes back as None when this read cannot stand in for the
 per-thread one: its projected checkpoint is gone (the platform pruned it: the
 per-thread read projects what is left from scratch) or a checkpoint is in the
-saver's format before version 4 (pending sends kept elsewhere). The scanner
-projects those alone.
+saver's format before version 4 (pending sends kept elsewhere), or a blob of
+it names a type outside the allow-list (`store.checkpoint_serde`: the
+per-thread read refuses it as that thread's). The scanner projects those alone.
 
 This builds on the pinned ``langgraph`` packages' table layout and internals
 (the saver's ``serde`` and ``_load_writes``, the graph's
@@ -48,7 +49,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import ormsgpack
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.pregel._io import read_channels
@@ -56,7 +56,9 @@ from langgraph.pregel._io import read_channels
 from yuxi_dash.attach.reader import fold
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.service.projection import split_since, usage_from_values
+from yuxi_dash.store.checkpoint_serde import strict
 from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
 
 # the checkpoints of the batch from each thread's projected one on, with their writes of no task
@@ -137,15 +139,26 @@ def read_new_checkpoints(
     )
     plans: dict[str, list[tuple[dict[str, Any], frozenset[str] | None]]] = {}
     for thread_id, found in folded.items():
-        plans[thread_id] = _plan(thread_id, since[thread_id], found, blobs)
+        try:
+            plans[thread_id] = _plan(thread_id, since[thread_id], found, blobs)
+        except CheckpointRefused:
+            reads[thread_id] = None  # alone, it is refused and audited as a thread
     blobs.fetch([(t, row, channels) for t, plan in plans.items() for row, channels in plan])
     for thread_id, found in whole.items():
-        checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in found) if c]
+        try:
+            checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in found) if c]
+        except CheckpointRefused:
+            reads[thread_id] = None
+            continue
         reads[thread_id] = _thread_read(
             since[thread_id], len(found), list(fold(checkpoints, since[thread_id]))
         )
     for thread_id, plan in plans.items():
-        kept = [blobs.checkpoint(thread_id, row, channels) for row, channels in plan]
+        try:
+            kept = [blobs.checkpoint(thread_id, row, channels) for row, channels in plan]
+        except CheckpointRefused:
+            reads[thread_id] = None
+            continue
         reads[thread_id] = _thread_read(
             since[thread_id], len(folded[thread_id]), [c for c in kept if c]
         )
@@ -233,7 +246,7 @@ class _Blobs:
 
     def __init__(self, store: PlatformStore) -> None:
         self.store = store
-        self.serde = store.saver.serde
+        self.serde = strict(store.saver.serde)
         self.raw: dict[tuple[str, str, str], tuple[str, bytes]] = {}
         self.asked: set[tuple[str, str, str]] = set()  # fetched, found or not
         self.decoded: dict[tuple[str, str, str], Any] = {}
@@ -288,23 +301,16 @@ class _Blobs:
         """A blob's value, as the saver's serializer loads it, each distinct object decoded once.
 
         Consecutive versions of the messages channel hold the same messages
-        again (a step appends to the list), byte for byte: the serializer's own
-        extension hook (what builds each message) is asked once per distinct
-        encoded object of the batch and the object is reused. Other types go
-        through ``loads_typed`` unchanged.
+        again (a step appends to the list), byte for byte: the serializer builds
+        each distinct encoded object of the batch once and reuses it
+        (`CheckpointSerializer.loads_msgpack`, which never keeps a value that
+        met a type outside its allow-list). Other formats go through
+        ``loads_typed`` unchanged. A type outside the allow-list is
+        `CheckpointRefused`.
         """
-        hook = getattr(self.serde, "_unpack_ext_hook", None)
-        if stored[0] != "msgpack" or hook is None:
+        if stored[0] != "msgpack":
             return self.serde.loads_typed(stored)
-        built = self.built
-
-        def once(code: int, data: bytes) -> Any:
-            key = (code, data)
-            if key not in built:
-                built[key] = hook(code, data)
-            return built[key]
-
-        return ormsgpack.unpackb(stored[1], ext_hook=once, option=ormsgpack.OPT_NON_STR_KEYS)
+        return self.serde.loads_msgpack(stored[1], self.built)
 
     def usage_only(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
         """A stand-in with the checkpoint's id and ``token_usage`` alone (what `fold` compares)."""

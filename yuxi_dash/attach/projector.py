@@ -24,6 +24,10 @@ cannot stand for (a pruned projected checkpoint, an old checkpoint format)
 and any failure of the whole transaction go through that path, thread by
 thread, so a failure stays with its thread.
 
+A thread whose checkpoint names a type outside the allow-list
+(`CheckpointRefused`) is read alone, refused there, audited
+(`attach.refusals`) and counted in `Tally.refused`; it does not hold the
+watermark back (reading it again gives the same refusal) and the others go on.
 A thread id that already belongs to one of our own (origin "dashboard")
 threads is never mixed with the platform's: it is skipped and counted as a
 conflict. A projected thread we had marked deleted (the platform had
@@ -45,8 +49,9 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.attach.batch import MESSAGES_CHANNEL, ThreadRead, read_new_checkpoints
 from yuxi_dash.attach.reader import ProjectionReader
+from yuxi_dash.attach.refusals import record_refusal
 from yuxi_dash.attach.stores import PlatformStore
-from yuxi_dash.errors import AttachUnavailable, InvalidInput, YuxiDashError
+from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
 from yuxi_dash.service.bulk_rows import update_rows
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
@@ -102,11 +107,19 @@ class Tally:
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
     held_back: str | None = None  # the smallest newest id of a thread that failed
+    refused: int = 0  # threads whose checkpoint named a type outside the allow-list
+    refused_threads: list[str] = field(default_factory=list)
 
     def conflict(self, thread_id: str) -> None:
         self.conflicts += 1
         if len(self.conflict_threads) < _CONFLICTS_SHOWN:
             self.conflict_threads.append(thread_id)
+
+    def refuse(self, thread_id: str) -> None:
+        """A refused checkpoint: counted and listed; the watermark is not held back for it."""
+        self.refused += 1
+        if len(self.refused_threads) < _CONFLICTS_SHOWN:
+            self.refused_threads.append(thread_id)
 
     def merge(self, other: Tally) -> None:
         self.projected += other.projected
@@ -116,6 +129,9 @@ class Tally:
         for thread_id in other.conflict_threads:
             self.conflict(thread_id)
         self.conflicts += other.conflicts - len(other.conflict_threads)
+        for thread_id in other.refused_threads:
+            self.refuse(thread_id)
+        self.refused += other.refused - len(other.refused_threads)
         self.failed += other.failed
         for code, count in other.failures.items():
             self.failures[code] = self.failures.get(code, 0) + count
@@ -389,6 +405,9 @@ def _project_guarded(
         project_one(settings, store, thread, tally)
     except AttachUnavailable:
         raise
+    except CheckpointRefused as exc:  # nothing it names was called; the scan goes on
+        record_refusal(thread.thread_id, exc, via="scan", settings=settings)
+        tally.refuse(thread.thread_id)
     except YuxiDashError as exc:  # its row lock busy, say: read it again next time
         tally.fail(exc.code, thread.newest)
     except (sa.exc.OperationalError, sa.exc.InterfaceError):

@@ -39,7 +39,10 @@ The watermark is stored in ``scan_watermarks`` under `source_label` (host,
 port and database; never the URL or password), during long scans too: the
 threads are projected in the order of their newest checkpoint, so a scan
 stopped half way resumes where it was. A thread that failed (its row lock busy, say) holds
-the watermark back to its checkpoint, so the next scan reads it again.
+the watermark back to its checkpoint, so the next scan reads it again. A
+thread whose checkpoint names a type outside the allow-list is refused
+(`CheckpointRefused`, audited by `attach.refusals`, counted in ``refused``)
+without calling anything it names, and does not hold the watermark back.
 
 Nothing here writes to the platform: the query and the store run in
 read-only transactions, and the platform store refuses writes.
@@ -112,6 +115,8 @@ class ScanReport(Record):
     deleted: int = 0  # a full scan: projected threads the platform no longer has, marked deleted
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # error code -> threads
+    refused: int = 0  # threads whose checkpoint named a type outside the allow-list: not read
+    refused_threads: list[str] = field(default_factory=list)  # the first of them
 
 
 def changed_threads(
@@ -328,6 +333,8 @@ def scan(
         deleted=deleted,
         conflict_threads=tally.conflict_threads,
         failures=tally.failures,
+        refused=tally.refused,
+        refused_threads=tally.refused_threads,
     )
     log.debug("attach scan of %s: %d threads projected", source, report.projected)
     return report

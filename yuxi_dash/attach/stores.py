@@ -5,7 +5,10 @@ checkpointer. It is a secret (it may carry a password): it is never logged,
 printed or stored; what is shown and stored instead is `source_label`, the
 host, port and database. The platform owns those tables: its store is opened
 without the saver's ``setup()`` (a read-only role could not run it), every
-transaction on it is read-only, and statements have a timeout.
+transaction on it is read-only, and statements have a timeout. Its blobs are
+read with the allow-list of `store.checkpoint_serde`: a checkpoint naming
+another type is `CheckpointRefused` for its thread (audited on a page's or the
+CLI's read through `thread_store`, by the scan otherwise: `attach.refusals`).
 
 `thread_store` is the one seam the read side uses to pick a thread's
 checkpointer: an attached thread's state is read from the platform, every
@@ -25,7 +28,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from yuxi_dash.errors import AttachUnavailable, ThreadAttached
+from yuxi_dash.attach.refusals import record_refusal
+from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint, open_postgres_store
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
@@ -96,6 +100,11 @@ def connect(conninfo: str) -> psycopg.Connection:
         raise unavailable(exc, conninfo) from None
 
 
+def refused(thread_id: str, exc: CheckpointRefused) -> CheckpointRefused:
+    """The refusal naming the platform thread it is for."""
+    return CheckpointRefused(f"thread {thread_id}: {exc.message}", **exc.detail)
+
+
 class PlatformStore(CheckpointStore):
     """A read-only store on the platform: its failures are AttachUnavailable, writes refused."""
 
@@ -111,6 +120,8 @@ class PlatformStore(CheckpointStore):
             return super().latest(thread_id)
         except psycopg.Error as exc:
             raise unavailable(exc, self._conninfo) from None
+        except CheckpointRefused as exc:
+            raise refused(thread_id, exc) from None
 
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -119,6 +130,8 @@ class PlatformStore(CheckpointStore):
             yield from super().history(thread_id, limit=limit, before=before)
         except psycopg.Error as exc:
             raise unavailable(exc, self._conninfo) from None
+        except CheckpointRefused as exc:
+            raise refused(thread_id, exc) from None
 
     def fetch(
         self, sql: str, params: Mapping[str, Any], *, prepare: bool | None = None
@@ -188,11 +201,47 @@ def close_platform_stores() -> None:
 atexit.register(close_platform_stores)
 
 
+class AuditedReads(CheckpointStore):
+    """The platform store for a page's or the CLI's read: a refused checkpoint is also audited."""
+
+    def __init__(self, store: CheckpointStore, settings: Settings | None) -> None:
+        self.saver = store.saver  # the same saver and graph: nothing compiled again
+        self.graph = store.graph
+        self._close = None
+        self._store = store
+        self._settings = settings
+
+    def latest(self, thread_id: str) -> ThreadCheckpoint | None:
+        try:
+            return self._store.latest(thread_id)
+        except CheckpointRefused as exc:
+            record_refusal(thread_id, exc, via="read", settings=self._settings)
+            raise
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> Iterator[ThreadCheckpoint]:
+        try:
+            yield from self._store.history(thread_id, limit=limit, before=before)
+        except CheckpointRefused as exc:
+            record_refusal(thread_id, exc, via="read", settings=self._settings)
+            raise
+
+    def write(
+        self, thread_id: str, update: Mapping[str, Any], *, expected_checkpoint_id: str | None
+    ) -> ThreadCheckpoint:
+        return self._store.write(thread_id, update, expected_checkpoint_id=expected_checkpoint_id)
+
+
 def thread_store(conv: Conversation, settings: Settings | None = None) -> CheckpointStore:
-    """The checkpointer holding this conversation's state: the platform's when it is attached."""
+    """The checkpointer holding this conversation's state: the platform's when it is attached.
+
+    A platform checkpoint outside the allow-list is `CheckpointRefused` there,
+    audited (`attach.refusals`).
+    """
     if conv.origin == ORIGIN_ATTACHED:
         try:
-            return platform_store(settings)
+            return AuditedReads(platform_store(settings), settings)
         except AttachUnavailable as exc:
             raise AttachUnavailable(
                 f"thread {conv.thread_id} belongs to the attached platform: {exc.message}"

@@ -6,7 +6,9 @@ read and projected; `--full` ignores the stored watermark and lists every
 platform thread again (threads already projected are still skipped). It
 exits 1 when a thread failed to project. `status` says what is attached (by
 its label: host, port and database, never the URL) and how far the last scan
-got, from our own tables only. Neither ever prints the connection string.
+got, from our own tables only, with the threads whose checkpoint was refused
+(a type outside the allow-list) and not projected since. Neither ever prints
+the connection string.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
         lines.append(
             "failed: " + ", ".join(f"{code} {n}" for code, n in sorted(report.failures.items()))
         )
+    if report.refused:
+        lines.append(
+            f"refused {report.refused:,} (checkpoint_refused: a type outside the allow-list, "
+            "nothing called): " + ", ".join(report.refused_threads)
+        )
     return CommandResult(
         data=report.to_dict(),
         text="\n".join(lines),
@@ -52,6 +59,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
     import sqlalchemy as sa
 
     from yuxi_dash.attach import attach_conninfo, read_watermark, source_label
+    from yuxi_dash.attach.refusals import refused_threads
     from yuxi_dash.settings import get_settings
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
@@ -73,6 +81,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         "watermark": None,
         "scanned_at": None,
         "attached_threads": attached,
+        "refused_threads": [r.to_dict() for r in refused_threads(settings)],
     }
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
@@ -89,6 +98,11 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
             f"attached {data['source']}, scanned every {settings.attach_scan_seconds:g} s; "
             f"last scan {last}; watermark {data['watermark'] or '-'}; "
             f"{attached:,} attached threads"
+        )
+    for refused in data["refused_threads"]:
+        text += (
+            f"\nrefused thread {refused['thread_id']} at {refused['refused_at']} "
+            f"(checkpoint_refused: names {refused['type']}; via {refused['via']})"
         )
     return CommandResult(data=data, text=text)
 

@@ -7,7 +7,9 @@
   and `memory supersede FACT_UUID --user USER --reason TEXT --text NEW [--ticket REF]`:
   the operator role (`YUXI_DASH_CLI_ROLE`), the user's `graphiti-memory` gate,
   a reason of 3 words and 15 characters; each prints its audit row id
-  (`audit_id` in `--json`), which `memory undo AUDIT_ID` takes.
+  (`audit_id` in `--json`), which `memory undo AUDIT_ID` takes: its author
+  may undo it; another operator's correction needs `YUXI_DASH_CLI_ROLE=admin`
+  and a `--reason` (refused otherwise: `not_your_correction`, exit 1).
 - Exit codes as everywhere: 2 bad input, 3 not found, 4 conflict (already
   invalidated, not tentative, already undone, stale), 6 gated off, 1 refused role.
 Registered by `cli.memory.register`.
@@ -154,9 +156,14 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         parser.set_defaults(handler=_correct)
 
     undo = memory_sub.add_parser(
-        "undo", help="undo a correction by its audit row id (operator, audited)"
+        "undo",
+        help="undo a correction by its audit row id (its author; another's: admin, audited)",
     )
     undo.add_argument("audit_id", metavar="AUDIT_ID", type=_audit_id)
-    undo.add_argument("--reason", default="", help="why (optional)")
+    undo.add_argument(
+        "--reason",
+        default="",
+        help="why (optional for your own correction; another operator's needs admin and a reason)",
+    )
     add_actor_and_json_flags(undo)
     undo.set_defaults(handler=_undo)

@@ -6,7 +6,9 @@
   `not_invalidated`, `not_tentative`, `already_undone`, `not_undoable`,
   `fact_busy` (another correction of the fact holds its lock) and
   `stale_fact` (409, exit 4), and `index_drift` (the fact is in the graph but
-  graphiti-core's index path cannot see it: repair the indexes first).
+  graphiti-core's index path cannot see it: repair the indexes first), and
+  `not_your_correction` (403, exit 1: undoing another operator's correction
+  needs the admin role).
 - A fact uuid is 1-64 letters, digits, '-' or '_' (graphiti-core writes uuid4 strings).
 - A reason has at least 3 words and 15 characters (at most 1,000); a ticket is
   an id like `SUP-1234` or `ZD#5521` (at most 64 characters of
@@ -29,7 +31,7 @@ from typing import Any
 from graphiti_core.edges import EntityEdge
 
 from yuxi_dash import validation
-from yuxi_dash.errors import InvalidInput, NotFound, StaleState, YuxiDashError
+from yuxi_dash.errors import Forbidden, InvalidInput, NotFound, StaleState, YuxiDashError
 
 ACTIONS = ("retract", "supersede", "restore", "reject")
 UNDO = "undo"
@@ -103,6 +105,12 @@ class StaleFact(StaleState):
     """The fact changed since the correction: undoing it would overwrite someone's change."""
 
     code = "stale_fact"
+
+
+class NotYourCorrection(Forbidden):
+    """Another operator's correction: only its author, or an admin with a reason, undoes it."""
+
+    code = "not_your_correction"
 
 
 class IndexDrift(CorrectionConflict):

@@ -27,7 +27,10 @@ shorthands), and `undo_correction(audit_id, actor=...)`. Every call:
 
 `undo_correction` puts back exactly the edges a correction found (every
 property, the embedding included; a fact a supersede created is deleted),
-after checking that the correction was not undone already (`already_undone`),
+after checking that the actor made the correction, or else is an admin
+(`not_your_correction`) and gives a reason (`reason_required`; the audit row
+says whose correction it undid and whether it was the actor's own), that the
+correction was not undone already (`already_undone`),
 is not itself an undo (`not_undoable`), and that the edges are still exactly as
 the correction left them (`stale_fact`). graphiti-core's `save` also stores
 `source_uuid` / `target_uuid`, its own copies of the two ends; snapshots leave
@@ -287,6 +290,7 @@ def correct(
     new_uuid = next((u for u in after if u != fact), None)
     return {
         "audit_id": audit_id,
+        "actor": actor.id,
         "correction_id": correction_id,
         "action": action,
         "user_id": user_id,
@@ -317,6 +321,15 @@ def reject(user_id: str, fact_uuid: str, **kw: Any) -> dict[str, Any]:
     return correct("reject", user_id, fact_uuid, **kw)
 
 
+def _may_undo_others(actor: Actor) -> None:
+    """Undoing another operator's correction needs the admin role (`NotYourCorrection`)."""
+    if actor.role < Role.ADMIN:
+        raise rules.NotYourCorrection(
+            "this correction was made by another operator: only its author, or an admin "
+            "with a reason, may undo it"
+        )
+
+
 def undo_correction(
     audit_id: int,
     *,
@@ -343,10 +356,20 @@ def undo_correction(
             raise rules.CorrectionNotFound(f"audit row {wanted} is not a memory correction")
     user_id = original["user_id"]
     target = audit_target(user_id)
-    detail = {**detail, "fact_uuid": original["fact_uuid"], "undoes_correction_id": original["id"]}
+    own = original["actor"] == actor.id
+    detail = {
+        **detail,
+        "fact_uuid": original["fact_uuid"],
+        "undoes_correction_id": original["id"],
+        "undoes_actor": original["actor"],
+        "own": own,
+    }
     with audited_refusals(
         actor=actor.id, action=UNDO_ACTION, target=target, detail=detail, settings=settings
     ):
+        if not own:
+            _may_undo_others(actor)
+            reason = rules.reason(reason)
         if original["action"] == rules.UNDO:
             raise rules.NotUndoable("an undo cannot be undone; correct the fact again instead")
         if original["undone_by_audit_id"] is not None:
@@ -426,6 +449,7 @@ def undo_correction(
             conn.close()
     return {
         "audit_id": audit_id,
+        "actor": actor.id,
         "correction_id": correction_id,
         "action": rules.UNDO,
         "undoes_audit_id": wanted,

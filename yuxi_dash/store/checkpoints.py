@@ -7,7 +7,10 @@ a file beside the SQLite database (``<name>.checkpoints.sqlite``: a separate
 file, so the row lock's ``BEGIN IMMEDIATE`` on the database never blocks a
 checkpoint write); PostgreSQL keeps them with ``langgraph-checkpoint-postgres``
 in the same database, in the saver's own tables, created by the saver's own
-``setup()`` when our migrations run.
+``setup()`` when our migrations run. Every saver here reads and writes with
+`store.checkpoint_serde.checkpoint_serializer()` (an allow-list set in code),
+the attached platform's included: a blob naming another type is
+`CheckpointRefused`, never a call.
 
 Nothing here writes a checkpoint table. Reads are ``get_state`` /
 ``get_state_history`` and writes ``update_state`` of a compiled graph whose
@@ -46,6 +49,7 @@ from yuxi_dash.compression.agent_state import CompressedContextState, context_st
 from yuxi_dash.compression.state import ThreadContextState
 from yuxi_dash.errors import StaleState, StoreUnavailable
 from yuxi_dash.resources import CHECKPOINT_STORES, get_resources
+from yuxi_dash.store.checkpoint_serde import checkpoint_serializer
 
 WRITER_NODE = "model"
 _SETUP_LOCK = 730116  # advisory lock key of the PostgreSQL saver's setup
@@ -215,7 +219,7 @@ def open_checkpoint_store(url: str) -> CheckpointStore:
         conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: never corrupt; a power cut may lose the last commits (embedded default)
         conn.execute("PRAGMA synchronous=NORMAL")
-        sqlite_saver = SqliteSaver(conn)
+        sqlite_saver = SqliteSaver(conn, serde=checkpoint_serializer())
         sqlite_saver.setup()
         return CheckpointStore(sqlite_saver, close=conn.close)
     try:
@@ -268,7 +272,7 @@ def open_postgres_store(
         open=True,
         timeout=30.0 if setup else 15.0,
     )
-    saver = PostgresSaver(pool)
+    saver = PostgresSaver(pool, serde=checkpoint_serializer())
     if not setup:
         return CheckpointStore(saver, close=pool.close)
     try:

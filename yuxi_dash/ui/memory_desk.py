@@ -10,7 +10,8 @@
 - `draw_corrections(actor, user_id, fact)`: for operators only (the service
   checks the role again), a form per correction with the reason, ticket and
   (for supersede) the corrected text and a confirmation box; the result shows
-  its audit row id and an Undo button.
+  its audit row id and an Undo button for its author, or for an admin with a
+  reason (the service checks the same again).
 Every string from the graph or the chat is shown literally (`ui.format`).
 """
 
@@ -198,24 +199,43 @@ def _applicable(fact: dict[str, Any]) -> list[str]:
     return actions
 
 
+def _draw_undo(actor: Actor, result: dict[str, Any]) -> None:
+    """Undo for the correction's author; for an admin, another's with a reason; else a line.
+
+    The service checks the same again (`not_your_correction`, `reason_required`).
+    """
+    reason = ""
+    if result.get("actor") != actor.id:
+        if actor.role < Role.ADMIN:
+            st.caption("Only its author, or an admin with a reason, may undo this correction.")
+            return
+        reason = st.text_input(
+            "Reason to undo another operator's correction (at least 3 words)",
+            key="desk_undo_reason",
+        )
+    if not st.button("Undo", key="desk_undo"):
+        return
+    try:
+        undone = corrections.undo_correction(result["audit_id"], actor=actor, reason=reason)
+    except YuxiDashError as exc:
+        st.error(literal(error_line(exc)))
+        return
+    st.session_state[RESULT_KEY] = undone
+    st.session_state[RESET_KEY] = True
+    clear_desk_caches()
+    st.rerun()
+
+
 def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
-    """Operators: the correction form; everyone: the last result and its Undo button."""
+    """Operators: the correction form; everyone: the last result and, for who may, Undo."""
     if st.session_state.pop(RESET_KEY, False):
         for key in FORM_KEYS:  # before the widgets exist in this run, so they start empty
             st.session_state.pop(key, None)
     result = st.session_state.get(RESULT_KEY)
     if result:
         st.success(md("{} done — audit row {}", result["action"], result["audit_id"]))
-        if result["action"] != "undo" and st.button("Undo", key="desk_undo"):
-            try:
-                undone = corrections.undo_correction(result["audit_id"], actor=actor)
-            except YuxiDashError as exc:
-                st.error(literal(error_line(exc)))
-            else:
-                st.session_state[RESULT_KEY] = undone
-                st.session_state[RESET_KEY] = True
-                clear_desk_caches()
-                st.rerun()
+        if result["action"] != "undo":
+            _draw_undo(actor, result)
     if actor.role < Role.OPERATOR:
         st.caption("Corrections need the operator role.")
         return
