@@ -55,6 +55,7 @@ from yuxi_dash.errors import (
     StoreUnavailable,
     SummarizerFailed,
     ThreadAttached,
+    ThreadBusy,
     YuxiDashError,
 )
 from yuxi_dash.records import Record
@@ -314,8 +315,11 @@ def _compress_locked(
             created=created,
         )
     except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
-        if is_lock_failure(exc):
-            raise
+        if is_lock_failure(exc):  # a lock wait of the checkpoint write itself ran out
+            raise ThreadBusy(
+                f"thread {thread_id} is locked by another operation; try again shortly",
+                reason="locked",
+            ) from exc
         raise StoreUnavailable(
             f"the database connection holding thread {thread_id}'s lock was lost; "
             "nothing was written, compress again"
