@@ -24,7 +24,11 @@ from tests.service.builders import OPERATOR, audit_rows, seed_thread, snapshot_o
 from yuxi_dash import service
 from yuxi_dash.audit import wait_for_pending_audit
 from yuxi_dash.errors import StaleState, StoreUnavailable
-from yuxi_dash.service.compress import STEP_CHECKPOINT_WRITTEN, STEP_FILES_WRITTEN
+from yuxi_dash.service.compress import (
+    STEP_CHECKPOINT_WRITTEN,
+    STEP_FILES_WRITTEN,
+    STEP_PROJECTED,
+)
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import Conversation, RunRequest, ToolResult
@@ -156,14 +160,18 @@ service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
 """
 
 
-def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(db_url: str) -> None:
+@pytest.mark.parametrize("step", [STEP_CHECKPOINT_WRITTEN, STEP_PROJECTED])
+def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
+    db_url: str, step: str
+) -> None:
+    """Killed after the checkpoint write, or after the projection and audit row too."""
     seeded = seed_thread()
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     child = subprocess.run(
-        [sys.executable, "-c", _CHILD, STEP_CHECKPOINT_WRITTEN],
+        [sys.executable, "-c", _CHILD, step],
         env=env,
         capture_output=True,
         timeout=120,

@@ -12,9 +12,10 @@ A compress runs in three phases (docs/architecture.md, "The lock protocol"):
    (else 409 thread_busy / stale_state, nothing written) -> offloaded files and
    the history section -> a new checkpoint -> its projection: a
    `manual_compression` snapshot, the current-usage columns, the tool-results
-   index, the checkpoint id -> commit. On PostgreSQL the checkpoint is written on
-   the lock's own connection (`state_repository.locked_store`): all of it commits
-   with the lock or none of it does; a lost connection is 503 store_unavailable.
+   index, the checkpoint id, the audit row -> commit. On PostgreSQL the checkpoint
+   is written on the lock's own connection (`state_repository.locked_store`): all
+   of it commits with the lock or none of it does; a lost connection is 503
+   store_unavailable.
    Files created by an attempt that then fails are swept (`service.leftovers`).
 Every attempt leaves one audit row: completed, no_op, refused (with the error
 code) or failed, with what was caught up, swept, left or adopted. A summarizer
@@ -37,7 +38,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
-from yuxi_dash.audit import record_audit_eventually
+from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
     PreparedSummary,
@@ -89,8 +90,9 @@ COMPRESS_ACTION = "compress"
 # the phase-3 steps `on_step` is told of, in order (each under the lock)
 STEP_FILES_WRITTEN = "files_written"
 STEP_CHECKPOINT_WRITTEN = "checkpoint_written"
-STEP_PROJECTED = "projected"
+STEP_PROJECTED = "projected"  # the projection and the audit row too; the commit is next
 StepHook = Callable[[str], None]
+AuditIn = Callable[[Session, "CompressResult"], None]  # writes the audit row in that session
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,18 @@ def compress_thread_context(
     target = thread_target(thread_id)
     audit_detail: dict[str, Any] = {"role": actor.role.label, "via": actor.via}
     notes: dict[str, Any] = {}  # what the attempt repaired, swept, left or adopted
+
+    def audit_in(session: Session, result: CompressResult) -> None:
+        """The completed attempt's audit row, in the transaction that writes the summary."""
+        record_audit(
+            actor=actor.id,
+            action=COMPRESS_ACTION,
+            target=target,
+            outcome=result.status,
+            detail=_result_detail({**audit_detail, **notes}, result),
+            session=session,
+        )
+
     if expected_checkpoint_id is not None:
         audit_detail["expected_checkpoint_id"] = expected_checkpoint_id
     try:
@@ -157,6 +171,7 @@ def compress_thread_context(
             summarizer=summarizer,
             on_step=on_step,
             notes=notes,
+            audit_in=audit_in,
         )
     except SummarizerFailed as exc:
         detail = {**audit_detail, **notes, "code": exc.code}
@@ -174,23 +189,25 @@ def compress_thread_context(
         detail = {**audit_detail, **notes, "error": type(exc).__name__}
         _audit_safely(actor.id, target, "failed", detail, settings)
         raise
-    _audit_safely(
-        actor.id,
-        target,
-        result.status,
-        {
-            **audit_detail,
-            **notes,
-            "checkpoint_id": result.checkpoint_id,
-            "before_tokens": result.before_tokens,
-            "after_tokens": result.after_tokens,
-            "compressed_messages": result.compressed_messages,
-            "reason": result.reason,
-            "file_path": result.file_path,
-        },
-        settings,
-    )
+    audit_detail.update(notes)
+    if result.status != "completed":  # a completed one is audited in its own transaction
+        _audit_safely(
+            actor.id, target, result.status, _result_detail(audit_detail, result), settings
+        )
     return result
+
+
+def _result_detail(detail: dict[str, Any], result: CompressResult) -> dict[str, Any]:
+    """The audit detail of an attempt that ended with a result (completed or no_op)."""
+    return {
+        **detail,
+        "checkpoint_id": result.checkpoint_id,
+        "before_tokens": result.before_tokens,
+        "after_tokens": result.after_tokens,
+        "compressed_messages": result.compressed_messages,
+        "reason": result.reason,
+        "file_path": result.file_path,
+    }
 
 
 def _audit_safely(
@@ -251,6 +268,7 @@ def _compress_locked(
     summarizer: Summarizer | None,
     on_step: StepHook | None,
     notes: dict[str, Any],
+    audit_in: AuditIn,
 ) -> CompressResult:
     """A compress in three phases, so the platform's intake never waits for a model.
 
@@ -313,6 +331,7 @@ def _compress_locked(
             on_step=on_step or _no_step,
             notes=notes,
             created=created,
+            audit_in=audit_in,
         )
     except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
         if is_lock_failure(exc):  # a lock wait of the checkpoint write itself ran out
@@ -360,6 +379,7 @@ def _write_locked(
     on_step: StepHook,
     notes: dict[str, Any],
     created: list[str],
+    audit_in: AuditIn,
 ) -> CompressResult:
     """Phase 3: still idle and still at the checkpoint phase 1 read (else 409 thread_busy /
     stale_state, nothing written); then the files, the new checkpoint and its projection,
@@ -410,8 +430,6 @@ def _write_locked(
         apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
         index_saved_files(session, thread_id, outcome.saved_files)
         conv.checkpoint_id = written.checkpoint_id
-        session.flush()
-        on_step(STEP_PROJECTED)
         result = CompressResult(
             thread_id=thread_id,
             status="completed",
@@ -422,6 +440,9 @@ def _write_locked(
             reason=outcome.reason,
             checkpoint_id=written.checkpoint_id,
         )
+        audit_in(session, result)
+        session.flush()
+        on_step(STEP_PROJECTED)
     created.clear()  # committed: every file it wrote is indexed
     return result
 
