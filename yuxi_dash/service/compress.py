@@ -68,7 +68,7 @@ from yuxi_dash.service.locking import (
     thread_lock,
     thread_target,
 )
-from yuxi_dash.service.projection import project_thread
+from yuxi_dash.service.projection import catch_up
 from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpoints import CheckpointStore
@@ -289,7 +289,7 @@ def _compress_locked(
                 f"thread {thread_id} has a newer state than the one you saw; "
                 "reload before compressing"
             )
-        _catch_up(session, require_thread(conv, thread_id), locked, notes)
+        _note_caught_up(notes, catch_up(session, require_thread(conv, thread_id), locked))
         plan = _CompressPlan(
             stored=stored,
             keep_messages=agent.summary_keep_messages,
@@ -352,19 +352,9 @@ def _no_step(step: str) -> None:
     return None
 
 
-def _catch_up(
-    session: Session, conv: Conversation, store: CheckpointStore, notes: dict[str, Any]
-) -> None:
-    """Project the checkpoints the thread's row has not seen (a crash, an outside write)."""
-    before = conv.checkpoint_id
-    latest = project_thread(session, conv, store)
-    if latest is not None and latest.checkpoint_id != before:
-        usage = latest.values.get(TOKEN_USAGE_KEY)
-        notes["caught_up"] = {
-            "from": before,
-            "to": latest.checkpoint_id,
-            "source": usage.get("source") if isinstance(usage, dict) else None,
-        }
+def _note_caught_up(notes: dict[str, Any], caught_up: dict[str, Any] | None) -> None:
+    if caught_up is not None:
+        notes["caught_up"] = caught_up
 
 
 def _write_locked(
@@ -394,7 +384,7 @@ def _write_locked(
                 f"thread {thread_id} moved on while its summary was being written; "
                 "nothing was written, reload and compress again"
             )
-        _catch_up(session, conv, locked, notes)
+        _note_caught_up(notes, catch_up(session, conv, locked))
         missing, present = created_files(workdir, prepared.pending)
         adopted = unindexed(session, present)
         if adopted:  # left by an attempt that never committed: indexed by this one
