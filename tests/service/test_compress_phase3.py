@@ -197,7 +197,7 @@ def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
     assert row.checkpoint_id == stored.checkpoint_id == again.checkpoint_id
     assert row.next_llm_input_tokens == stored.token_usage["next_llm_input_tokens"]
     assert row.summary_active is True
-    assert set(_result_files()) <= _indexed_paths()  # no offloaded file without its index row
+    assert set(_result_files()) == _indexed_paths()  # no file without its row, nor the reverse
     assert wait_for_pending_audit(30)
     (audit,) = audit_rows()  # the killed attempt left none
     if sqlite:
@@ -210,3 +210,30 @@ def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
     else:
         assert audit.outcome == "completed"
         assert sorted(audit.detail["adopted_files"]) == leftovers
+
+
+def test_a_failure_after_the_checkpoint_write_never_leaves_a_row_without_its_file(
+    db_url: str,
+) -> None:
+    """PostgreSQL: the checkpoint goes with the transaction and the files are swept.
+    SQLite: the checkpoint's own file committed and names the files: they stay, and
+    the next compress indexes them. Either way no index row names a missing file."""
+    seeded = seed_thread()
+
+    def at_step(step: str) -> None:
+        if step == STEP_CHECKPOINT_WRITTEN:
+            raise RuntimeError("the process fails here")
+
+    with pytest.raises(RuntimeError):
+        service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+    with session_scope() as session:
+        sqlite = is_sqlite(session)
+    stored = load_state("t1")
+    assert stored is not None
+    assert (stored.checkpoint_id != seeded) == sqlite
+    assert bool(_result_files()) == sqlite
+    service.compress_thread_context("t1", actor=OPERATOR)
+    stored = load_state("t1")
+    assert stored is not None and _row().checkpoint_id == stored.checkpoint_id
+    indexed = _indexed_paths()
+    assert indexed and set(_result_files()) == indexed

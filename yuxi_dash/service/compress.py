@@ -415,6 +415,8 @@ def _write_locked(
             "measured_at": now.isoformat(),
         }
         written = locked.write(thread_id, update, expected_checkpoint_id=plan.stored.checkpoint_id)
+        if locked is store:  # SQLite: the checkpoint's own file committed; it names the files
+            created.clear()  # (a catch-up indexes them), so they are no leftovers
         on_step(STEP_CHECKPOINT_WRITTEN)
         # the projection of this checkpoint, exactly: the usage it measured, the files it saved
         apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
