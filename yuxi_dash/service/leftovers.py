@@ -7,7 +7,8 @@ names it, under the thread's row lock, and never while a run of the thread is
 running (its agent may be offloading the same result). `created_files` tells
 which planned files an attempt creates; `unindexed` which of a list no index row
 names; `sweep_created` removes what a failed attempt created and says what it
-did (the attempt's audit row carries it). A compress killed outright sweeps
+did (the attempt's audit row carries it); files a committed checkpoint names
+(SQLite's own file) are not the attempt's to sweep. A compress killed outright sweeps
 nothing: its files sit under the same names the thread's next compress plans, and
 that compress indexes them (its audit row lists them as `adopted_files`).
 """
