@@ -117,3 +117,38 @@ def test_a_write_lands_exactly_when_it_names_the_newest_checkpoint(picks: list[i
         assert [m.content for m in stored.state.messages] == [f"write {landed[-1]}"]
     else:
         assert stored is None
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def test_locked_store_commits_and_rolls_back_with_the_locking_session(db_url: str) -> None:
+    """PostgreSQL: a write through `locked_store` is part of the session's transaction;
+    SQLite: the checkpoints' own file commits on its own (the guarantee the docs state)."""
+    from yuxi_dash.store.db import is_sqlite, locked_session
+    from yuxi_dash.store.state_repository import locked_store, state_store
+
+    first = write_state("t1", {"messages": [HumanMessage("one")]}, expected_checkpoint_id=None)
+    with pytest.raises(_RolledBack), locked_session() as session:
+        sqlite = is_sqlite(session)
+        store = locked_store(session, state_store())
+        assert (store is state_store()) == sqlite
+        inside = store.write(
+            "t1", {"messages": [AIMessage("two")]}, expected_checkpoint_id=first.checkpoint_id
+        )
+        assert store.latest("t1").checkpoint_id == inside.checkpoint_id  # type: ignore[union-attr]
+        raise _RolledBack
+    stored = load_state("t1")
+    assert stored is not None
+    if sqlite:
+        assert stored.checkpoint_id == inside.checkpoint_id
+    else:
+        assert stored.checkpoint_id == first.checkpoint_id  # rolled back with the session
+        assert [m.content for m in stored.state.messages] == ["one"]
+    with locked_session() as session:
+        kept = locked_store(session, state_store()).write(
+            "t1", {"messages": [AIMessage("three")]}, expected_checkpoint_id=stored.checkpoint_id
+        )
+    stored = load_state("t1")
+    assert stored is not None and stored.checkpoint_id == kept.checkpoint_id  # committed with it

@@ -10,6 +10,7 @@ and `from yuxi_dash.service import X` both work.
 - `compress`: manual compression in three phases and its read-only preview.
 - `usage_writes`: usage snapshots and current usage, the tool-results index,
   the chat record.
+- `leftovers`: offloaded files of a compress that did not commit.
 - `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
 - `threads`: agents, thread rows, thread status, and `import_thread`.
 

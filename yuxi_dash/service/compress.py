@@ -4,16 +4,22 @@ A compress runs in three phases (docs/architecture.md, "The lock protocol"):
 1. under the lock: role -> exists / owned / not deleted (404) -> idle (409
    thread_busy, never queued) -> agent (404) -> capability (422; an attached
    platform's thread is 422 thread_attached) -> the checkpoint the operator saw
-   (409 stale_state) -> read the state; release. Workdir present and writable (503).
+   (409 stale_state) -> catch the projection up on checkpoints it has not seen
+   (the audit row's `caught_up`) -> read the state; release. Workdir present and
+   writable (503).
 2. no lock: plan the offloads and call the summarizer.
 3. under the lock again: still idle and still at the checkpoint phase 1 read
    (else 409 thread_busy / stale_state, nothing written) -> offloaded files and
-   the history section -> a new checkpoint through the state graph (the summary
-   event, the offloaded messages by id, token_usage merged) -> its projection:
-   a `manual_compression` snapshot, the current-usage columns, the tool-results
-   index, the checkpoint id -> commit.
+   the history section -> a new checkpoint -> its projection: a
+   `manual_compression` snapshot, the current-usage columns, the tool-results
+   index, the checkpoint id, the audit row -> commit. On PostgreSQL the checkpoint
+   is written on the lock's own connection (`state_repository.locked_store`): all
+   of it commits with the lock or none of it does; a lost connection is 503
+   store_unavailable.
+   Files created by an attempt that then fails are swept (`service.leftovers`).
 Every attempt leaves one audit row: completed, no_op, refused (with the error
-code) or failed. A summarizer failure writes nothing.
+code) or failed, with what was caught up, swept, left or adopted. A summarizer
+failure writes nothing. `on_step` is called at each phase-3 step (tests).
 
 The preview locks nothing, summarizes nothing and writes nothing: it asks the
 engine for its estimate of the same plan.
@@ -22,17 +28,20 @@ engine for its estimate of the same plan.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
-from yuxi_dash.audit import record_audit_eventually
+from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
+    PreparedSummary,
     Summarizer,
     estimate_summary,
     get_summarizer,
@@ -44,11 +53,14 @@ from yuxi_dash.compression.state import ThreadContextState
 from yuxi_dash.errors import (
     CompressionUnsupported,
     StaleState,
+    StoreUnavailable,
     SummarizerFailed,
     ThreadAttached,
+    ThreadBusy,
     YuxiDashError,
 )
 from yuxi_dash.records import Record
+from yuxi_dash.service.leftovers import created_files, sweep_created, unindexed
 from yuxi_dash.service.locking import (
     require_agent,
     require_idle,
@@ -56,19 +68,31 @@ from yuxi_dash.service.locking import (
     thread_lock,
     thread_target,
 )
-from yuxi_dash.service.projection import project_thread
+from yuxi_dash.service.projection import catch_up
 from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.checkpoints import CheckpointStore
+from yuxi_dash.store.db import is_lock_failure, session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
 from yuxi_dash.store.queries import busy_reason
-from yuxi_dash.store.state_repository import StoredState, load_state, state_store
+from yuxi_dash.store.state_repository import (
+    StoredState,
+    load_state,
+    locked_store,
+    state_store,
+)
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 from yuxi_dash.workdir import Workdir
 
 log = logging.getLogger(__name__)
 
 COMPRESS_ACTION = "compress"
+# the phase-3 steps `on_step` is told of, in order (each under the lock)
+STEP_FILES_WRITTEN = "files_written"
+STEP_CHECKPOINT_WRITTEN = "checkpoint_written"
+STEP_PROJECTED = "projected"  # the projection and the audit row too; the commit is next
+StepHook = Callable[[str], None]
+AuditIn = Callable[[Session, "CompressResult"], None]  # writes the audit row in that session
 
 
 @dataclass(frozen=True)
@@ -107,16 +131,31 @@ def compress_thread_context(
     user_id: str | None = None,
     settings: Settings | None = None,
     summarizer: Summarizer | None = None,
+    on_step: StepHook | None = None,
 ) -> CompressResult:
     """Summarize a thread's history now, under the conversation row lock.
 
     `user_id`, when given, is an ownership guard: a thread of another user is 404.
     `expected_checkpoint_id` is the checkpoint the operator saw: a thread whose
-    newest checkpoint is another one is 409 stale_state.
+    newest checkpoint is another one is 409 stale_state. `on_step` is called with
+    each phase-3 step's name while the lock is held (a seam for tests).
     """
     settings = settings or get_settings()
     target = thread_target(thread_id)
     audit_detail: dict[str, Any] = {"role": actor.role.label, "via": actor.via}
+    notes: dict[str, Any] = {}  # what the attempt repaired, swept, left or adopted
+
+    def audit_in(session: Session, result: CompressResult) -> None:
+        """The completed attempt's audit row, in the transaction that writes the summary."""
+        record_audit(
+            actor=actor.id,
+            action=COMPRESS_ACTION,
+            target=target,
+            outcome=result.status,
+            detail=_result_detail({**audit_detail, **notes}, result),
+            session=session,
+        )
+
     if expected_checkpoint_id is not None:
         audit_detail["expected_checkpoint_id"] = expected_checkpoint_id
     try:
@@ -130,37 +169,45 @@ def compress_thread_context(
             user_id=user_id,
             settings=settings,
             summarizer=summarizer,
+            on_step=on_step,
+            notes=notes,
+            audit_in=audit_in,
         )
     except SummarizerFailed as exc:
-        _audit_safely(actor.id, target, "failed", {**audit_detail, "code": exc.code}, settings)
+        detail = {**audit_detail, **notes, "code": exc.code}
+        _audit_safely(actor.id, target, "failed", detail, settings)
         raise
     except YuxiDashError as exc:
         outcome = (
             "refused" if exc.status_code < 500 or exc.code == "workdir_unavailable" else "failed"
         )
-        _audit_safely(actor.id, target, outcome, {**audit_detail, "code": exc.code}, settings)
-        raise
-    except Exception as exc:
         _audit_safely(
-            actor.id, target, "failed", {**audit_detail, "error": type(exc).__name__}, settings
+            actor.id, target, outcome, {**audit_detail, **notes, "code": exc.code}, settings
         )
         raise
-    _audit_safely(
-        actor.id,
-        target,
-        result.status,
-        {
-            **audit_detail,
-            "checkpoint_id": result.checkpoint_id,
-            "before_tokens": result.before_tokens,
-            "after_tokens": result.after_tokens,
-            "compressed_messages": result.compressed_messages,
-            "reason": result.reason,
-            "file_path": result.file_path,
-        },
-        settings,
-    )
+    except Exception as exc:
+        detail = {**audit_detail, **notes, "error": type(exc).__name__}
+        _audit_safely(actor.id, target, "failed", detail, settings)
+        raise
+    audit_detail.update(notes)
+    if result.status != "completed":  # a completed one is audited in its own transaction
+        _audit_safely(
+            actor.id, target, result.status, _result_detail(audit_detail, result), settings
+        )
     return result
+
+
+def _result_detail(detail: dict[str, Any], result: CompressResult) -> dict[str, Any]:
+    """The audit detail of an attempt that ended with a result (completed or no_op)."""
+    return {
+        **detail,
+        "checkpoint_id": result.checkpoint_id,
+        "before_tokens": result.before_tokens,
+        "after_tokens": result.after_tokens,
+        "compressed_messages": result.compressed_messages,
+        "reason": result.reason,
+        "file_path": result.file_path,
+    }
 
 
 def _audit_safely(
@@ -219,28 +266,30 @@ def _compress_locked(
     user_id: str | None,
     settings: Settings,
     summarizer: Summarizer | None,
+    on_step: StepHook | None,
+    notes: dict[str, Any],
+    audit_in: AuditIn,
 ) -> CompressResult:
     """A compress in three phases, so the platform's intake never waits for a model.
 
-    1. Under the row lock: the refusals, the expected checkpoint, read the state; release.
+    1. Under the row lock: the refusals, the expected checkpoint, the projection
+       caught up, read the state; release.
     2. No lock held: plan the offloads and call the summarizer (seconds to minutes).
-    3. Under the row lock again: the thread must still be idle and its newest
-       checkpoint the one phase 1 read (else 409 thread_busy / stale_state,
-       nothing written); then the files, the new checkpoint (the state graph's
-       `update_state`), and its projection: the usage snapshot, current usage,
-       tool-results index and checkpoint id. Two compresses racing both
+    3. Under the row lock again (`_write_locked`). Two compresses racing both
        summarize, but only the first to reach phase 3 writes.
     """
     store = state_store(settings)
     with thread_lock(thread_id, settings=settings) as (session, conv):
         agent = _check_compressible(session, conv, thread_id, user_id=user_id)
-        latest = store.latest(thread_id)
+        locked = locked_store(session, store)
+        latest = locked.latest(thread_id)
         stored = StoredState.of(latest) if latest else StoredState.empty(thread_id)
         if expected_checkpoint_id is not None and stored.checkpoint_id != expected_checkpoint_id:
             raise StaleState(
                 f"thread {thread_id} has a newer state than the one you saw; "
                 "reload before compressing"
             )
+        _note_caught_up(notes, catch_up(session, require_thread(conv, thread_id), locked))
         plan = _CompressPlan(
             stored=stored,
             keep_messages=agent.summary_keep_messages,
@@ -269,17 +318,80 @@ def _compress_locked(
             reason=outcome.reason,
             checkpoint_id=plan.stored.checkpoint_id,
         )
+    created: list[str] = []
+    try:
+        return _write_locked(
+            thread_id,
+            plan,
+            prepared,
+            user_id=user_id,
+            store=store,
+            workdir=workdir,
+            settings=settings,
+            on_step=on_step or _no_step,
+            notes=notes,
+            created=created,
+            audit_in=audit_in,
+        )
+    except (psycopg.OperationalError, sa.exc.OperationalError) as exc:
+        if is_lock_failure(exc):  # a lock wait of the checkpoint write itself ran out
+            raise ThreadBusy(
+                f"thread {thread_id} is locked by another operation; try again shortly",
+                reason="locked",
+            ) from exc
+        raise StoreUnavailable(
+            f"the database connection holding thread {thread_id}'s lock was lost; "
+            "nothing was written, compress again"
+        ) from exc
+    finally:
+        if created:  # the attempt did not commit
+            notes.update(sweep_created(thread_id, created, workdir=workdir, settings=settings))
+
+
+def _no_step(step: str) -> None:
+    return None
+
+
+def _note_caught_up(notes: dict[str, Any], caught_up: dict[str, Any] | None) -> None:
+    if caught_up is not None:
+        notes["caught_up"] = caught_up
+
+
+def _write_locked(
+    thread_id: str,
+    plan: _CompressPlan,
+    prepared: PreparedSummary,
+    *,
+    user_id: str | None,
+    store: CheckpointStore,
+    workdir: Workdir,
+    settings: Settings,
+    on_step: StepHook,
+    notes: dict[str, Any],
+    created: list[str],
+    audit_in: AuditIn,
+) -> CompressResult:
+    """Phase 3: still idle and still at the checkpoint phase 1 read (else 409 thread_busy /
+    stale_state, nothing written); then the files, the new checkpoint and its projection,
+    all in the lock's transaction. ``created`` gets the files this attempt creates."""
     with thread_lock(thread_id, settings=settings) as (session, conv):
         conv = require_thread(conv, thread_id, user_id=user_id)
         _check_compressible(session, conv, thread_id, user_id=user_id)
-        latest = store.latest(thread_id)
+        locked = locked_store(session, store)
+        latest = locked.latest(thread_id)
         if (latest.checkpoint_id if latest else None) != plan.stored.checkpoint_id:
             raise StaleState(
                 f"thread {thread_id} moved on while its summary was being written; "
                 "nothing was written, reload and compress again"
             )
-        project_thread(session, conv, store)  # catch up on anything not projected yet
+        _note_caught_up(notes, catch_up(session, conv, locked))
+        missing, present = created_files(workdir, prepared.pending)
+        adopted = unindexed(session, present)
+        if adopted:  # left by an attempt that never committed: indexed by this one
+            notes["adopted_files"] = adopted
+        created.extend(missing)
         outcome = write_summary(prepared, workdir=workdir)
+        on_step(STEP_FILES_WRITTEN)
         now = utcnow()
         figures = UsageSnapshot(
             llm_input_tokens=outcome.after_tokens,
@@ -302,12 +414,15 @@ def _compress_locked(
             "source": "manual_compression",
             "measured_at": now.isoformat(),
         }
-        written = store.write(thread_id, update, expected_checkpoint_id=plan.stored.checkpoint_id)
+        written = locked.write(thread_id, update, expected_checkpoint_id=plan.stored.checkpoint_id)
+        if locked is store:  # SQLite: the checkpoint's own file committed; it names the files
+            created.clear()  # (a catch-up indexes them), so they are no leftovers
+        on_step(STEP_CHECKPOINT_WRITTEN)
         # the projection of this checkpoint, exactly: the usage it measured, the files it saved
         apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
         index_saved_files(session, thread_id, outcome.saved_files)
         conv.checkpoint_id = written.checkpoint_id
-        return CompressResult(
+        result = CompressResult(
             thread_id=thread_id,
             status="completed",
             before_tokens=outcome.before_tokens,
@@ -317,6 +432,11 @@ def _compress_locked(
             reason=outcome.reason,
             checkpoint_id=written.checkpoint_id,
         )
+        audit_in(session, result)
+        session.flush()
+        on_step(STEP_PROJECTED)
+    created.clear()  # committed: every file it wrote is indexed
+    return result
 
 
 def preview_compression(

@@ -23,7 +23,8 @@ our tables for a whole batch (one statement per table), `project_checkpoints` pr
 new checkpoints in memory into a `ProjectionWrites`, and
 `ProjectionWrites.flush` writes the batch (one statement per table).
 `project_thread` is the same three steps for one thread, so the two paths
-give the same rows.
+give the same rows; `catch_up` is `project_thread` saying what it caught up
+on (a compress puts that in its audit row).
 
 A usage snapshot is written once per checkpoint: a snapshot the table already
 holds (same thread, time, source and figures; the time is the checkpoint's own,
@@ -337,6 +338,21 @@ def project_thread(
     session.flush()  # the thread's row first: the rows written next refer to it
     writes.flush(session)
     return latest
+
+
+def catch_up(session: Session, conv: Conversation, store: CheckpointStore) -> dict[str, Any] | None:
+    """`project_thread`, and what it caught up on ({from, to, source}; None when nothing).
+
+    A row behind its checkpoints means a write whose projection never committed
+    (a crash) or a checkpoint written outside the lock; the caller audits it.
+    """
+    before = conv.checkpoint_id
+    latest = project_thread(session, conv, store)
+    if latest is None or latest.checkpoint_id == before:
+        return None
+    usage = latest.values.get(TOKEN_USAGE_KEY)
+    source = usage.get("source") if isinstance(usage, Mapping) else None
+    return {"from": before, "to": latest.checkpoint_id, "source": source}
 
 
 def _added_messages(

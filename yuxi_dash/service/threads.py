@@ -40,7 +40,7 @@ from yuxi_dash.service.locking import require_idle, thread_lock, thread_target
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
-from yuxi_dash.store.state_repository import replace_messages, state_store
+from yuxi_dash.store.state_repository import locked_store, replace_messages, state_store
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 IMPORT_ACTION = "import_thread"
@@ -210,8 +210,8 @@ def _write_import(
     thread_id = data.thread_id
     messages = _with_stable_ids(data.messages)
     state = ThreadContextState(thread_id=thread_id, messages=messages)
-    store = state_store(settings)
     with thread_lock(thread_id, settings=settings) as (session, conv):
+        store = locked_store(session, state_store(settings))  # commits with the lock
         created = conv is None
         agent = upsert_agent(session, data.agent_slug, **data.agent_fields)
         if conv is None:

@@ -147,10 +147,31 @@ def checkpoint_of(thread_id: str, snapshot: StateSnapshot) -> ThreadCheckpoint |
 class CheckpointStore:
     """Reads and writes thread state through one compiled state graph and its saver."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any], *, close: Any = None) -> None:
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        *,
+        close: Any = None,
+        graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    ) -> None:
         self.saver = saver
-        self.graph = state_graph(saver)
+        self.graph = (
+            graph.copy({"checkpointer": saver}) if graph is not None else state_graph(saver)
+        )
         self._close = close
+
+    def bound_to(self, connection: psycopg.Connection[Any]) -> CheckpointStore:
+        """This PostgreSQL store reading and writing on ``connection``, in its open transaction.
+
+        The caller's transaction (the one holding a thread's row lock) then holds the
+        checkpoint too: it commits with that transaction or not at all, and a
+        connection that lost its lock (its backend ended) can write nothing.
+        The saver's serializer is this store's own.
+        """
+        if not isinstance(self.saver, PostgresSaver):
+            raise TypeError("only a PostgreSQL checkpoint store can write on a given connection")
+        saver = PostgresSaver(connection, serde=self.saver.serde)
+        return CheckpointStore(saver, graph=self.graph)
 
     def close(self) -> None:
         if self._close is not None:
