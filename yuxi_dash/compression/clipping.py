@@ -16,9 +16,12 @@ CLIP_MARK = "…"
 _ZWJ = "\u200d"
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON, UTF-8 characters kept as they are."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON, UTF-8 characters kept as they are (``json.dumps``'s text)."""
+    return _ENCODER.encode(value)
 
 
 def _is_extender(char: str) -> bool:

@@ -96,7 +96,7 @@ def fit_records(
                 continue
             shown.add(field, values[field])
             if not preview.fits(budget):
-                shown.pieces.pop()
+                shown.drop_last()
                 break
     _grow_bodies(preview, budget)
     return preview.render()
@@ -113,6 +113,7 @@ def _shrink_lead_body(preview: _Preview, budget: int) -> None:
 def _grow_bodies(preview: _Preview, budget: int) -> None:
     """Hand the spare characters to the shown records' bodies, evenly, until whole or spent."""
     spare = budget - len(preview.render())
+    common = preview.common()  # bodies are never common: it stays as it is
     for _round in range(4):
         growing = [
             r for r in preview.shown if r.body is not None and r.body_chars < len(r.body[1])
@@ -123,15 +124,16 @@ def _grow_bodies(preview: _Preview, budget: int) -> None:
         if share <= 0:
             return
         for record in growing:
-            old_chars, old_len = record.body_chars, len(record.render())
+            key, text = record.body  # type: ignore[misc]  # not None: see growing
+            old_chars, old_len = record.body_chars, len(record.render(common))
             want = old_chars + share
-            if not old_chars:  # a new body also costs its key and quotes
-                want -= len(dumps(record.body[0])) + 3  # type: ignore[index]
-                if want < min(MIN_BODY_CHARS, len(record.body[1])):  # type: ignore[index]
+            if not old_chars:  # a new body also costs its key, colon, quotes and comma
+                want -= len(dumps(key)) + 4
+                if want < min(MIN_BODY_CHARS, len(text)):
                     continue
             while want > old_chars:
                 record.set_body(want)
-                growth = len(record.render()) - old_len
+                growth = len(record.render(common)) - old_len
                 if growth <= spare:
                     spare -= growth
                     break

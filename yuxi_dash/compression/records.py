@@ -133,12 +133,19 @@ class ShownRecord:
         self.body = body(record)
         self.body_chars = 0  # the body's allowance: characters shown of it
         self.body_json = ""
+        self._rendered: tuple[frozenset[tuple[bool, str]], str] | None = None
 
     def add(self, field: Field, value: Any) -> None:
         self.pieces.append((field[0], dumps(field[1]) + ":" + dumps(value)))
+        self._rendered = None
+
+    def drop_last(self) -> None:
+        self.pieces.pop()
+        self._rendered = None
 
     def set_body(self, chars: int) -> None:
         """Show ``chars`` characters of the body (head…tail); 0 shows none."""
+        self._rendered = None
         if self.body is None or chars <= 0:
             self.body_chars, self.body_json = 0, ""
             return
@@ -148,7 +155,10 @@ class ShownRecord:
 
     def render(self, common: frozenset[tuple[bool, str]] = frozenset()) -> str:
         """The record's JSON without the pieces written once in ``common``."""
-        return render_object([piece for piece in self.pieces if piece not in common], self.body_json)
+        if self._rendered is None or self._rendered[0] != common:
+            kept = [piece for piece in self.pieces if piece not in common]
+            self._rendered = (common, render_object(kept, self.body_json))
+        return self._rendered[1]
 
 
 def render_object(pieces: list[tuple[bool, str]], last: str = "") -> str:
