@@ -31,7 +31,7 @@ from bench.plain_rule import plain_preview
 from yuxi_dash import safe_fs
 from yuxi_dash.compression import compact_messages, parse_saved_result
 from yuxi_dash.compression.compaction import tool_result_text
-from yuxi_dash.compression.preview import _locate_records, structured_kind
+from yuxi_dash.compression.preview import locate_records, structured_kind
 from yuxi_dash.compression.records import citation, lookup
 from yuxi_dash.compression.salvage import parse_records_text
 from yuxi_dash.workdir import Workdir, encode_text
@@ -260,7 +260,7 @@ def citations(thread: ShapeThread, view: list[BaseMessage]) -> Citations:
             continue
         kind = structured_kind(original.name)
         parsed = parse_records_text((tool_result_text(original) or "").lstrip())
-        located = None if parsed is None else _locate_records(parsed[0])
+        located = None if parsed is None else locate_records(parsed[0])
         if kind is None or located is None:
             continue
         records = [r for r in located[0] if isinstance(r, dict)]

@@ -59,7 +59,7 @@ def structured_kind(tool_name: str | None) -> str | None:
     return None
 
 
-def _locate_records(payload: Any) -> tuple[list[Any], dict[str, Any]] | None:
+def locate_records(payload: Any) -> tuple[list[Any], dict[str, Any]] | None:
     """(records, the object holding the header fields), or None when there are none."""
     if isinstance(payload, list):
         return payload, {}
@@ -83,7 +83,7 @@ def structured_preview(
     if kind is None or not stripped.startswith(("{", "[")):
         return None
     parsed = parse_records_text(stripped)
-    located = None if parsed is None else _locate_records(parsed[0])
+    located = None if parsed is None else locate_records(parsed[0])
     if parsed is None or located is None:
         return None
     records, source = located
