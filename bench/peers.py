@@ -272,8 +272,14 @@ def citations(thread: ShapeThread, view: list[BaseMessage]) -> Citations:
             out.kb_records += len(records)
             out.kb_records_12_22 += len(records) if 12 <= len(records) <= 22 else 0
         if previewed and isinstance(body_of := previewed[0], dict):
-            text = next((body_of[k] for k in ("content", "text", "snippet", "summary")
-                         if isinstance(body_of.get(k), str)), "")
+            text = next(
+                (
+                    body_of[k]
+                    for k in ("content", "text", "snippet", "summary")
+                    if isinstance(body_of.get(k), str)
+                ),
+                "",
+            )
             out.lead_bodies.append(len(text))
         for record, seen in zip(records, previewed, strict=False):
             out.shown += 1

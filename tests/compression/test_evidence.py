@@ -131,7 +131,10 @@ def test_any_records_any_budget_every_shown_record_is_whole_and_in_order(
             assert len(smallest) > limit * 4
         else:
             assert limit * 4 < len('{"kind":"web_search","result_count":0,"results":[]}')
-        assert tool_result_preview(tool, text, limit) in (text, tool_result_preview("x", text, limit))
+        assert tool_result_preview(tool, text, limit) in (
+            text,
+            tool_result_preview("x", text, limit),
+        )
         return
     assert len(preview) <= limit * 4
     document = json.loads(preview)

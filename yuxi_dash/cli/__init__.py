@@ -103,9 +103,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
         description="Operator console for context compression and Graphiti memory.",
         json_errors=json_errors,
     )
-    parser.add_argument(
-        "--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}"
-    )
+    parser.add_argument("--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (db, threads, tool_results, simulate, memory, attach, serve):

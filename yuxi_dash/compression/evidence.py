@@ -115,9 +115,7 @@ def _grow_bodies(preview: _Preview, budget: int) -> None:
     spare = budget - len(preview.render())
     common = preview.common()  # bodies are never common: it stays as it is
     for _round in range(4):
-        growing = [
-            r for r in preview.shown if r.body is not None and r.body_chars < len(r.body[1])
-        ]
+        growing = [r for r in preview.shown if r.body is not None and r.body_chars < len(r.body[1])]
         if spare <= 0 or not growing:
             return
         share = spare // len(growing)

@@ -99,7 +99,9 @@ def structured_preview(
     for key in HEADER_FIELDS:
         value = source.get(key)
         if not is_empty(value):
-            optional[key] = clip_head_tail(value, MAX_HEADER_CHARS) if isinstance(value, str) else value
+            optional[key] = (
+                clip_head_tail(value, MAX_HEADER_CHARS) if isinstance(value, str) else value
+            )
     return fit_records(header, optional, records, kind, max(0, token_limit) * 4)
 
 
