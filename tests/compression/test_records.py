@@ -63,13 +63,13 @@ def test_extras_leave_out_what_is_already_visible() -> None:
         "distance": 0.1,
         "metadata": {"filename": "refunds.md", "distance": 0.1, "rerank_score": 0.7},
     }
-    assert extras(record, "knowledge_base", "kb") == [
+    assert extras(record, "knowledge_base", "kb", citation(record, "knowledge_base")) == [
         ((False, "file_id"), "f-1"),
         ((True, "rerank_score"), 0.7),
         ((False, "distance"), 0.1),
     ]
     web = {"url": "https://Docs.Example.com/a", "site_name": "docs.example.com", "publish_time": ""}
-    assert extras(web, "web_search", None) == []
+    assert extras(web, "web_search", None, citation(web, "web_search")) == []
 
 
 def test_the_body_is_the_first_non_blank_string_and_is_clipped_head_tail() -> None:

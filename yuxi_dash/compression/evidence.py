@@ -37,15 +37,27 @@ class _Preview:
         self.header = header
         self.result_count = result_count
         self.shown: list[ShownRecord] = []
+        self._common: frozenset[tuple[bool, str]] | None = None  # None: to be worked out
+        self._header_chars: int | None = None  # the header's JSON without its closing brace
+
+    def changed(self) -> None:
+        """Call after any change to the shown records or their pieces."""
+        self._common = None
 
     def common(self) -> frozenset[tuple[bool, str]]:
         """The pieces every shown record has (two records or more), when that is shorter."""
-        if len(self.shown) < 2:
-            return frozenset()
-        shared = set(self.shown[0].pieces).intersection(*(r.pieces for r in self.shown[1:]))
-        saved = sum(len(text) + 1 for _meta, text in shared) * (len(self.shown) - 1)
-        cost = len(f',"{COMMON_KEY}":{{}}') + len('"metadata":{}')
-        return frozenset(shared) if saved > cost else frozenset()
+        if self._common is None:
+            self._common = frozenset()
+            if len(self.shown) >= 2:
+                shared = set(self.shown[0].pieces)
+                for record in self.shown[1:]:
+                    shared.intersection_update(record.pieces)
+                    if not shared:
+                        break
+                saved = sum(len(text) + 1 for _meta, text in shared) * (len(self.shown) - 1)
+                if saved > len(f',"{COMMON_KEY}":{{}}') + len('"metadata":{}'):
+                    self._common = frozenset(shared)
+        return self._common
 
     def render(self) -> str:
         common = self.common()
@@ -57,8 +69,20 @@ class _Preview:
         omitted = self.result_count - len(self.shown)
         return f'{header},"results":[{records}],"omitted_results":{omitted}}}'
 
+    def length(self) -> int:
+        """``len(self.render())``, without building the text."""
+        common = self.common()
+        if self._header_chars is None:
+            self._header_chars = len(dumps(self.header)) - 1
+        size = self._header_chars + len(',"results":[],"omitted_results":}')
+        if common:  # its length does not depend on the order of its pieces
+            size += len(f',"{COMMON_KEY}":') + len(render_object(list(common)))
+        size += sum(len(record.render(common)) for record in self.shown)
+        size += max(0, len(self.shown) - 1) + len(str(self.result_count - len(self.shown)))
+        return size
+
     def fits(self, budget: int) -> bool:
-        return len(self.render()) <= budget
+        return self.length() <= budget
 
 
 def fit_records(
@@ -77,26 +101,33 @@ def fit_records(
     for record in records:
         shown = ShownRecord(record, kind)
         preview.shown.append(shown)
+        preview.changed()
         if len(preview.shown) == 1:
             shown.set_body(LEAD_BODY_CHARS)
             _shrink_lead_body(preview, budget)
         if not preview.fits(budget):
             preview.shown.pop()
+            preview.changed()
             break
     if not preview.shown:
         return preview.render() if not records and preview.fits(budget) else None
     for key, value in optional.items():
         header[key] = value
+        preview._header_chars = None
         if not preview.fits(budget):
             del header[key]
-    offered = [dict(extras(shown.record, kind, header.get("kb_id"))) for shown in preview.shown]
+            preview._header_chars = None
+    kb_id = header.get("kb_id")
+    offered = [dict(extras(r.record, kind, kb_id, r.cited)) for r in preview.shown]
     for field in EXTRA_FIELDS[kind]:
         for shown, values in zip(preview.shown, offered, strict=True):
             if field not in values:
                 continue
             shown.add(field, values[field])
+            preview.changed()
             if not preview.fits(budget):
                 shown.drop_last()
+                preview.changed()
                 break
     _grow_bodies(preview, budget)
     return preview.render()
@@ -106,13 +137,13 @@ def _shrink_lead_body(preview: _Preview, budget: int) -> None:
     """The leading record's body cut down to what fits beside it (none when nothing does)."""
     lead = preview.shown[0]
     while lead.body_chars and not preview.fits(budget):
-        over = len(preview.render()) - budget
+        over = preview.length() - budget
         lead.set_body(lead.body_chars - over if lead.body_chars - over >= 2 else 0)
 
 
 def _grow_bodies(preview: _Preview, budget: int) -> None:
     """Hand the spare characters to the shown records' bodies, evenly, until whole or spent."""
-    spare = budget - len(preview.render())
+    spare = budget - preview.length()
     common = preview.common()  # bodies are never common: it stays as it is
     for _round in range(4):
         growing = [r for r in preview.shown if r.body is not None and r.body_chars < len(r.body[1])]

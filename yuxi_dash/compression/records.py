@@ -56,8 +56,11 @@ EXTRA_FIELDS: dict[str, tuple[Field, ...]] = {
 }
 
 
+_SIZED = (str, list, dict, tuple)
+
+
 def is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | dict | tuple) and not value)
+    return value is None or (not value and isinstance(value, _SIZED))
 
 
 def lookup(record: dict[str, Any], field: Field) -> Any:
@@ -88,9 +91,11 @@ def _url_host(url: Any) -> str | None:
     return rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2].lower()
 
 
-def extras(record: dict[str, Any], kind: str, header_kb_id: Any) -> list[tuple[Field, Any]]:
-    """The other kept fields the reader cannot see yet, in order of usefulness."""
-    cited = citation(record, kind)
+def extras(
+    record: dict[str, Any], kind: str, header_kb_id: Any, cited: list[tuple[Field, Any]]
+) -> list[tuple[Field, Any]]:
+    """The other kept fields the reader cannot see yet (``cited``: the record's citation),
+    in order of usefulness."""
     shown = {field for field, _value in cited}
     source = next((str(v) for (_m, key), v in cited if key in ("source", "filename")), "")
     found: list[tuple[Field, Any]] = []
@@ -126,17 +131,17 @@ class ShownRecord:
 
     def __init__(self, record: dict[str, Any], kind: str) -> None:
         self.record = record
+        self.cited = citation(record, kind)
         self.pieces: list[tuple[bool, str]] = [
-            (field[0], dumps(field[1]) + ":" + dumps(value))
-            for field, value in citation(record, kind)
-        ]
+            (in_meta, f'"{key}":' + dumps(value)) for (in_meta, key), value in self.cited
+        ]  # the keys are ours: plain ASCII names
         self.body = body(record)
         self.body_chars = 0  # the body's allowance: characters shown of it
         self.body_json = ""
         self._rendered: tuple[frozenset[tuple[bool, str]], str] | None = None
 
     def add(self, field: Field, value: Any) -> None:
-        self.pieces.append((field[0], dumps(field[1]) + ":" + dumps(value)))
+        self.pieces.append((field[0], f'"{field[1]}":' + dumps(value)))
         self._rendered = None
 
     def drop_last(self) -> None:
@@ -155,10 +160,11 @@ class ShownRecord:
 
     def render(self, common: frozenset[tuple[bool, str]] = frozenset()) -> str:
         """The record's JSON without the pieces written once in ``common``."""
-        if self._rendered is None or self._rendered[0] != common:
+        cached = self._rendered
+        if cached is None or (cached[0] is not common and cached[0] != common):
             kept = [piece for piece in self.pieces if piece not in common]
-            self._rendered = (common, render_object(kept, self.body_json))
-        return self._rendered[1]
+            cached = self._rendered = (common, render_object(kept, self.body_json))
+        return cached[1]
 
 
 def render_object(pieces: list[tuple[bool, str]], last: str = "") -> str:
