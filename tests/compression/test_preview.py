@@ -419,3 +419,20 @@ def test_dashboard_rows_carry_the_common_values() -> None:
     assert rows is not None
     assert [row["metadata.rerank_score"] for row in rows["records"]] == [0.5, 0.5, 0.5]
     assert [row["id"] for row in rows["records"]] == ["chunk-0", "chunk-1", "chunk-2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_dumps_writes_what_json_dumps_writes(document: object) -> None:
+    from yuxi_dash.compression.clipping import dumps
+
+    assert dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))

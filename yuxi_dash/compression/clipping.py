@@ -9,6 +9,7 @@ step around combining marks, joiners, variation selectors and flag pairs.
 from __future__ import annotations
 
 import json
+import math
 import unicodedata
 from typing import Any
 
@@ -21,6 +22,9 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def dumps(value: Any) -> str:
     """Compact JSON, UTF-8 characters kept as they are (``json.dumps``'s text)."""
+    kind = type(value)
+    if kind is int or (kind is float and math.isfinite(value)):
+        return repr(value)  # json writes exactly an int's or a finite float's repr
     return _ENCODER.encode(value)
 
 
