@@ -111,14 +111,18 @@ def test_same_content_twice_is_one_file_and_saved_messages_are_skipped(workdir: 
     assert [m.content for m in again] == [m.content for m in compacted]
 
 
-def test_write_failure_leaves_message_exactly_as_it_was(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("tool", "content"), [("run", "z" * 5000), ("query_kb", kb_payload(20))])
+def test_write_failure_leaves_message_exactly_as_it_was(
+    tmp_path: Path, tool: str, content: str
+) -> None:
+    """A failed write replaces nothing: the message keeps its content, no preview is made."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("file")
-    content = "z" * 5000
-    messages = [*tool_exchange(1, "run", content)]
+    messages = [*tool_exchange(1, tool, content)]
     compacted = compact_messages(messages, Workdir(blocker))
     assert compacted[1] == messages[1]
     assert compacted[1].content == content
+    assert blocker.read_text() == "file"
 
 
 def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) -> None:
