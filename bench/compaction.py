@@ -15,8 +15,6 @@ process on the same messages, each run into a fresh directory:
   the ``write_file``/``edit_file`` argument truncation at 2000); the ``Workdir`` is
   built before the clock starts, as deepagents' middleware is below (a running
   agent holds both);
-- ``yuxi-plain``: the same engine with ``preview_rule="plain"`` (the modelled
-  system's record rule, kept for reference);
 - ``deepagents``: ``FilesystemMiddleware(tool_token_limit_before_evict=300)`` on
   a ``FilesystemBackend`` evicting every tool result (its own
   ``_intercept_large_tool_result``, what its ``wrap_tool_call`` runs on each
@@ -25,7 +23,13 @@ process on the same messages, each run into a fresh directory:
 - ``trim``: langchain-core's ``trim_messages`` (strategy "last") to the token
   count of our engine's view of the same thread.
 
-Printed per shape and engine: wall and CPU ms (medians over ``--rounds``
+Printed first, per shape and overall: what the previews let a model cite
+(``peers.citations``): the share of query_kb records citable from the previews (id
+with its source or filename and chunk_index), in all results and in results of
+12-22 records, the share of shown records that are whole, the body characters of
+the leading records, and the share of ids visible; ours beside ``yuxi-plain``, the
+modelled system's record rule (``bench/plain_rule.py``, quality only). Then per
+shape and engine: wall and CPU ms (medians over ``--rounds``
 rounds), the median per-round ratio to ``floor+writes`` by CPU time and by wall
 time (CPU time is what a run costs when other processes share the cores; file
 creation shows up as system time), the share of evidence ids (record ids, urls)
@@ -36,17 +40,6 @@ after a collection, with the corpus frozen out of the collector's reach (``--col
 not frozen, so each run starts right after a walk over the whole corpus). ``--profile``
 adds where our engine's CPU time goes, beside the same parts of the floor.
 Asserts nothing timed.
-
-The header says which build of the tool-result preview it times (see
-``yuxi_dash.compression.compiled``): the editable tree is pure Python. To time the
-mypyc-compiled build, put an unpacked wheel first on the path::
-
-    YUXI_DASH_COMPILE=1 .venv/bin/pip wheel --no-deps -w dist .
-    .venv/bin/python -m zipfile -e dist/yuxi_dash-*.whl build/compiled
-    PYTHONPATH=build/compiled .venv/bin/python bench/compaction.py
-
-``--profile`` needs the pure build: compiled modules call each other directly,
-past the wrappers that time the parts.
 
 Run: ``.venv/bin/python bench/compaction.py [--rounds N] [--results N] [--profile]``.
 """
@@ -73,11 +66,11 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-# After PYTHONPATH, so that a compiled build put there is the one timed.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import SHAPES, ShapeThread, build_corpus  # noqa: E402
 from bench.peers import (  # noqa: E402
+    Citations,
     Deepagents,
     Quality,
     _fresh_dir,
@@ -90,12 +83,11 @@ from bench.peers import (  # noqa: E402
     run_ours,
     run_trim,
 )
-from yuxi_dash.compression.compiled import preview_build  # noqa: E402
 from yuxi_dash.workdir import Workdir  # noqa: E402
 
-TARGET_VISIBLE = 0.40
-TARGET_RATIO = 1.2
-ENGINES = ("floor", "floor+writes", "floor+atomic", "ours", "yuxi-plain", "deepagents", "trim")
+TARGET_CITABLE = 0.30  # of kb records, in results of 12-22 records
+TARGET_VS_DEEPAGENTS = 1.10
+ENGINES = ("floor", "floor+writes", "floor+atomic", "ours", "deepagents", "trim")
 
 
 # -- timing ---------------------------------------------------------------------------
@@ -128,12 +120,11 @@ def time_round(
             times[name] = _timed(functools.partial(run_floor_writes, messages, holder))
         elif name == "floor+atomic":
             times[name] = _timed(functools.partial(run_floor_atomic, messages, holder))
-        elif name in ("ours", "yuxi-plain"):
+        elif name == "ours":
             workdir = Workdir(holder / "workdir")
             workdir.initialize()
             workdir.ensure_writable()  # the output directories exist, as in use
-            rule = "compact" if name == "ours" else "plain"
-            times[name] = _timed(lambda: run_ours(messages, workdir, rule))  # noqa: B023
+            times[name] = _timed(lambda: run_ours(messages, workdir))  # noqa: B023
         elif name == "deepagents":
             (holder / "large_tool_results").mkdir()  # its output directory exists, as in use
             engine = Deepagents.build(holder)
@@ -221,6 +212,8 @@ def bench_scale(threads: list[ShapeThread], base: Path, rounds: int) -> dict[str
             for index in range(rounds)
         ]
 
+    print_citations(threads, qualities)
+
     def ms(series: list[Clock], clock: int) -> float:
         return statistics.median(took[clock] for took in series) * 1000
 
@@ -274,18 +267,57 @@ def bench_scale(threads: list[ShapeThread], base: Path, rounds: int) -> dict[str
         ours_ratio = ratio(totals["ours"], totals["floor+writes"], clock)
         vs_deep = ratio(totals["ours"], totals["deepagents"], clock)
         vs_atomic = ratio(totals["ours"], totals["floor+atomic"], clock)
+        met = "met" if vs_deep <= TARGET_VS_DEEPAGENTS else "NOT met"
         print(
-            f"  targets ({label}): ours/floor+writes {ours_ratio:.2f}x "
-            f"(<= {TARGET_RATIO}x: {'met' if ours_ratio <= TARGET_RATIO else 'NOT met'}); "
-            f"ours/deepagents {vs_deep:.2f}x (<= 1: {'met' if vs_deep <= 1 else 'NOT met'}); "
-            f"for reference ours/floor+atomic {vs_atomic:.2f}x"
+            f"  cost ({label}): ours/deepagents {vs_deep:.2f}x "
+            f"(<= {TARGET_VS_DEEPAGENTS}x: {met}); ours/floor+writes {ours_ratio:.2f}x; "
+            f"ours/floor+atomic {vs_atomic:.2f}x"
         )
-    met = minimum["ours"] >= TARGET_VISIBLE
-    print(
-        f"  target: min visible ours {minimum['ours']:.1%} "
-        f"(>= {TARGET_VISIBLE:.0%}: {'met' if met else 'NOT met'})"
-    )
     return {"times": times, "totals": totals, "qualities": qualities}
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:6.1%}" if whole else "     -"
+
+
+def print_citations(threads: list[ShapeThread], qualities: dict[str, dict[str, Quality]]) -> None:
+    """What the previews let a model cite, per shape and overall, ours beside yuxi-plain."""
+    print(
+        f"{'shape':<17} {'rule':<10} {'kb recs':>7} {'citable':>7} {'12-22':>7} {'whole':>7} "
+        f"{'lead body min/mean':>18} {'ids vis':>7}"
+    )
+    totals = {name: Citations() for name in ("ours", "yuxi-plain")}
+    for thread in threads:
+        for name, total in totals.items():
+            quality = qualities[thread.shape][name]
+            c = quality.cites or Citations()
+            total.add(c)
+            lead = (
+                f"{min(c.lead_bodies)}/{statistics.mean(c.lead_bodies):.0f}"
+                if c.lead_bodies
+                else "-"
+            )
+            print(
+                f"{thread.shape:<17} {name:<10} {c.kb_records:>7} {_share(c.citable, c.kb_records)} "
+                f"{_share(c.citable_12_22, c.kb_records_12_22)} {_share(c.whole, c.shown)} "
+                f"{lead:>18} {quality.visible:7.1%}"
+            )
+    for name, c in totals.items():
+        lead = (
+            f"{min(c.lead_bodies)}/{statistics.mean(c.lead_bodies):.0f}" if c.lead_bodies else "-"
+        )
+        print(
+            f"{'all shapes':<17} {name:<10} {c.kb_records:>7} {_share(c.citable, c.kb_records)} "
+            f"{_share(c.citable_12_22, c.kb_records_12_22)} {_share(c.whole, c.shown)} {lead:>18}"
+        )
+    ours = totals["ours"]
+    citable = ours.citable_12_22 / max(1, ours.kb_records_12_22)
+    print(
+        f"  targets: ours citable in results of 12-22 records {citable:.1%} "
+        f"(>= {TARGET_CITABLE:.0%}: {'met' if citable >= TARGET_CITABLE else 'NOT met'}); "
+        f"every shown record whole: {'met' if ours.whole == ours.shown else 'NOT met'} "
+        f"({ours.whole}/{ours.shown})\n"
+    )
 
 
 def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
@@ -319,11 +351,9 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
         (Workdir, "prepare_tool_result", "encode + sha256"),
         (Workdir, "write_prepared", "file write (Workdir.write_prepared)"),
         (compaction, "tool_result_preview", "preview, all"),
-        (preview, "read_records", "  of which reading the kept fields (msgspec)"),
-        (preview, "decode_json_bytes", "  of which whole-document decoding (msgspec)"),
-        (salvage, "_decode", "  of which JSON decoding (json, text)"),
+        (salvage, "_decode", "  of which JSON decoding (json)"),
         (ast, "literal_eval", "  of which Python reprs (salvage)"),
-        (preview, "_fit_evidence", "  of which fitting the records (and their bodies)"),
+        (preview, "fit_records", "  of which fitting the records (and their bodies)"),
         (compaction, "saved_result_header", "saved-result header"),
         (ToolMessage, "model_copy", "message copy"),
         (compaction, "truncate_tool_args", "argument truncation"),
@@ -416,17 +446,12 @@ def main() -> int:
         help="collect over the whole corpus before every timed run (the old way; see _frozen)",
     )
     args = parser.parse_args()
-    build = preview_build()
-    if args.profile and build != "pure Python":
-        parser.error(f"--profile times the pure build's parts; this run has the {build} build")
 
     base = Path(tempfile.mkdtemp(prefix="bench-compaction-", dir=args.dir))
     print(
         f"machine: {_cpu()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
         f"python {platform.python_version()}, temp dirs on {_fs_type(base)} ({base})"
     )
-    preview_file = sys.modules["yuxi_dash.compression.preview"].__file__
-    print(f"tool-result preview: {build} ({preview_file})")
     print(
         f"shapes: {', '.join(SHAPES)}; {args.rounds} rounds, median; "
         f"corpus {'collected before every run (--cold)' if args.cold else 'frozen while timed'}"

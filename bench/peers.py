@@ -17,7 +17,8 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,13 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
 from bench.corpus import ShapeThread
+from bench.plain_rule import plain_preview
 from yuxi_dash import safe_fs
 from yuxi_dash.compression import compact_messages, parse_saved_result
 from yuxi_dash.compression.compaction import tool_result_text
+from yuxi_dash.compression.preview import locate_records, structured_kind
+from yuxi_dash.compression.records import citation, lookup
+from yuxi_dash.compression.salvage import parse_records_text
 from yuxi_dash.workdir import Workdir, encode_text
 
 TOKEN_LIMIT = 300  # budget 1,200 chars per preview
@@ -95,16 +100,14 @@ def run_floor_writes(messages: list[BaseMessage], root: Path) -> Any:
     return None
 
 
-def run_ours(messages: list[BaseMessage], workdir: Workdir, rule: str = "compact") -> Any:
+def run_ours(messages: list[BaseMessage], workdir: Workdir, rule: str = "ours") -> Any:
     """``compact_messages`` into ``workdir``, built before the clock starts (as deepagents'
-    backend is, and as the middleware and the service hold theirs)."""
-    return compact_messages(
-        messages,
-        workdir,
-        tool_result_token_limit=TOKEN_LIMIT,
-        tool_arg_max_length=ARG_MAX,
-        preview_rule=rule,  # type: ignore[arg-type]
-    )
+    backend is, and as the middleware and the service hold theirs); ``rule="plain"``
+    swaps in the modelled system's preview rule (``bench.plain_rule``)."""
+    with plain_preview() if rule == "plain" else nullcontext():
+        return compact_messages(
+            messages, workdir, tool_result_token_limit=TOKEN_LIMIT, tool_arg_max_length=ARG_MAX
+        )
 
 
 @dataclass
@@ -214,22 +217,109 @@ def recover_deepagents(
 
 
 @dataclass
+class Citations:
+    """What the previews of a view let a model cite, over a thread's query_kb records."""
+
+    kb_records: int = 0
+    citable: int = 0  # id with its source (or filename) and chunk_index, from a preview
+    kb_records_12_22: int = 0  # of results holding 12-22 records
+    citable_12_22: int = 0
+    shown: int = 0  # records shown in structured previews (both kinds)
+    whole: int = 0  # of them, with every citation field of the record, as it is
+    lead_bodies: list[int] = field(default_factory=list)  # body chars of each leading record
+
+    def add(self, other: Citations) -> None:
+        for name in ("kb_records", "citable", "kb_records_12_22", "citable_12_22"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.shown += other.shown
+        self.whole += other.whole
+        self.lead_bodies += other.lead_bodies
+
+
+def _shown_records(preview: str) -> list[dict[str, Any]] | None:
+    """The records of a structured preview, each read as ``common`` overlaid with it."""
+    try:
+        document = json.loads(preview)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        return None
+    common = document.get("common") or {}
+    merged = []
+    for record in document["results"]:
+        meta = {**common.get("metadata", {}), **record.get("metadata", {})}
+        merged.append({**common, **record, **({"metadata": meta} if meta else {})})
+    return merged
+
+
+def citations(thread: ShapeThread, view: list[BaseMessage]) -> Citations:
+    """Records citable from the previews in ``view`` (beside the thread's own results)."""
+    out = Citations()
+    for original, shown in zip(thread.messages, view, strict=True):
+        if not isinstance(original, ToolMessage):
+            continue
+        kind = structured_kind(original.name)
+        parsed = parse_records_text((tool_result_text(original) or "").lstrip())
+        located = None if parsed is None else locate_records(parsed[0])
+        if kind is None or located is None:
+            continue
+        records = [r for r in located[0] if isinstance(r, dict)]
+        saved = parse_saved_result(shown.content)
+        if saved is None:
+            continue  # not offloaded: the whole result is in the view
+        previewed = _shown_records(saved.preview) or []
+        if kind == "knowledge_base":
+            out.kb_records += len(records)
+            out.kb_records_12_22 += len(records) if 12 <= len(records) <= 22 else 0
+        if previewed and isinstance(body_of := previewed[0], dict):
+            text = next(
+                (
+                    body_of[k]
+                    for k in ("content", "text", "snippet", "summary")
+                    if isinstance(body_of.get(k), str)
+                ),
+                "",
+            )
+            out.lead_bodies.append(len(text))
+        for record, seen in zip(records, previewed, strict=False):
+            out.shown += 1
+            out.whole += all(lookup(seen, f) == value for f, value in citation(record, kind))
+            if kind != "knowledge_base":
+                continue
+            has_source = not all(
+                lookup(seen, f) in (None, "")
+                for f in ((False, "source"), (True, "source"), (True, "filename"))
+            )
+            chunk = lookup(record, (True, "chunk_index")) is None or (
+                lookup(seen, (True, "chunk_index")) is not None
+            )
+            if seen.get("id") is not None and has_source and chunk:
+                out.citable += 1
+                out.citable_12_22 += 12 <= len(records) <= 22
+    return out
+
+
+@dataclass
 class Quality:
     visible: float
     recoverable: str
     view_chars: int
+    cites: Citations | None = None
 
 
 def quality(thread: ShapeThread, base: Path, trim_tokens: int) -> dict[str, Quality]:
     """Visible evidence, recoverability and view size of every engine on one thread."""
     out: dict[str, Quality] = {}
     results = len(thread.results)
-    for name, rule in (("ours", "compact"), ("yuxi-plain", "plain")):
+    for name, rule in (("ours", "ours"), ("yuxi-plain", "plain")):
         workdir = _fresh_workdir(base)
         view = run_ours(thread.messages, workdir, rule)
         ok, changed = recover_ours(thread, view, workdir.root)
         out[name] = Quality(
-            visible(view, thread.evidence), f"{ok}/{changed} files", len(view_text(view))
+            visible(view, thread.evidence),
+            f"{ok}/{changed} files",
+            len(view_text(view)),
+            citations(thread, view),
         )
     root = _fresh_dir(base)
     (root / "large_tool_results").mkdir()

@@ -166,7 +166,7 @@ model_view, full_view = st.columns(2)
 with model_view:
     st.subheader("What the model sees")
     preview = tool_result_preview(first.tool_name, first.text, 300)
-    draw_preview(preview)
+    draw_preview(preview, full=first.text)
     if complete and preview_salvage(preview, first.text):  # a partial read is cut by the read
         st.caption(literal(SALVAGED_CAPTION))
     if not complete:

@@ -27,7 +27,6 @@ offloading untouched.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -116,17 +115,9 @@ def _tool_result_prefix(tool_name: str) -> str:
     return f"{TOOL_RESULTS_DIR}/{safe_name(tool_name, fallback='tool')}-"
 
 
-# An agent has a handful of tools: each name is cleaned once, not once per result. Only
-# names of a usual length are kept (a tool name is a model's or a tool's text).
-_kept_tool_result_prefix = functools.lru_cache(maxsize=256)(_tool_result_prefix)
-_KEPT_NAME_CHARS = 128
-
-
 def tool_result_relpath(tool_name: str, sha256: str) -> str:
     """The content-addressed path of a tool result, relative to the workdir root."""
-    short = len(tool_name) <= _KEPT_NAME_CHARS
-    prefix = (_kept_tool_result_prefix if short else _tool_result_prefix)(tool_name)
-    return f"{prefix}{sha256[:16]}.txt"
+    return f"{_tool_result_prefix(tool_name)}{sha256[:16]}.txt"
 
 
 def history_relpath(session_id: str) -> str:

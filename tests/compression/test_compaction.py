@@ -18,7 +18,7 @@ from yuxi_dash.compression import (
     parse_saved_result,
     tool_result_preview,
 )
-from yuxi_dash.compression.compaction import offload_tool_results, with_content
+from yuxi_dash.compression.compaction import offload_tool_results
 from yuxi_dash.workdir import Workdir
 
 
@@ -111,14 +111,18 @@ def test_same_content_twice_is_one_file_and_saved_messages_are_skipped(workdir: 
     assert [m.content for m in again] == [m.content for m in compacted]
 
 
-def test_write_failure_leaves_message_exactly_as_it_was(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("tool", "content"), [("run", "z" * 5000), ("query_kb", kb_payload(20))])
+def test_write_failure_leaves_message_exactly_as_it_was(
+    tmp_path: Path, tool: str, content: str
+) -> None:
+    """A failed write replaces nothing: the message keeps its content, no preview is made."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("file")
-    content = "z" * 5000
-    messages = [*tool_exchange(1, "run", content)]
+    messages = [*tool_exchange(1, tool, content)]
     compacted = compact_messages(messages, Workdir(blocker))
     assert compacted[1] == messages[1]
     assert compacted[1].content == content
+    assert blocker.read_text() == "file"
 
 
 def test_one_failed_write_does_not_stop_the_others(tmp_path: Path, monkeypatch) -> None:
@@ -303,38 +307,22 @@ def test_write_cut_short_keeps_that_message_and_leaves_no_partial_file(tmp_path:
     assert files == [b"s" * 2000]
 
 
-def test_a_saved_message_is_the_model_copy_of_its_original() -> None:
-    """``with_content`` makes what ``model_copy(update={"content": ...})`` makes, whatever
-    the message carries: ids, names, artifacts, extra fields, private state, a status."""
-    messages = [
-        ToolMessage(content="x", tool_call_id="c1"),
-        ToolMessage(
-            content=[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
-            tool_call_id="c2",
-            name="query_kb",
-            id="m-2",
-            artifact={"raw": [1, 2]},
-            status="error",
-            additional_kwargs={"k": {"v": 1}},
-            response_metadata={"latency": 0.5},
-            custom_extra="kept",
-        ),
-    ]
-    for message in messages:
-        made = with_content(message, "header")
-        expected = message.model_copy(update={"content": "header"})
-        assert made == expected and made.content == "header"
-        assert made.model_dump() == expected.model_dump()
-        assert made.__pydantic_fields_set__ == expected.__pydantic_fields_set__
-        assert made.__pydantic_extra__ == expected.__pydantic_extra__
-        assert made.__pydantic_private__ == expected.__pydantic_private__
-        assert message.content != "header"  # the original is left as it was
-        # its own containers, as __copy__ makes them: changing the copy's leaves the original's
-        assert made.__pydantic_fields_set__ is not message.__pydantic_fields_set__
-        assert made.__dict__ is not message.__dict__
-        if message.__pydantic_extra__ is not None:
-            assert made.__pydantic_extra__ is not message.__pydantic_extra__
-        # shallow, as model_copy's: the other fields' values are the original's own
-        assert (made.additional_kwargs is message.additional_kwargs) == (
-            expected.additional_kwargs is message.additional_kwargs
-        )
+def test_a_saved_message_is_its_original_with_the_header_as_content(workdir: Workdir) -> None:
+    """Everything the message carries but its content stays: ids, name, artifact, extra
+    fields, status; the original is left as it was."""
+    original = ToolMessage(
+        content=kb_payload(20),
+        tool_call_id="c2",
+        name="query_kb",
+        id="m-2",
+        artifact={"raw": [1, 2]},
+        status="error",
+        additional_kwargs={"k": {"v": 1}},
+        response_metadata={"latency": 0.5},
+        custom_extra="kept",
+    )
+    (saved,), _records = offload_tool_results([original], workdir)
+    assert isinstance(saved, ToolMessage) and is_saved_result(saved)
+    assert saved == original.model_copy(update={"content": saved.content})
+    assert saved.model_dump(exclude={"content"}) == original.model_dump(exclude={"content"})
+    assert original.content == kb_payload(20)

@@ -1,4 +1,4 @@
-"""Generic and structured previews: fields kept, record cap, clipping, multi-byte safety."""
+"""Generic and structured previews: fields kept, records in order, clipping, multi-byte safety."""
 
 from __future__ import annotations
 
@@ -10,15 +10,7 @@ from hypothesis import strategies as st
 
 from tests.compression.builders import kb_payload
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
-from yuxi_dash.compression.preview import (
-    MAX_IDENTITY_CHARS,
-    QUERY_KB_METADATA_FIELDS,
-    _splits_character,
-    clip_head_tail,
-    cut_end,
-    cut_start,
-)
-from yuxi_dash.workdir import encode_text
+from yuxi_dash.compression.clipping import _splits_character, clip_head_tail, cut_end, cut_start
 
 
 def test_generic_preview_head_middle_tail_proportions() -> None:
@@ -39,28 +31,8 @@ def test_short_content_is_returned_whole() -> None:
     assert tool_result_preview("run", "short", 300) == "short"
 
 
-def test_query_kb_keeps_identity_and_listed_metadata_only() -> None:
-    preview = tool_result_preview("query_kb", kb_payload(3), 300, rule="plain")
-    document = json.loads(preview)
-    assert document["kind"] == "knowledge_base"
-    assert document["result_count"] == 3
-    assert document["query"] == "retention policy" and document["kb_id"] == "kb-main"
-    assert document["omitted_results"] == 3 - len(document["results"])
-    first = document["results"][0]
-    for key in ("id", "kb_id", "file_id", "title", "source", "score", "distance"):
-        assert key in first
-    assert first["id"] == "chunk-0" and first["file_id"] == "file-0"
-    assert set(first["metadata"]) == {
-        "source", "filename", "title", "chunk_index", "score", "rerank_score",
-        "hybrid_score", "graph_score", "distance",
-    }  # fmt: skip
-    assert "author" not in preview and "page_count" not in preview and "embedding" not in preview
-    assert first["content"].startswith("Body of chunk 0.")
-    assert len(preview) <= 1200
-
-
 def _overlay(document: dict, record: dict) -> dict:
-    """A compact-rule record as the reader takes it: the header's ``common`` values overlaid."""
+    """A record as the reader takes it: the header's ``common`` values overlaid."""
     common = document.get("common", {})
     merged = {**common, **record}
     if "metadata" in common or "metadata" in record:
@@ -68,37 +40,9 @@ def _overlay(document: dict, record: dict) -> dict:
     return merged
 
 
-def test_compact_rule_drops_redundant_values_but_keeps_information() -> None:
-    plain = json.loads(tool_result_preview("query_kb", kb_payload(3), 300, rule="plain"))
-    ours_text = tool_result_preview("query_kb", kb_payload(3), 300)
-    ours = json.loads(ours_text)
-    assert "kb_id" not in ours["results"][0]  # equal to the header's
-    record = _overlay(ours, ours["results"][0])  # rerank_score 0.5 is common to all three
-    assert record["metadata"] == {"filename": "doc-0.pdf", "chunk_index": 0, "rerank_score": 0.5}
-    assert record["title"] == "Document 0" and record["source"] == "docs/doc-0.pdf"
-    # Same information: re-expanding ours gives plain's fields (bodies aside).
-    overlaid = [_overlay(ours, r) for r in ours["results"]]
-    for plain_record, our_record in zip(plain["results"], overlaid, strict=False):
-        expanded_meta = {
-            k: our_record["metadata"].get(k, our_record.get(k))
-            for k in plain_record["metadata"]
-            if plain_record["metadata"][k] is not None
-        }
-        assert expanded_meta == {k: v for k, v in plain_record["metadata"].items() if v is not None}
-    assert len(ours["results"]) >= len(plain["results"])
-
-
-def test_record_cap_is_eight_and_omitted_results_reported() -> None:
-    preview = tool_result_preview("query_kb", kb_payload(30), 5000)
-    document = json.loads(preview)
-    assert len(document["results"]) == 8
-    assert [r["id"] for r in document["results"]] == [f"chunk-{n}" for n in range(8)]
-    assert document["result_count"] == 30 and document["omitted_results"] == 22
-
-
 def test_records_that_do_not_fit_are_omitted_in_order() -> None:
-    # 60 tokens: 240 chars, too few for the identities of all 8 leading records
-    document = json.loads(tool_result_preview("query_kb", kb_payload(30), 60))
+    # 100 tokens: 400 chars, room for a few whole records only
+    document = json.loads(tool_result_preview("query_kb", kb_payload(30), 100))
     shown = len(document["results"])
     assert 1 <= shown < 8
     assert [r["id"] for r in document["results"]] == [f"chunk-{n}" for n in range(shown)]
@@ -120,10 +64,10 @@ def test_web_search_fields_and_bare_list() -> None:
         for n in range(12)
     ]
     for payload in (json.dumps(records), json.dumps({"query": "q", "results": records})):
-        document = json.loads(tool_result_preview("web_search", payload, 400))
+        document = json.loads(tool_result_preview("web_search", payload, 200))
         assert document["kind"] == "web_search" and document["result_count"] == 12
-        first = _overlay(document, document["results"][0])  # site, time, score are common
-        assert {"title", "url", "site_name", "publish_time", "score"} <= set(first)
+        first = _overlay(document, document["results"][0])  # score is common
+        assert {"title", "url", "score"} <= set(first)  # the citation, whole
         assert set(first) <= {"title", "url", "site_name", "publish_time", "score", "snippet"}
         assert document["omitted_results"] == 12 - len(document["results"]) > 0
         assert "raw_html" not in json.dumps(document) and "favicon" not in json.dumps(document)
@@ -154,11 +98,8 @@ def test_bad_or_unexpected_json_falls_back_to_generic(content: str) -> None:
     ],
 )
 def test_a_record_that_is_not_an_object_gives_no_structured_preview(content: str) -> None:
-    """None, not an error, from either decode and either rule (the compiled build checks the
-    type of a typed list's items: records are only objects once that is checked)."""
-    for rule in ("compact", "plain"):
-        for encoded in (None, encode_text(content)):
-            assert structured_preview("query_kb", content, 300, rule=rule, encoded=encoded) is None
+    """None, not an error: every record must be an object."""
+    assert structured_preview("query_kb", content, 300) is None
 
 
 def test_body_is_clipped_head_tail() -> None:
@@ -210,80 +151,20 @@ def test_preview_never_raises_and_never_exceeds_budget(text: str, limit: int) ->
             assert len(body) <= limit * 4
 
 
-def test_compact_web_search_drops_empty_and_host_only_site_names() -> None:
+def test_web_search_drops_empty_and_host_only_site_names() -> None:
     records = [
         {"title": "A", "url": "https://Docs.Example.com/a", "site_name": "docs.example.com",
          "publish_time": None, "score": 0.5, "snippet": "alpha"},
         {"title": "B", "url": "https://blog.example.org/b", "site_name": "Example Blog",
          "publish_time": "", "score": 0.4, "snippet": "beta"},
     ]  # fmt: skip
-    plain = json.loads(structured_preview("web_search", json.dumps(records), 300, rule="plain"))
-    ours = json.loads(structured_preview("web_search", json.dumps(records), 300))
-    assert plain["results"][0]["site_name"] == "docs.example.com"
-    assert plain["results"][0]["publish_time"] is None
+    ours = json.loads(structured_preview("web_search", json.dumps(records), 300) or "{}")
     assert "site_name" not in ours["results"][0] and "publish_time" not in ours["results"][0]
     assert ours["results"][1]["site_name"] == "Example Blog"  # a display name is information
     assert "publish_time" not in ours["results"][1]
     assert ours["results"][0]["url"] == "https://Docs.Example.com/a"
 
 
-def test_compact_rule_fits_more_records_in_the_same_budget() -> None:
-    payload = kb_payload(30)
-    plain = json.loads(structured_preview("query_kb", payload, 300, rule="plain"))
-    ours = json.loads(structured_preview("query_kb", payload, 300))
-    assert len(ours["results"]) > len(plain["results"])
-    assert ours["omitted_results"] < plain["omitted_results"]
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-        lambda children: (
-            st.lists(children, max_size=4)
-            | st.dictionaries(st.text(max_size=8), children, max_size=4)
-        ),
-        max_leaves=12,
-    )
-)
-def test_fast_json_encoding_matches_json_dumps(document) -> None:
-    from yuxi_dash.compression.preview import _dumps
-
-    assert _dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-
-
-def test_compact_rule_fits_identity_fields_before_bodies() -> None:
-    """Ours shows every record's identity (up to the cap) before spending on bodies;
-    a body it does show is at least MIN_BODY_CHARS long (or the whole body)."""
-    from yuxi_dash.compression.preview import MIN_BODY_CHARS
-
-    records = [
-        {
-            "title": f"Result {n} of the search about data retention",
-            "url": f"https://example.com/articles/retention/page-{n}",
-            "score": 0.5,
-            "content": "Long body text " * 80,
-        }
-        for n in range(10)
-    ]
-    payload = json.dumps({"query": "q", "results": records})
-    plain = json.loads(structured_preview("web_search", payload, 300, rule="plain"))
-    ours_text = structured_preview("web_search", payload, 300)
-    assert ours_text is not None and len(ours_text) <= 1200
-    ours = json.loads(ours_text)
-    assert [r["url"] for r in ours["results"]] == [
-        f"https://example.com/articles/retention/page-{n}" for n in range(8)
-    ]
-    assert len(plain["results"]) < 8
-    assert ours["omitted_results"] == 2
-    for record in ours["results"]:
-        assert len(record.get("content", "x" * MIN_BODY_CHARS)) >= MIN_BODY_CHARS
-    # With room to spare, the bodies get it (evenly, clipped head…tail).
-    roomy = json.loads(structured_preview("web_search", payload, 1000))
-    assert all("…" in r["content"] and len(r["content"]) > 100 for r in roomy["results"])
-
-
-# -- the compact rule: evidence first ------------------------------------------------
 def _yuxi_records(count: int, *, title_chars: int = 60) -> list[dict]:
     """query_kb records with Yuxi's full metadata and long CJK titles (distinct per record)."""
     records = []
@@ -316,38 +197,6 @@ def _yuxi_records(count: int, *, title_chars: int = 60) -> list[dict]:
     return records
 
 
-def test_identity_of_every_kept_record_comes_before_any_metadata() -> None:
-    """12 records whose metadata alone would fill the budget: the 8 leading ids and scores
-    are all shown, whole and in order, before any title or body."""
-    records = _yuxi_records(12)
-    payload = json.dumps({"query": "退款政策", "kb_id": "kb_support", "results": records})
-    text = structured_preview("query_kb", payload, 300)
-    assert text is not None and len(text) <= 1200
-    document = json.loads(text)
-    assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:8]]
-    assert [r["score"] for r in document["results"]] == [r["score"] for r in records[:8]]
-    assert document["omitted_results"] == 4
-    for record in records[:8]:
-        assert f'"id":"{record["id"]}"' in text  # whole, never clipped
-    # Whatever the budget, a record is left out only when its identity would not fit
-    # (next to the identities before it): metadata never takes its place.
-    for limit in range(60, 301, 15):
-        document = json.loads(structured_preview("query_kb", payload, limit) or "{}")
-        shown = len(document["results"])
-        assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:shown]]
-        if shown == 8:
-            continue
-        bare = {k: v for k, v in document.items() if k != "common"}
-        bare["results"] = [{"id": r["id"], "score": r["score"]} for r in records[: shown + 1]]
-        bare["omitted_results"] = 12 - shown - 1
-        assert len(json.dumps(bare, ensure_ascii=False, separators=(",", ":"))) > limit * 4
-    # With room to spare, titles come before the lower-ranked scores and before bodies.
-    roomy = json.loads(structured_preview("query_kb", payload, 700) or "{}")
-    first = roomy["results"][0]
-    assert first["title"].startswith("第0章") and len(first["title"]) <= 80
-    assert all("title" in r for r in roomy["results"] if "metadata" in r)
-
-
 def test_metadata_repeated_across_records_is_written_once_in_common() -> None:
     records = [
         {
@@ -368,7 +217,7 @@ def test_metadata_repeated_across_records_is_written_once_in_common() -> None:
         "kb_id": "kb_policies",
         "source": "policies/refunds.md",
         "file_id": "file-refunds",
-        "metadata": {"filename": "refunds.md", "rerank_score": 0.8},
+        "metadata": {"rerank_score": 0.8},  # the filename is the source's end: left out
     }
     for shown, record in zip(document["results"], records, strict=True):
         assert not {"kb_id", "source", "file_id"} & set(shown)
@@ -376,7 +225,7 @@ def test_metadata_repeated_across_records_is_written_once_in_common() -> None:
         merged = _overlay(document, shown)
         for key in ("id", "kb_id", "file_id", "source", "score"):
             assert merged[key] == record[key]
-        assert merged["metadata"] == record["metadata"]
+        assert {**merged["metadata"], "filename": "refunds.md"} == record["metadata"]
     assert text.count("policies/refunds.md") == 1
     # A value only some records share stays with each record.
     records[2]["file_id"] = "file-other"
@@ -412,9 +261,8 @@ def test_results_inside_an_envelope_are_found() -> None:
     envelope = {"code": 0, "message": "ok", "data": {"query": "q", "results": records}}
     document = json.loads(tool_result_preview("query_kb", json.dumps(envelope), 300))
     assert document["kind"] == "knowledge_base" and document["query"] == "q"
-    assert [r["id"] for r in document["results"]] == [r["id"] for r in records[:8]]
-    plain = tool_result_preview("query_kb", json.dumps(envelope), 300, rule="plain")
-    assert plain.startswith("[HEAD]\n")  # the modelled system's rule reads top-level results only
+    shown = [r["id"] for r in document["results"]]
+    assert shown and shown == [r["id"] for r in records[: len(shown)]]
 
 
 _TRICKY = (
@@ -487,7 +335,7 @@ _KEYS = st.sampled_from(
      "publish_time", "content", "snippet", "text", "summary", "metadata")
 )  # fmt: skip
 _RECORD = st.dictionaries(_KEYS, _JSON_VALUES | st.dictionaries(
-    st.sampled_from(QUERY_KB_METADATA_FIELDS), _JSON_VALUES, max_size=6
+    st.sampled_from(("source", "filename", "title", "chunk_index", "score", "rerank_score")), _JSON_VALUES, max_size=6
 ), max_size=10)  # fmt: skip
 
 
@@ -515,12 +363,10 @@ def test_structured_preview_never_raises_and_respects_the_budget(
     document = json.loads(structured)
     assert document["result_count"] == len(records)
     assert document["omitted_results"] == len(records) - len(document["results"])
-    assert len(document["results"]) <= 8
     for shown, record in zip(document["results"], records, strict=False):
         for key in ("id", "url"):
-            value = record.get(key)
-            if key in shown and isinstance(value, str) and len(value) <= MAX_IDENTITY_CHARS:
-                assert shown[key] == value  # an identity is shown whole or not at all
+            if key in shown:
+                assert json.dumps(shown[key]) == json.dumps(record[key])  # shown whole
 
 
 def _sweep_payloads() -> list[tuple[str, str]]:
@@ -573,3 +419,20 @@ def test_dashboard_rows_carry_the_common_values() -> None:
     assert rows is not None
     assert [row["metadata.rerank_score"] for row in rows["records"]] == [0.5, 0.5, 0.5]
     assert [row["id"] for row in rows["records"]] == ["chunk-0", "chunk-1", "chunk-2"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_dumps_writes_what_json_dumps_writes(document: object) -> None:
+    from yuxi_dash.compression.clipping import dumps
+
+    assert dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))

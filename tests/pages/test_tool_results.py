@@ -155,3 +155,36 @@ def test_a_salvaged_preview_says_so(
         assert shown[0].replace("\\", "") == SALVAGED
     else:
         assert shown == []
+
+
+def test_a_field_the_preview_left_out_reads_as_left_out_never_none(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """The preview's table: a field the preview has for some records only (here the body,
+    which the leading record keeps) reads "not in the preview; in the file" where the
+    file's record has it, and "–" where the file's record has none."""
+    records = [
+        {
+            "id": f"chunk-{n}",
+            "title": f"Refund policy - part {n}",
+            "source": f"kb/refunds_{n}.md",
+            "score": 0.9 - n / 100,
+            "content": "Annual plans are refunded pro rata within 30 days. " * 20,
+            "metadata": {"chunk_index": n},
+        }
+        for n in range(14)
+    ]
+    del records[2]["content"]  # no body in the file either
+    result_id = _offload(demo_env, json.dumps({"query": "refunds", "results": records}))
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(result_id).run()
+    assert not at.exception
+    table = at.dataframe[1].value  # the listing, then the preview's records
+    assert list(table["id"]) == [f"chunk-{n}" for n in range(len(table))]
+    assert 4 <= len(table) < 14
+    cells = [str(value) for column in table.columns for value in table[column]]
+    assert "None" not in cells and "nan" not in cells
+    bodies = list(table["content"])
+    assert bodies[0].startswith("Annual plans are refunded") and bodies[2] == "–"
+    assert bodies[1] == bodies[3] == "not in the preview; in the file"
+    assert list(table["source"]) == [f"kb/refunds_{n}.md" for n in range(len(table))]

@@ -103,25 +103,12 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
         description="Operator console for context compression and Graphiti memory.",
         json_errors=json_errors,
     )
-    parser.add_argument(
-        "--version", action=_Version, nargs=0, help="the version, and which preview build runs"
-    )
+    parser.add_argument("--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in (db, threads, tool_results, simulate, memory, attach, serve, api):
         module.register(sub)
     return parser
-
-
-class _Version(argparse.Action):
-    """``--version``: the package version and the tool-result preview's build, then exit 0."""
-
-    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
-        # imported when asked: it loads the compression engine, which `--help` never needs
-        from yuxi_dash.compression.compiled import preview_build
-
-        print(f"yuxi-dash {version('yuxi-dash')} (tool-result preview: {preview_build()})")
-        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

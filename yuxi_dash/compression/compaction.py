@@ -8,8 +8,8 @@
   the state. A message's text is its string content, or the joined text of a
   content-block list made only of text blocks (as MCP tools return); a list
   holding anything else (an image) is left as it is. One pass writes as it
-  goes (each result encoded once: those bytes are hashed, written and decoded
-  for the preview); the engine's summary path splits it into ``plan_offload`` (no I/O) and
+  goes (each result encoded once: those bytes are hashed and written); the
+  engine's summary path splits it into ``plan_offload`` (no I/O) and
   ``write_offloads`` so a failed summary writes nothing. Both write inside one
   ``Workdir.writing_pass``: the results directory is walked once per pass.
 - ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
@@ -32,7 +32,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from yuxi_dash.agents import DEFAULT_TOOL_RESULT_TOKEN_LIMIT
-from yuxi_dash.compression.preview import PreviewRule, tool_result_preview
+from yuxi_dash.compression.preview import tool_result_preview
 from yuxi_dash.compression.state import SAVED_RESULT_MARKER
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.workdir import SavedFile, Workdir, encode_text
@@ -214,7 +214,6 @@ def plan_offload(
     *,
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     start: int = 0,
-    preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[PendingOffload]]:
     """The offloaded messages from index ``start`` on, with nothing written yet.
 
@@ -229,10 +228,8 @@ def plan_offload(
     for index, message, tool_name, text in _offload_candidates(
         result, start, tool_result_token_limit
     ):
-        saved, data = workdir.prepare_tool_result(tool_name, text)
-        result[index] = _saved_message(
-            message, text, data, tool_name, saved, tool_result_token_limit, preview_rule
-        )
+        saved, _data = workdir.prepare_tool_result(tool_name, text)
+        result[index] = _saved_message(message, text, tool_name, saved, tool_result_token_limit)
         pending.append(PendingOffload(index, message, text, message.tool_call_id, tool_name, saved))
     return result, pending
 
@@ -261,48 +258,12 @@ def _offload_candidates(
 
 
 def _saved_message(
-    message: ToolMessage,
-    content: str,
-    encoded: bytes,
-    tool_name: str,
-    saved: SavedFile,
-    token_limit: int,
-    rule: PreviewRule,
+    message: ToolMessage, content: str, tool_name: str, saved: SavedFile, token_limit: int
 ) -> ToolMessage:
-    """``message`` with its content (text ``content``, bytes ``encoded``) replaced by the
-    header and preview."""
-    preview = tool_result_preview(tool_name, content, token_limit, rule=rule, encoded=encoded)
+    """``message`` with its content replaced by the saved-result header and preview."""
+    preview = tool_result_preview(tool_name, content, token_limit)
     header = saved_result_header(tool_name, saved, preview, len(content))
-    return with_content(message, header)
-
-
-def with_content(message: ToolMessage, content: str) -> ToolMessage:
-    """``message.model_copy(update={"content": content})``, made the way it makes it.
-
-    pydantic's ``model_copy`` of a model that allows extra fields (a LangChain
-    message does) is its shallow ``__copy__`` (a new instance holding copies of the
-    field values' dict, the extra fields and the set fields) and then, for a declared
-    field, the value set in that dict and the field marked set (``content`` is
-    declared). Made here directly, without the copy module's dispatch and the update
-    loop, because it runs once per offloaded result; a message with private state
-    takes ``model_copy`` itself. tests/compression/test_compaction.py compares the two
-    on every kind of message field.
-    """
-    if getattr(message, "__pydantic_private__", None) is not None:
-        return message.model_copy(update={"content": content})
-    cls = type(message)
-    copied = cls.__new__(cls)
-    fields = message.__dict__.copy()
-    fields["content"] = content
-    extra = message.__pydantic_extra__
-    _set_attribute(copied, "__dict__", fields)
-    _set_attribute(copied, "__pydantic_extra__", None if extra is None else extra.copy())
-    _set_attribute(copied, "__pydantic_fields_set__", message.__pydantic_fields_set__ | {"content"})
-    _set_attribute(copied, "__pydantic_private__", None)
-    return copied
-
-
-_set_attribute = object.__setattr__  # as pydantic sets them: past the model's __setattr__
+    return message.model_copy(update={"content": header})
 
 
 def write_offloads(
@@ -334,7 +295,6 @@ def offload_tool_results(
     *,
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     start: int = 0,
-    preview_rule: PreviewRule = "compact",
 ) -> tuple[list[BaseMessage], list[SavedRecord]]:
     """Offload large ToolMessages from index ``start`` on; return (messages, newly saved).
 
@@ -358,10 +318,8 @@ def offload_tool_results(
                 logger.warning("tool result offload failed (%s); message kept", type(exc).__name__)
                 del data  # freed before the next result is encoded
                 continue
-            result[index] = _saved_message(
-                message, text, data, tool_name, saved, tool_result_token_limit, preview_rule
-            )
             del data  # the next result's bytes are made after this one's are freed
+            result[index] = _saved_message(message, text, tool_name, saved, tool_result_token_limit)
             saved_records.append((message.tool_call_id, tool_name, saved))
     return result, saved_records
 
@@ -407,17 +365,9 @@ def compact_messages(
     *,
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     tool_arg_max_length: int = 2000,
-    preview_rule: PreviewRule = "compact",
 ) -> list[BaseMessage]:
-    """Offload large tool results and truncate long file-write args (the compacted view).
-
-    ``preview_rule`` picks the structured-preview record rule: ``"compact"`` (ours,
-    the default) or ``"plain"`` (the modelled system's), so the bench can compare.
-    """
+    """Offload large tool results and truncate long file-write args (the compacted view)."""
     offloaded, _saved = offload_tool_results(
-        messages,
-        workdir,
-        tool_result_token_limit=tool_result_token_limit,
-        preview_rule=preview_rule,
+        messages, workdir, tool_result_token_limit=tool_result_token_limit
     )
     return truncate_tool_args(offloaded, tool_arg_max_length)

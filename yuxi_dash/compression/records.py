@@ -1,150 +1,178 @@
-"""Reading only what a structured preview shows: the fields it keeps, bodies left undecoded.
+"""One query_kb / web_search record as a structured preview shows it.
 
-A query_kb / web_search result is mostly its records' bodies (``content``,
-``text``, ``snippet``, ``summary``), and its preview shows a few hundred
-characters of a few of them. ``read_records`` decodes a whole JSON document
-(the UTF-8 bytes already made for the saved file) with msgspec into just the
-fields a preview reads: the header fields, every kept field of a record
-(``QUERY_KB_FIELDS``, ``WEB_SEARCH_FIELDS``, ``metadata``) and its bodies, each
-string body kept as a ``RawBody`` that is decoded only as far as the preview
-gives it room. Other keys are skipped (msgspec still checks them); records past
-``MAX_PREVIEW_RECORDS`` are counted, not converted.
+A shown record is whole: its citation is always written in full (``citation``):
 
-The preview made from its answer is the one the full decode gives: every value
-read is the value ``json`` reads (a body holding a lone surrogate, which msgspec
-refuses, is read by ``json``: ``salvage.decode_json_value``), and what it
-skips cannot change the preview. Where the answer could differ it says None and
-the caller decodes the whole document (``salvage.decode_json_bytes``): no
-``results`` list at the top (a bare list is read here, and with ``nested`` an
-envelope one level down: the first member that is an object with ``results``,
-as the compact rule looks for it), a record that is not an object, or a value
-read that msgspec refuses (a lone surrogate or ``NaN`` in a kept field).
+- query_kb: ``id``, ``title``, ``source`` (or ``metadata.filename`` when there is
+  no source), ``metadata.chunk_index`` and ``score``;
+- web_search: ``url``, ``title`` and ``score``.
 
-One difference is deliberate: a number longer than Python's integer digit limit
-(4300 digits) in a field no preview reads. ``json`` refuses the whole document
-for it, so from the text alone the preview is the salvage of what precedes the
-number (or the generic one); read here, the document is the valid JSON it is.
+Each field is written where the record has it (top level or under ``metadata``;
+query_kb looks at the top level first, except for ``chunk_index``). A title is
+clipped head…tail to ``MAX_TITLE_CHARS``; every other citation value is kept as
+it is. Other kept fields (``EXTRA_FIELDS``) follow as room allows, strings
+clipped to ``MAX_EXTRA_CHARS``; left out as already visible are null or empty
+values, metadata copies of a top-level value, a ``kb_id`` equal to the
+header's and a ``site_name`` that is only the url's host. The body is the first
+of ``BODY_FIELDS`` that is a string and not blank, clipped head…tail.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
+from yuxi_dash.compression.clipping import clip_head_tail, dumps
 
-from yuxi_dash.compression.clipping import RawBody
-from yuxi_dash.compression.evidence import (
-    BODY_FIELDS,
-    HEADER_FIELDS,
-    MAX_PREVIEW_RECORDS,
-    QUERY_KB_FIELDS,
-    WEB_SEARCH_FIELDS,
+MAX_TITLE_CHARS = 32
+MAX_EXTRA_CHARS = 80
+BODY_FIELDS = ("content", "text", "snippet", "summary")
+META = "metadata"
+Field = tuple[bool, str]  # (under metadata, key)
+
+# Where a citation field may be, in the order looked at; the first non-empty one is shown.
+KB_CITATION: tuple[tuple[Field, ...], ...] = (
+    ((False, "id"),),
+    ((False, "title"), (True, "title")),
+    ((False, "source"), (True, "source"), (True, "filename")),
+    ((True, "chunk_index"), (False, "chunk_index")),
+    ((False, "score"), (True, "score")),
 )
-from yuxi_dash.compression.salvage import decode_json_value, json_bounds
-
-# Every record key a preview reads besides its bodies (both rules, both kinds).
-RECORD_FIELDS: tuple[str, ...] = tuple(
-    dict.fromkeys((*QUERY_KB_FIELDS, *WEB_SEARCH_FIELDS, "metadata"))
+WEB_CITATION: tuple[tuple[Field, ...], ...] = (
+    ((False, "url"),),
+    ((False, "title"),),
+    ((False, "score"),),
 )
-assert not set(RECORD_FIELDS) & set(BODY_FIELDS)
-
-_UNSET = msgspec.UNSET
-_Record = msgspec.defstruct(
-    "_Record",
-    [
-        *((name, Any, _UNSET) for name in RECORD_FIELDS),
-        *((name, msgspec.Raw | msgspec.UnsetType, _UNSET) for name in BODY_FIELDS),
-    ],
-    gc=False,
-)
-_Envelope = msgspec.defstruct(
-    "_Envelope",
-    [
-        ("results", list[_Record] | msgspec.UnsetType, _UNSET),  # type: ignore[valid-type]
-        *((name, Any, _UNSET) for name in HEADER_FIELDS),
-    ],
-    gc=False,
-)
-_read_envelope = msgspec.json.Decoder(_Envelope).decode
-_read_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode  # each value left as read
-_read_list = msgspec.json.Decoder(list[_Record]).decode  # type: ignore[valid-type]
-_astuple = msgspec.structs.astuple
-_FIELDS: tuple[str, ...] = (*RECORD_FIELDS, *BODY_FIELDS)  # a _Record's fields, in order
-_FIRST_BODY = len(RECORD_FIELDS)
-assert _Record.__struct_fields__ == _FIELDS
-
-Records = tuple[list[dict[str, Any]], int, dict[str, Any]]
+EXTRA_FIELDS: dict[str, tuple[Field, ...]] = {
+    "knowledge_base": (
+        (True, "filename"),
+        (False, "file_id"),
+        (True, "rerank_score"),
+        (False, "distance"),
+        (True, "distance"),
+        (True, "hybrid_score"),
+        (True, "graph_score"),
+        (False, "kb_id"),
+    ),
+    "web_search": ((False, "site_name"), (False, "publish_time")),
+}
 
 
-def read_records(encoded: bytes, window: int, *, nested: bool = False) -> Records | None:
-    """(the leading records, how many there are, the header fields), or None: decode it whole.
+_SIZED = (str, list, dict, tuple)
 
-    ``encoded``: a whole tool result as UTF-8 (``workdir.encode_text``); ``window``:
-    the characters a ``RawBody`` decodes at each end of a long body (the preview's
-    budget + 2). The leading records are the first ``MAX_PREVIEW_RECORDS``, as dicts
-    of the fields present; string bodies are ``RawBody``. ``nested``: an object with
-    no ``results`` is read one level down (``_inner_envelope``).
-    """
-    start, end = json_bounds(encoded)
-    if start >= end:
+
+def is_empty(value: Any) -> bool:
+    return value is None or (not value and isinstance(value, _SIZED))
+
+
+def lookup(record: dict[str, Any], field: Field) -> Any:
+    """The record's value at ``field``, or None."""
+    in_meta, key = field
+    holder = record.get(META) if in_meta else record
+    return holder.get(key) if isinstance(holder, dict) else None
+
+
+def citation(record: dict[str, Any], kind: str) -> list[tuple[Field, Any]]:
+    """The citation fields the record has: (where it is, the value shown)."""
+    found: list[tuple[Field, Any]] = []
+    for places in KB_CITATION if kind == "knowledge_base" else WEB_CITATION:
+        for field in places:
+            value = lookup(record, field)
+            if not is_empty(value):
+                if field[1] == "title" and isinstance(value, str):
+                    value = clip_head_tail(value, MAX_TITLE_CHARS)
+                found.append((field, value))
+                break
+    return found
+
+
+def _url_host(url: Any) -> str | None:
+    if not isinstance(url, str):
         return None
-    opener, closer = encoded[start], encoded[end - 1]
-    try:
-        if opener == 0x5B and closer == 0x5D:  # [ ... ]
-            records = _read_list(encoded)
-            header: dict[str, Any] = {}
-        elif opener == 0x7B and closer == 0x7D:  # { ... }
-            envelope = _read_envelope(encoded)
-            results: Any = envelope.results  # type: ignore[attr-defined]  # a defstruct field
-            if results is _UNSET:
-                inner = _inner_envelope(encoded) if nested else None
-                if inner is None:
-                    return None
-                envelope, results = inner
-            records = results
-            header = {}
-            for name in HEADER_FIELDS:
-                value = getattr(envelope, name)
-                if value is not _UNSET:
-                    header[name] = value
-        else:
-            return None
-        leading = [_as_dict(record, window) for record in records[:MAX_PREVIEW_RECORDS]]
-    except (ValueError, RecursionError, MemoryError):
-        return None  # msgspec's DecodeError (ValidationError too) is a ValueError, as json's is
-    return leading, len(records), header
+    rest = url.partition("://")[2]
+    return rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2].lower()
 
 
-def _inner_envelope(encoded: bytes) -> tuple[Any, Any] | None:
-    """(the envelope, its results) of the first member that is an object with ``results``.
+def extras(
+    record: dict[str, Any], kind: str, header_kb_id: Any, cited: list[tuple[Field, Any]]
+) -> list[tuple[Field, Any]]:
+    """The other kept fields the reader cannot see yet (``cited``: the record's citation),
+    in order of usefulness."""
+    shown = {field for field, _value in cited}
+    source = next((str(v) for (_m, key), v in cited if key in ("source", "filename")), "")
+    found: list[tuple[Field, Any]] = []
+    for field in EXTRA_FIELDS[kind]:
+        value = lookup(record, field)
+        in_meta, key = field
+        if (
+            is_empty(value)
+            or field in shown
+            or (in_meta and record.get(key) == value)
+            or (key == "kb_id" and value == header_kb_id)
+            or (key == "site_name" and str(value).lower() == _url_host(record.get("url")))
+            or (key == "filename" and source.endswith(str(value)))
+        ):
+            continue
+        if isinstance(value, str):
+            value = clip_head_tail(value, MAX_EXTRA_CHARS)
+        found.append((field, value))
+    return found
 
-    The full decode's rule (``preview._locate_records``): members in document order, a
-    repeated key where it first appears holding its last value, as a dict of json's has
-    it. A member whose ``results`` is not a list of objects raises (msgspec's
-    ValidationError): the caller then decodes the whole document, which decides.
-    """
-    for raw in _read_members(encoded).values():
-        if memoryview(raw)[0] == 0x7B:  # {: an object (a Raw value is never empty)
-            envelope = _read_envelope(raw)
-            if envelope.results is not _UNSET:  # type: ignore[attr-defined]  # defstruct
-                return envelope, envelope.results  # type: ignore[attr-defined]
+
+def body(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(key, text) of the record's body, or None."""
+    for key in BODY_FIELDS:
+        value = record.get(key)
+        if isinstance(value, str) and value.strip():
+            return key, value
     return None
 
 
-def _as_dict(record: Any, window: int) -> dict[str, Any]:
-    """The fields present (``_FIELDS`` order), string bodies as ``RawBody``."""
-    values = _astuple(record)
-    fields: dict[str, Any] = {}
-    for index in range(_FIRST_BODY):
-        value = values[index]
-        if value is not _UNSET:
-            fields[_FIELDS[index]] = value
-    for index in range(_FIRST_BODY, len(_FIELDS)):
-        raw = values[index]
-        if raw is not _UNSET:
-            data = bytes(raw)
-            # a string stays undecoded; any other value is decoded (a preview skips it)
-            fields[_FIELDS[index]] = (
-                RawBody(data, window) if data[:1] == b'"' else decode_json_value(data)
-            )
-    return fields
+class ShownRecord:
+    """A record's pieces (``"key":value`` JSON, top level or under metadata) and its body."""
+
+    def __init__(self, record: dict[str, Any], kind: str) -> None:
+        self.record = record
+        self.cited = citation(record, kind)
+        self.pieces: list[tuple[bool, str]] = [
+            (in_meta, f'"{key}":' + dumps(value)) for (in_meta, key), value in self.cited
+        ]  # the keys are ours: plain ASCII names
+        self.body = body(record)
+        self.body_chars = 0  # the body's allowance: characters shown of it
+        self.body_json = ""
+        self._rendered: tuple[frozenset[tuple[bool, str]], str] | None = None
+
+    def add(self, field: Field, value: Any) -> None:
+        self.pieces.append((field[0], f'"{field[1]}":' + dumps(value)))
+        self._rendered = None
+
+    def drop_last(self) -> None:
+        self.pieces.pop()
+        self._rendered = None
+
+    def set_body(self, chars: int) -> None:
+        """Show ``chars`` characters of the body (head…tail); 0 shows none."""
+        self._rendered = None
+        if self.body is None or chars <= 0:
+            self.body_chars, self.body_json = 0, ""
+            return
+        self.body_chars = min(chars, len(self.body[1]))
+        text = clip_head_tail(self.body[1], self.body_chars)
+        self.body_json = dumps(self.body[0]) + ":" + dumps(text)
+
+    def render(self, common: frozenset[tuple[bool, str]] = frozenset()) -> str:
+        """The record's JSON without the pieces written once in ``common``."""
+        cached = self._rendered
+        if cached is None or (cached[0] is not common and cached[0] != common):
+            kept = [piece for piece in self.pieces if piece not in common]
+            cached = self._rendered = (common, render_object(kept, self.body_json))
+        return cached[1]
+
+
+def render_object(pieces: list[tuple[bool, str]], last: str = "") -> str:
+    """``{top pieces,"metadata":{metadata pieces},last}``."""
+    parts = [text for in_meta, text in pieces if not in_meta]
+    nested = [text for in_meta, text in pieces if in_meta]
+    if nested:
+        parts.append(f'"{META}":{{' + ",".join(nested) + "}")
+    if last:
+        parts.append(last)
+    return "{" + ",".join(parts) + "}"

@@ -1,14 +1,6 @@
 """Reading a tool result's JSON records, and salvaging them from text that is not JSON.
 
-``decode_json_bytes`` is the fast parse of a structured result, from the UTF-8
-bytes the caller already made for the saved file and its SHA-256: msgspec reads
-them without another conversion (about 1.3x ``json.loads`` on the text). Where it
-returns a value, the value is the one ``json`` reads, numbers included (any size
-of integer; floats rounded the same way); what it refuses (``NaN``,
-``Infinity``, a float overflowing to infinity, lone surrogates, anything that is
-not one whole JSON document) goes to ``parse_records_text``.
-
-``parse_records_text`` is the exact parse: the text decoded once
+``parse_records_text`` is the one parse of a structured result: the text decoded once
 (``json.JSONDecoder.raw_decode``, the call ``json.loads`` makes), and when that
 fails, the leading complete records recovered from what the text starts with.
 Text that cannot be one document (it does not end with ``}`` or ``]``) and is
@@ -49,9 +41,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, Final, Literal
-
-import msgspec
+from typing import Any, Literal
 
 SalvageKind = Literal["trailing_text", "cut", "python_repr", "python_repr_cut"]
 MAX_SALVAGE_DEPTH = 3
@@ -61,11 +51,7 @@ MAX_LITERAL_ITEMS = 5000  # nor one with more separators: at most ~50 ms of pars
 
 _DECODER = json.JSONDecoder()
 _decode = _DECODER.raw_decode
-_decode_bytes = msgspec.json.Decoder().decode
-NOT_DECODED: Final = object()  # decode_json_bytes: not one JSON document msgspec reads
-_JSON_SPACE = b" \t\n\r"
 _JSON_SPACE_TEXT = " \t\n\r"
-_CLOSER_OF = {0x7B: 0x7D, 0x5B: 0x5D}  # { } and [ ]: a document ends as it starts
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -75,104 +61,6 @@ def _skip_space(text: str, pos: int) -> int:
 
 
 _PARSE_ERRORS = (ValueError, TypeError, RecursionError, MemoryError, OverflowError)
-
-
-def json_bounds(encoded: bytes) -> tuple[int, int]:
-    """(start, end) of ``encoded`` without the JSON whitespace around it."""
-    end = len(encoded)
-    while end and encoded[end - 1] in _JSON_SPACE:
-        end -= 1
-    start = 0
-    while start < end and encoded[start] in _JSON_SPACE:
-        start += 1
-    return start, end
-
-
-def decode_json_value(data: bytes) -> Any:
-    """The JSON value ``data`` holds, read as ``json`` reads it; lone surrogates included.
-
-    msgspec first; what it refuses (UTF-8 holding a lone surrogate, as ``surrogatepass``
-    encodes one) is read by ``json`` from the text, as a result's full decode would be.
-    ValueError when neither reads it.
-    """
-    try:
-        return _decode_bytes(data)
-    except msgspec.DecodeError:
-        return json.loads(data.decode("utf-8", "surrogatepass"))
-
-
-def decode_json_bytes(encoded: bytes) -> Any:
-    """The JSON document ``encoded`` holds (UTF-8), or ``NOT_DECODED``: then parse the text.
-
-    Never a value ``json`` would read differently: msgspec refuses, rather than
-    changes, what it does not read as ``json`` does.
-    """
-    start, end = json_bounds(encoded)
-    if start >= end or _CLOSER_OF.get(encoded[start]) != encoded[end - 1]:
-        return NOT_DECODED  # cut short or followed by text: not one document, and no scan spent
-    try:
-        return _decode_bytes(encoded)
-    except (msgspec.DecodeError, RecursionError, MemoryError):
-        return NOT_DECODED
-
-
-def salvaged_document(text: str, encoded: bytes) -> tuple[bytes, SalvageKind] | None:
-    """Where ``parse_records_text(text)`` salvages one whole JSON document, its bytes and
-    how, so that a caller reading bytes (``records.read_records``) reads it without the
-    text parse; None for every other text (read it with ``parse_records_text``).
-
-    ``text`` is a result without its leading whitespace, ``encoded`` the whole result's
-    UTF-8 (``surrogatepass``, as ``workdir.encode_text`` makes it). A candidate, not a verdict:
-    the salvage is that document exactly when the bytes are one whole document the
-    caller's decode reads (msgspec reads as ``json`` does, and refuses the rest):
-
-    - ``"python_repr"``: a plain Python repr (no ``"``, backslash or NUL) that ``json``
-      does not read as it is: the text with its quotes made JSON's, which is the JSON
-      text ``_read_repr`` decodes whenever it is one document (a repr holding ``None``,
-      ``True`` or a tuple is not: the text parse converts it);
-    - ``"trailing_text"``: text after a document that starts the text, when the text's
-      first quote is ``"``: the bytes up to the last bracket closing the document's
-      first one, when text follows it that cannot continue a document (anything but
-      ``,``, ``]`` or ``}``: a cut document goes on with one of those after an inner
-      object or list). Read whole, those bytes are the document ``json``'s scan finds
-      first (a document ends at the bracket that closes its first one).
-
-    Read from its bytes, such a document shows the one difference any document read
-    from its bytes shows (``compression.records``): a number past Python's digit limit
-    in a field no preview reads, where ``json`` stops and salvages what precedes it.
-    """
-    if _repr_first(text):
-        if not _looks_like_a_literal(text):
-            return None
-        try:
-            _decode(text)
-        except RecursionError:
-            return None
-        except ValueError:
-            if b'"' in encoded or b"\\" in encoded or b"\x00" in encoded:
-                return None  # not a plain repr
-            # Its quotes made JSON's. Where that is one JSON document, nothing between the
-            # strings is a Python word or a parenthesis (none is JSON), so it is exactly
-            # what `_simple_repr_as_json` makes of it, without splitting at every quote.
-            # In the UTF-8 bytes: no byte of a multi-byte character is a quote.
-            return encoded.replace(b"'", b'"'), "python_repr"
-        return None  # JSON as it is: not salvaged
-    start, end = json_bounds(encoded)
-    closer = _CLOSER_OF.get(encoded[start]) if start < end else None
-    if closer is None:
-        return None
-    last = encoded.rfind(closer, start, end - 1)  # before the last byte: text follows it
-    if last == -1:
-        return None
-    after = last + 1
-    while encoded[after] in _JSON_SPACE:  # ends before `end`: something follows the bracket
-        after += 1
-    if encoded[after] in _INSIDE_A_DOCUMENT:
-        return None
-    return encoded[start : last + 1], "trailing_text"
-
-
-_INSIDE_A_DOCUMENT = b",]}"
 
 
 def parse_records_text(text: str) -> tuple[Any, SalvageKind | None] | None:

@@ -9,6 +9,7 @@ them (re-exported here), the same as on the CLI.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from yuxi_dash.auth import Actor, Role
+from yuxi_dash.compression.preview import locate_records
+from yuxi_dash.compression.salvage import parse_records_text
 from yuxi_dash.display import (  # noqa: F401 - re-exported: the pages' one formatter per kind
     MISSING,
     PERCENT_FORMAT,
@@ -340,13 +343,42 @@ def outcome_line(thread_id: str, result: Mapping[str, Any]) -> str:
     return f"{thread_id}: nothing compressed ({reason}); {before} tokens unchanged"
 
 
-def structured_records(preview: str) -> dict[str, Any] | None:
+LEFT_OUT = "not in the preview; in the file"  # a field the preview left out of a record
+
+
+def _flat(record: Mapping[str, Any], common: Mapping[str, Any]) -> dict[str, Any]:
+    """A record as one row: its keys and ``metadata.<key>``, ``common`` values overlaid."""
+    flat: dict[str, Any] = {}
+    for source in (record, common):  # a record's own value wins
+        for key, value in source.items():
+            if key != "metadata":
+                flat.setdefault(key, value)
+        metadata = source.get("metadata")
+        if isinstance(metadata, dict):
+            for key, value in metadata.items():
+                flat.setdefault(f"metadata.{key}", value)
+    return flat
+
+
+def _file_rows(full: str) -> list[dict[str, Any]]:
+    """The records of a whole tool result as rows (salvaged when it is not JSON), else []."""
+    text = full.lstrip()
+    parsed = parse_records_text(text) if text.startswith(("{", "[")) else None
+    located = None if parsed is None else locate_records(parsed[0])
+    if located is None:
+        return []
+    return [_flat(record, {}) for record in located[0] if isinstance(record, dict)]
+
+
+def structured_records(preview: str, full: str | None = None) -> dict[str, Any] | None:
     """The records of a structured query_kb / web_search preview (compact JSON), else None.
 
     Returns {"kind", "result_count", "omitted_results", "query", "records": [flat dicts]}.
+    With ``full``, the whole result the preview was made of: a field a shown record lacks
+    reads ``LEFT_OUT`` when the file's record has it, ``MISSING`` when it does not (the
+    preview shows the leading records in order, so the n-th row is the file's n-th record),
+    and such a column is text.
     """
-    import json
-
     try:
         document = json.loads(preview)
     except (ValueError, TypeError):
@@ -355,23 +387,25 @@ def structured_records(preview: str) -> dict[str, Any] | None:
         document = {"results": document}
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         return None
-    records = []
     # values every listed record shares are written once, in "common": overlay them
     shared = document.get("common")
     common: dict[str, Any] = shared if isinstance(shared, dict) else {}
-    for record in document["results"]:
-        if not isinstance(record, dict):
-            continue
-        flat: dict[str, Any] = {}
-        for source in (record, common):  # a record's own value wins
-            for key, value in source.items():
-                if key != "metadata":
-                    flat.setdefault(key, value)
-            metadata = source.get("metadata")
-            if isinstance(metadata, dict):
-                for key, value in metadata.items():
-                    flat.setdefault(f"metadata.{key}", value)
-        records.append(flat)
+    records = [_flat(r, common) for r in document["results"] if isinstance(r, dict)]
+    if full is not None and records:
+        in_file = _file_rows(full)
+        columns = list(dict.fromkeys(key for row in records for key in row))
+        marked = set()
+        for index, row in enumerate(records):
+            file_row = in_file[index] if index < len(in_file) else {}
+            for column in columns:
+                if column not in row:
+                    left_out = file_row.get(column) not in (None, "", [], {})
+                    row[column] = LEFT_OUT if left_out else MISSING
+                    marked.add(column)
+        for row in records:  # one type per column: the table draws it as text
+            for column in marked:
+                value = row[column]
+                row[column] = value if isinstance(value, str) else json.dumps(value)
     return {
         "kind": document.get("kind"),
         "result_count": document.get("result_count", len(records)),

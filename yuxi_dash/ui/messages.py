@@ -25,12 +25,13 @@ _AVATARS = {
 }
 
 
-def draw_preview(preview: str, *, max_chars: int | None = None) -> None:
+def draw_preview(preview: str, *, max_chars: int | None = None, full: str | None = None) -> None:
     """A tool result or its preview: a records table when it is structured JSON, else monospace text.
 
-    `max_chars` clips the monospace fallback (the table is drawn from the whole text).
+    `max_chars` clips the monospace fallback (the table is drawn from the whole text);
+    `full`: the result the preview was made of, so a field the preview left out reads so.
     """
-    structured = structured_records(preview)
+    structured = structured_records(preview, full)
     if structured is None:
         shown = preview if max_chars is None else preview[:max_chars]
         st.code(shown, language=None, wrap_lines=True)
