@@ -307,7 +307,11 @@ class _GraphBuilder:
             )
 
     def add_planted_fact(self) -> None:
-        """The user_asserted fact the user never said, on their latest message (which does not say it)."""
+        """The user_asserted fact the user never said, on their latest message (which does not say it).
+
+        Stored a minute after that message, before the statement it does carry, so the
+        Facts page opens on the statement (`yuxi_dash.ui.memory_desk.headline_fact`).
+        """
         if not self.asked:
             return
         suspect = planted_facts(self.user_id)[0]
@@ -321,7 +325,7 @@ class _GraphBuilder:
             said,
             source_kind="user_asserted",
             status="active",
-            created=self.now - timedelta(days=2),
+            created=said.at + timedelta(minutes=1),
         )
 
     def add_assistant_facts(self) -> None:

@@ -104,7 +104,7 @@ _DEPLOY_TOOLS = ("Argo CD", "Spinnaker", "Flux", "GitHub Actions", "Jenkins")
 # Claims nobody in the demo ever makes: their key terms occur in no demo chat message.
 _NEVER_SAID = (
     ("ALLERGIC_TO", "Concept", "peanuts", "{user} is allergic to peanuts"),
-    ("OWNS", "Concept", "sailboat Aurora", "{user} owns a sailboat called Aurora"),
+    ("OWNS", "Concept", "sailboat Aurora", "{user} owns the sailboat Aurora"),
     ("PLAYS", "Concept", "bagpipes", "{user} plays the bagpipes in a folk band"),
     ("TENDS", "Concept", "rooftop beehives", "{user} tends rooftop beehives as a hobby"),
     ("COLLECTS", "Concept", "vintage typewriters", "{user} collects vintage typewriters"),
