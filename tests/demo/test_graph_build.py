@@ -14,12 +14,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from ldclient.integrations.test_data import TestData
 
 from tests.fixtures.graph import DEMO_TEST_USERS
+from yuxi_dash.auth import Actor, Role
 from yuxi_dash.demo.graph_build import DemoGraph, build_demo_graph
 from yuxi_dash.demo.plan import first_exchanges, planted_facts
 from yuxi_dash.demo.story import DEMO_USERS
-from yuxi_dash.memory.provenance import episode_words
+from yuxi_dash.flags import FlagEvaluator
+from yuxi_dash.memory.access import open_view
+from yuxi_dash.memory.provenance import episode_words, fact_provenance
+from yuxi_dash.memory.service import facts
+from yuxi_dash.settings import get_settings
+from yuxi_dash.ui.memory_desk import headline_fact
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 _KIND_ROLE = {"user_asserted": "user", "assistant_derived": "assistant"}
@@ -62,7 +69,9 @@ def test_every_episode_is_a_message_of_the_users_own_chat() -> None:
             continue
         assert body in said, body[:80]
         assert said[body] == (role or {"user_asserted": "user"}.get(kind or "", "assistant"))
-    kinds = {json.loads(e.content)["source_kind"] for e in graph.episodes if e.source.value == "json"}
+    kinds = {
+        json.loads(e.content)["source_kind"] for e in graph.episodes if e.source.value == "json"
+    }
     assert kinds == {"user_asserted", "assistant_derived", "tool_observed"}
 
 
@@ -80,33 +89,38 @@ def test_statuses_duplicates_and_mirrors_are_kept() -> None:
     assert graph.communities and graph.hits
 
 
-def _provenance_of_every_fact(user_id: str, settings: Any) -> dict[str, dict[str, Any]]:
-    from yuxi_dash.auth import Actor, Role
-    from yuxi_dash.memory.access import open_view
-    from yuxi_dash.memory.provenance import fact_provenance
-    from yuxi_dash.memory.service import facts
-
+def _provenance_of_every_fact(
+    user_id: str, settings: Any, evaluator: Any
+) -> dict[str, dict[str, Any]]:
     actor = Actor(id="support@example.com", role=Role.VIEWER)
-    access = open_view(user_id, "provenance", actor=actor, settings=settings)
-    rows = facts(open_view(user_id, "facts", actor=actor, settings=settings), limit=500)["facts"]
+    access = open_view(user_id, "provenance", actor=actor, settings=settings, evaluator=evaluator)
+    listed = open_view(user_id, "facts", actor=actor, settings=settings, evaluator=evaluator)
+    rows = facts(listed, limit=500)["facts"]
     return {str(row["uuid"]): fact_provenance(access, str(row["uuid"])) for row in rows}
 
 
 def test_every_demo_facts_provenance_finds_its_message(
-    demo_env, demo_graphs, falkordb_dir, demo_flags_file, monkeypatch
+    demo_env, demo_graphs, falkordb_dir, monkeypatch
 ) -> None:
     """Seeded threads and graphs: each fact's episode is found in the chat record, by its words."""
-    from yuxi_dash.settings import get_settings
-    from yuxi_dash.ui.memory_desk import headline_fact
-
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(falkordb_dir))  # the seeded graphs
-    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))
     get_settings.cache_clear()
     settings = get_settings()
+    data = TestData.data_source()  # memory on for every test user (the demo gates one off)
+    data.update(data.flag("graphiti-memory").variation_for_all(True))
+    data.update(data.flag("graphiti-communities-enabled").variation_for_all(False))
+    evaluator = FlagEvaluator.from_test_data(settings, data)
+    try:
+        _check_users(settings, evaluator)
+    finally:
+        evaluator.close()
+
+
+def _check_users(settings: Any, evaluator: Any) -> None:
     for user_id in DEMO_TEST_USERS:
         name = " ".join(part.capitalize() for part in user_id.split("_"))
         suspect = planted_facts(user_id)[0].fact_for(name)
-        looks = _provenance_of_every_fact(user_id, settings)
+        looks = _provenance_of_every_fact(user_id, settings, evaluator)
         assert len(looks) > 20
         for data in looks.values():
             fact = data["fact"]
@@ -115,7 +129,9 @@ def test_every_demo_facts_provenance_finds_its_message(
             assert message is not None, (user_id, fact["fact"])
             assert episode["match"] == "exact words"
             assert message["content"].strip() == episode["body"].strip()
-            expected = _KIND_ROLE.get(fact["source_kind"], "assistant")  # a tool's finding: the answer
+            expected = _KIND_ROLE.get(
+                fact["source_kind"], "assistant"
+            )  # a tool's finding: the answer
             assert (message["role"], episode["said_by"]) == (expected, expected), fact["fact"]
             if fact["fact"] != suspect:  # the planted claim's words are in no message
                 assert message["spans"], (user_id, fact["fact"])

@@ -376,9 +376,7 @@ class _GraphBuilder:
 
     def add_duplicates(self) -> None:
         """Memory stored the first statement twice: the same triple again, and on a twin node."""
-        first = next(
-            (s for s in self.asked if self._statement_in(s.exchange) is not None), None
-        )
+        first = next((s for s in self.asked if self._statement_in(s.exchange) is not None), None)
         if first is None:
             return
         statement = self._statement_in(first.exchange)
@@ -397,9 +395,29 @@ class _GraphBuilder:
             )
 
     def add_mirrored_facts(self) -> None:
-        """A TALKS_WITH B and B TALKS_WITH A: the user's message and the assistant's answer."""
+        """A WORKS_WITH B and B WORKS_WITH A, both from the message naming B.
+
+        B is the user's manager or team when they said who it is, else the
+        assistant (A TALKS_WITH B, from the user's message and the answer).
+        """
         if not self.asked:
             return
+        for said in self.asked:
+            statement = self._statement_in(said.exchange)
+            if statement is not None and statement.label in ("Person", "Organization"):
+                other = self.entity(statement.target, statement.label, said.at)
+                for source, target in ((self.user_node, other), (other, self.user_node)):
+                    text = f"{source.name} works with {target.name}"
+                    self.fact(
+                        source,
+                        "WORKS_WITH",
+                        target,
+                        text,
+                        said,
+                        source_kind="user_asserted",
+                        status="active",
+                    )
+                return
         asked, answered = self.asked[0], self.answered[0]
         assistant = self.entity(ASSISTANT_NAME, "Organization", asked.at)
         pairs = (
@@ -407,15 +425,8 @@ class _GraphBuilder:
             (assistant, self.user_node, answered, "assistant_derived"),
         )
         for source, target, said, kind in pairs:
-            self.fact(
-                source,
-                "TALKS_WITH",
-                target,
-                f"{source.name} talks with {target.name}",
-                said,
-                source_kind=kind,
-                status="active",
-            )
+            text = f"{source.name} talks with {target.name}"
+            self.fact(source, "TALKS_WITH", target, text, said, source_kind=kind, status="active")
 
     def add_communities(self, state: str) -> None:
         """Communities by label, built at a time that makes the rebuild decision vary by user.

@@ -27,13 +27,12 @@ from yuxi_dash.demo.story import (
     STATEMENTS_PER_USER,
     PlantedFact,
     never_said,
-    pick,
     remark_for,
     told_fact,
 )
 from yuxi_dash.sim.loop import SIM_AGENTS
 from yuxi_dash.sim.model import SimChatModel, user_message
-from yuxi_dash.sim.topics import TOPICS, stable_rng, topic_for
+from yuxi_dash.sim.topics import stable_rng, topic_for
 from yuxi_dash.usage import SUGGESTION_RATIO
 
 DEMO_PREFIX = "demo-"
