@@ -206,7 +206,10 @@ class _GraphBuilder:
         body = "\n".join(lines)
         text = "\n".join([body] * (LARGE_EPISODE_CHARS // len(body) + 1))
         at = self.now - timedelta(days=2, minutes=self.rng.randint(0, 600))
-        self._episode(exchange, "tool", text, at, memory_kind="event", source_kind="tool_observed")
+        log = self._episode(
+            exchange, "tool", text, at, memory_kind="event", source_kind="tool_observed"
+        )
+        self.mention(log, self.user_node, self.entity(exchange.topic_title, "Project", at))
 
     def _statement_in(self, exchange: FirstExchange) -> Statement | None:
         said = exchange.asked.lower()
@@ -444,10 +447,8 @@ class _GraphBuilder:
         else:
             community_at = episodes[len(episodes) // 2].created_at
         community_at = self._past(community_at)
-        for label in ENTITY_LABELS:
+        for label in ("Person", "Project", "Concept", "Preference"):  # every user has these
             members = [n for n in self.graph.entities if n.labels == [label]]
-            if not members:
-                continue
             community = CommunityNode(
                 uuid=_uuid(self.rng),
                 name=f"{label} cluster of {self.user_name}",
