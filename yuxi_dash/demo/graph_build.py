@@ -38,10 +38,8 @@ from yuxi_dash.demo.story import Statement, told_fact, user_statements
 from yuxi_dash.memory.groups import derive_group_id
 from yuxi_dash.memory.schema import deterministic_embedding
 
-STATUSES = ("active", "tentative", "superseded", "contradicted", "retracted")
-SOURCE_KINDS = ("user_asserted", "assistant_derived", "tool_observed")
-ENTITY_LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
 LARGE_EPISODE_CHARS = 70 * 1024
+_COMMUNITY_LABELS = ("Person", "Project", "Concept", "Preference")  # every user has these
 ASSISTANT_NAME = "Yuxi assistant"
 # (days old, Redis hits) of the tentative facts the ratification pass decides on:
 # recent, old with hits, old without
@@ -447,7 +445,7 @@ class _GraphBuilder:
         else:
             community_at = episodes[len(episodes) // 2].created_at
         community_at = self._past(community_at)
-        for label in ("Person", "Project", "Concept", "Preference"):  # every user has these
+        for label in _COMMUNITY_LABELS:
             members = [n for n in self.graph.entities if n.labels == [label]]
             community = CommunityNode(
                 uuid=_uuid(self.rng),
