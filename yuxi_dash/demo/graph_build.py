@@ -12,10 +12,11 @@ a fact's provenance finds the message it came from.
   message that does not say it (`planted_facts`);
 - `assistant_derived` facts: each point of the assistant's answer ("<user> was
   told about <topic>: <point>"), from the answer's episode;
-- `tool_observed` facts: a point the assistant's tools found, from an episode
-  holding those words (the record has them in the answer).
+- `tool_observed` facts: the answer's last point, which its tools found, from
+  the answer's episode (the replay does not know the tool messages' text).
 
-Every fact's text names its source and target. The variety the memory pages
+Episodes are spread over the last 100 days (not the threads' story times), so
+tentative facts can be old. Every fact's text names its source and target. The variety the memory pages
 need: all ratification statuses (tentative ones of known ages with Redis hits),
 duplicates (a statement said twice, a twin entity), mirrored edges,
 communities, one episode over 64 KB when asked. No time lies after `now`.
