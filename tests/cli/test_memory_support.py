@@ -38,7 +38,7 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
 
 def test_forget_needs_admin_and_the_exact_confirmation(users, capsys, monkeypatch) -> None:
     victim = unique_user()
-    users.seed(victim, facts=10)
+    users.seed(victim)
     before = users.counts(victim)
     code, data = run(capsys, "memory", "forget", victim, "--confirm", victim)
     assert code == 1 and data["error"]["code"] == "forbidden"  # the CLI role is operator
@@ -58,7 +58,7 @@ def test_forget_prints_counts_and_the_audit_row(users, capsys, monkeypatch, grap
     monkeypatch.setenv("YUXI_DASH_CLI_ROLE", "admin")
     get_settings.cache_clear()
     victim = unique_user()
-    seeded = users.seed(victim, facts=10)
+    seeded = users.seed(victim)
     code, data = run(
         capsys, "memory", "forget", victim, "--confirm", victim, "--actor", "dpo@example.com"
     )
@@ -70,7 +70,7 @@ def test_forget_prints_counts_and_the_audit_row(users, capsys, monkeypatch, grap
     assert (row.id, row.actor, row.outcome) == (data["audit_id"], "dpo@example.com", "ok")
     # for people: one line naming the audit row
     victim2 = unique_user()
-    users.seed(victim2, facts=10)
+    users.seed(victim2)
     assert main(["memory", "forget", victim2, "--confirm", victim2]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"forgot {victim2}: ") and "verified: nothing is left" in line

@@ -121,16 +121,18 @@ def test_memory_text_has_no_python_reprs(cli_memory, capsys: pytest.CaptureFixtu
 def test_the_entities_pager_says_where_the_last_page_is(
     cli_memory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, text = text_of(capsys, "memory", "entities", "alice_chen", "--limit", "50")
+    code, text = text_of(capsys, "memory", "entities", "alice_chen", "--limit", "5")
     assert code == 0
     total = int(re.search(r"of ([\d,]+) entities", text).group(1).replace(",", ""))
-    assert text.startswith(f"1–50 of {total:,} entities; --offset 50 for more")
-    last = (total - 1) // 50 * 50
+    assert text.startswith(f"1–5 of {total:,} entities; --offset 5 for more")
+    last = (total - 1) // 5 * 5  # pages of 5: alice has a dozen entities
     code, text = text_of(
-        capsys, "memory", "entities", "alice_chen", "--limit", "50", "--offset", str(last)
+        capsys, "memory", "entities", "alice_chen", "--limit", "5", "--offset", str(last)
     )
     assert text.startswith(f"{last + 1:,}–{total:,} of {total:,} entities\n")
-    code, text = text_of(capsys, "memory", "entities", "alice_chen", "--offset", "100000")
+    code, text = text_of(
+        capsys, "memory", "entities", "alice_chen", "--limit", "5", "--offset", "100000"
+    )
     assert code == 0
     assert text.strip() == (
         f"{total:,} entities; none at offset 100000 (the last page is --offset {last})"

@@ -49,15 +49,8 @@ class SupportUsers:
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.users: list[str] = []
 
-    def seed(self, user_id: str, *, facts: int = 40, entities: int = 120) -> dict[str, Any]:
-        graph = build_demo_graph(
-            user_id,
-            now=NOW,
-            entities=entities,
-            facts=facts,
-            episodes=6,
-            community_state="fresh",
-        )
+    def seed(self, user_id: str) -> dict[str, Any]:
+        graph = build_demo_graph(user_id, now=NOW, community_state="fresh")
         write_demo_graph(self.client, graph)
         for edge_uuid, count in graph.hits.items():
             self.redis.set(hits_key(user_id, edge_uuid), count)

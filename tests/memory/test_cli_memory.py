@@ -64,7 +64,7 @@ def test_flags_json(cli_env, capsys) -> None:
 
 
 def test_entities_facts_ratification(cli_env, capsys, graph_client) -> None:
-    code, data = run(capsys, "memory", "entities", "alice_chen", "--search", "maya", "--limit", "2")
+    code, data = run(capsys, "memory", "entities", "alice_chen", "--search", "an", "--limit", "2")
     assert code == 0 and data["total"] >= 3 and len(data["entities"]) == 2
     uuid = data["entities"][0]["uuid"]
     code, data = run(capsys, "memory", "facts", "alice_chen", "--entity", uuid)

@@ -75,7 +75,7 @@ def test_forget_deletes_verifies_and_audits(
     victim = unique_user()
     other = victim + "_b"  # the victim's id is a prefix of this one: its keys must survive
     seeded = users.seed(victim)
-    users.seed(other, facts=25)
+    users.seed(other)
     seed_chat_record(support_settings, victim)
     fact = seeded["graph"].facts[0].uuid
     add_correction(support_settings, victim, fact)
@@ -152,7 +152,7 @@ def test_refusals_change_nothing_and_are_audited(
     users, support_settings, actor, confirmation, error, code
 ) -> None:
     victim = unique_user()
-    users.seed(victim, facts=10)
+    users.seed(victim)
     typed = {
         "SAME": victim,
         "SAME ": victim + " ",

@@ -59,11 +59,11 @@ def test_counts_match_hand_written_cypher(client: GraphClient) -> None:
 
 
 def test_entity_page_search_and_pagination(client: GraphClient) -> None:
-    rows, total = queries.entity_page(client, G, search="MAYA", limit=2)
-    expected = one(client, "MATCH (n:Entity) WHERE toLower(n.name) CONTAINS 'maya' RETURN count(n)")
+    rows, total = queries.entity_page(client, G, search="AN", limit=2)
+    expected = one(client, "MATCH (n:Entity) WHERE toLower(n.name) CONTAINS 'an' RETURN count(n)")
     assert total == expected >= 3
-    assert len(rows) == 2 and all("maya" in r["name"].lower() for r in rows)
-    second, _ = queries.entity_page(client, G, search="maya", limit=2, offset=2)
+    assert len(rows) == 2 and all("an" in r["name"].lower() for r in rows)
+    second, _ = queries.entity_page(client, G, search="an", limit=2, offset=2)
     assert {r["uuid"] for r in rows}.isdisjoint({r["uuid"] for r in second})
     everything, total_all = queries.entity_page(client, G, limit=500)
     assert total_all == one(client, "MATCH (n:Entity) RETURN count(n)")
@@ -139,7 +139,7 @@ def test_distributions_and_duplicates(client: GraphClient) -> None:
         client,
         "MATCH (a)-[e:RELATES_TO]->(b)-[f:RELATES_TO]->(a) WHERE e.name = f.name RETURN count(*)",
     )
-    assert mirrored * 2 == expected_mirrored and mirrored >= 3
+    assert mirrored * 2 == expected_mirrored and mirrored >= 1  # the demo's planted pair
 
 
 def test_tentative_communities_and_episodes(client: GraphClient) -> None:

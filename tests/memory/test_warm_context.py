@@ -35,10 +35,11 @@ def test_exact_format() -> None:
 
 
 def test_bm25_search_on_the_users_graph(demo_graphs, graph_client, memory_settings) -> None:
-    context = build_warm_context(graph_client, "user_alice_chen", "dark mode", max_facts=5)
+    # alice said "I prefer answers in Polish." (yuxi_dash.demo.story)
+    context = build_warm_context(graph_client, "user_alice_chen", "answers Polish", max_facts=5)
     assert context.method == SEARCH_METHOD and "BM25" in context.note
     assert 0 < len(context.facts) <= 5
-    assert all("dark" in f["fact"].lower() or "mode" in f["fact"].lower() for f in context.facts)
+    assert all("answers" in f["fact"] or "Polish" in f["fact"] for f in context.facts)
     own = graph_client.ro_value("user_alice_chen", "MATCH (n:Entity {is_user: true}) RETURN n.name")
     assert all("Bruno" not in f["fact"] for f in context.facts) and own == "Alice Chen"
     assert len(context.episodes) == 5
@@ -108,7 +109,7 @@ def test_sorting_before_the_filter_finds_the_same_facts(demo_graphs, graph_clien
 
     group = "user_alice_chen"
     stored = graph_client.ro_rows(group, "MATCH ()-[e:RELATES_TO]->() RETURN e.fact AS f LIMIT 3")
-    texts = ["dark mode", *(" ".join(row["f"].split()[:3]) for row in stored)]
+    texts = ["answers Polish", *(" ".join(row["f"].split()[:3]) for row in stored)]
     for text in texts:
         query = build_falkor_fulltext_query(text, [group])
         params = {"query": query, "group_ids": [group], "limit": 500}

@@ -18,8 +18,9 @@ def test_facts_page(memory_pages) -> None:
     assert at.get("vega_lite_chart")
     texts = " ".join(m.value for m in at.markdown)
     assert "Same source, name and target" in texts and "Mirrored edges" in texts
-    assert len(at.dataframe) == 3
-    assert len(at.dataframe[2].value) >= 3  # planted mirrored pairs
+    # the headline fact's validity, then names, same triple, same text, mirrored
+    assert len(at.dataframe) == 4
+    assert len(at.dataframe[3].value) >= 1  # the planted mirrored pair
 
 
 # --- the memory desk: provenance, corrections, undo ------------------------------
@@ -181,3 +182,32 @@ def test_an_admin_undoes_another_operators_correction_with_a_reason(
     assert not at.exception
     assert "undo done — audit row" in " ".join(str(s.value) for s in at.success)
     assert "active" in " ".join(str(m.value) for m in at.metric)
+def test_the_demo_facts_page_opens_on_the_users_own_words(
+    demo_env, demo_graphs, falkordb_dir, demo_flags_file, monkeypatch
+) -> None:
+    """No fact asked for: the page opens on the headline, the user's message with its words marked."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.fixtures.graph import REPO
+    from yuxi_dash.settings import get_settings
+    from yuxi_dash.ui.memory import clear_memory_caches
+    from yuxi_dash.ui.memory_desk import clear_desk_caches
+
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(falkordb_dir))  # the seeded graphs
+    monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))
+    get_settings.cache_clear()
+    clear_memory_caches()
+    clear_desk_caches()
+    at = AppTest.from_file(str(REPO / "pages" / "memory_facts.py"), default_timeout=60)
+    at.session_state["memory_user"] = "bruno_silva"
+    at.run()
+    assert not at.exception
+    texts = _texts(at)
+    assert "Where this fact came from" in [s.value for s in at.subheader]
+    assert "**Source kind:** user_asserted" in texts
+    assert "said by **user** (chat message role)" in texts
+    assert "No chat message in the record matches this episode." not in [
+        w.value for w in at.warning
+    ]
+    assert "found by exact words" in texts and "Key words at characters" in texts
+    assert "thread_detail?thread=demo-" in texts

@@ -51,7 +51,7 @@ def test_prepare_and_download_a_bundle(memory_pages, graph_client) -> None:
 
 def test_forget_needs_the_typed_user_id(memory_pages, users, graph_client) -> None:
     victim = unique_user()
-    users.seed(victim, facts=10)
+    users.seed(victim)
     at = memory_pages("memory_support.py", victim)
     assert not at.exception
     assert "Chat records, thread state and offloaded tool results are not memory" in (

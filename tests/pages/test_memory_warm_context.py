@@ -7,13 +7,13 @@ def test_warm_context_page(memory_pages) -> None:
     at = memory_pages("memory_warm_context.py", "alice_chen")
     assert not at.exception
     assert at.info  # asks for a query
-    at.text_input(key="warm_query").input("dark mode").run()
+    at.text_input(key="warm_query").input("answers in Polish").run()  # alice's statement
     assert not at.exception
     assert "BM25" in at.info[0].value
     block = at.code[0].value
     assert block.startswith("<temporal_context>\n<FACTS>\n- ")
     assert "</RECENT_EPISODES>\n</temporal_context>" in block
-    assert "dark mode" in block
+    assert "Alice Chen prefers answers in Polish" in block
 
 
 def test_facts_no_longer_live_are_listed_under_the_block(memory_pages, graph_client) -> None:

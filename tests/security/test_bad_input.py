@@ -270,7 +270,7 @@ def test_warm_context_sends_only_ro_queries_with_the_timeout(
     monitor_conn = redis.Redis(**falkordb_server.redis_kwargs())
     commands: list[str] = []
     with monitor_conn.monitor() as monitor:
-        context = build_warm_context(graph_client, "user_alice_chen", "dark mode", max_facts=5)
+        context = build_warm_context(graph_client, "user_alice_chen", "answers Polish", max_facts=5)
         graph_client.ro_value("user_alice_chen", "RETURN 'monitor-end'")
         for event in monitor.listen():
             commands.append(event["command"])

@@ -1,19 +1,26 @@
-"""One demo user's Graphiti graph, built in memory from graphiti-core's classes.
+"""One demo user's Graphiti graph, built in memory from that user's own demo chat messages.
 
-Owns `build_demo_graph` and the `DemoGraph` it returns: a few hundred entities
-and facts with precomputed, deterministic embeddings (no LLM), all ratification
-statuses and source kinds, planted duplicates (same triple, same fact text) and
-mirrored edges, communities, episodes with JSON envelopes (memory_kind,
-source_kind; one over 64 KB when asked), and the Redis hit counts of tentative
-facts. Deterministic per user id.
+Owns `build_demo_graph` and the `DemoGraph` it returns. The graph is made of
+what the user and the assistant said in the first turn of each of the user's
+threads (`yuxi_dash.demo.plan.first_exchanges`, word for word as the chat
+record holds them): each message is an episode (a JSON envelope with
+memory_kind and source_kind, or a "role: text" message) naming its thread, so
+a fact's provenance finds the message it came from.
 
-The graph tells the same story as the user's demo chats (`yuxi_dash.demo.story`):
-its `user_asserted` facts are the user's own statements (each with the episode
-that carries the statement as its provenance), so the "Memory vs chat" page
-finds them supported, plus one planted `user_asserted` fact the user never said
-and one `assistant_derived` fact restating what the assistant told them
-(`yuxi_dash.demo.plan.planted_facts`). The other facts are `assistant_derived`
-or `tool_observed`.
+- `user_asserted` facts: the statement in the user's message (`yuxi_dash.demo.story`),
+  from that message's episode; plus the planted one the user never said, from a
+  message that does not say it (`planted_facts`);
+- `assistant_derived` facts: each point of the assistant's answer ("<user> was
+  told about <topic>: <point>"), from the answer's episode;
+- `tool_observed` facts: the answer's last point, which its tools found, from
+  the answer's episode (the replay does not know the tool messages' text).
+
+Episodes are spread over the last 100 days (not the threads' story times), so
+tentative facts can be old. Every fact's text names its source and target. The variety the memory pages
+need: all ratification statuses (tentative ones of known ages with Redis hits),
+duplicates (a statement said twice, a twin entity), mirrored edges,
+communities, one episode over 64 KB when asked. No time lies after `now`.
+Deterministic per user id.
 """
 
 from __future__ import annotations
@@ -27,40 +34,21 @@ from typing import Any
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
-from yuxi_dash.demo.plan import planted_facts
-from yuxi_dash.demo.story import PlantedFact, Statement, user_statements
+from yuxi_dash.demo.plan import FirstExchange, first_exchanges, planted_facts
+from yuxi_dash.demo.story import Statement, told_fact, user_statements
 from yuxi_dash.memory.groups import derive_group_id
 from yuxi_dash.memory.schema import deterministic_embedding
 
-STATUSES = ("active", "tentative", "superseded", "contradicted", "retracted")
-SOURCE_KINDS = ("user_asserted", "assistant_derived", "tool_observed")
-# the filler facts: user_asserted ones come from what the user said (yuxi_dash.demo.story)
-_FILLER_SOURCE_KINDS = ("assistant_derived", "tool_observed")
-MEMORY_KINDS = ("fact", "preference", "rule", "finding", "plan", "event", "procedure")
-ENTITY_LABELS = ("Person", "Organization", "Project", "Concept", "Preference", "Rule")
 LARGE_EPISODE_CHARS = 70 * 1024
+_COMMUNITY_LABELS = ("Person", "Project", "Concept", "Preference")  # every user has these
+ASSISTANT_NAME = "Yuxi assistant"
 # (days old, Redis hits) of the tentative facts the ratification pass decides on:
 # recent, old with hits, old without
 _TENTATIVE_AGES = ((2, 3), (5, 0), (40, 0), (45, 2), (60, 0), (90, 1), (35, 0), (12, 0))
-
-_VOCAB: dict[str, tuple[str, ...]] = {
-    "Person": ("Maya", "Tom", "Sofia", "Ravi", "Ines", "Kenji", "Lucia", "Omar", "Petra", "Yann"),
-    "Organization": ("Acme Corp", "Northwind", "Globex", "Initech", "Umbrella Labs", "Hooli"),
-    "Project": ("Apollo migration", "billing revamp", "mobile app", "data lake", "onboarding flow"),
-    "Concept": ("vector search", "rate limiting", "observability", "caching", "type hints"),
-    "Preference": ("dark mode", "concise answers", "metric units", "Python examples", "tea"),
-    "Rule": ("no meetings on Friday", "always cite sources", "never share keys", "UTC dates"),
-}
-_RELATIONS: dict[str, tuple[str, str]] = {
-    # name: (target label, fact template)
-    "WORKS_AT": ("Organization", "{s} works at {t}"),
-    "WORKS_ON": ("Project", "{s} works on {t}"),
-    "KNOWS": ("Person", "{s} knows {t}"),
-    "INTERESTED_IN": ("Concept", "{s} is interested in {t}"),
-    "PREFERS": ("Preference", "{s} prefers {t}"),
-    "FOLLOWS_RULE": ("Rule", "{s} follows the rule: {t}"),
-    "USES": ("Concept", "{s} uses {t}"),
-}
+# the statuses the other assistant_derived and tool_observed facts take in turn ("" = unset)
+_STATUS_CYCLE = ("active", "superseded", "active", "contradicted", "retracted", "active", "")
+# the exchanges' episodes span these many days ago (oldest, newest)
+_EXCHANGE_SPAN = (100.0, 3.0)
 
 
 @dataclass
@@ -92,58 +80,39 @@ def _uuid(rng: random.Random) -> str:
     )
 
 
-def _status_for(index: int) -> str:
-    """active 54%, tentative 20%, superseded 10%, contradicted 8%, retracted 6%, unset 2%."""
-    slot = index % 50
-    for bound, status in (
-        (27, "active"),
-        (37, "tentative"),
-        (42, "superseded"),
-        (46, "contradicted"),
-        (49, "retracted"),
-    ):
-        if slot < bound:
-            return status
-    return ""
+def _unique(items: tuple[str, ...]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+@dataclass
+class _Said:
+    """One message as an episode, and when it was said."""
+
+    episode: EpisodicNode
+    exchange: FirstExchange
+    at: datetime
 
 
 class _GraphBuilder:
-    """Builds one user's graph, part by part, from one seeded generator.
-
-    The parts run in a fixed order and draw from the generator in that order,
-    so the same user id gives the same graph. The story's parts draw from a
-    generator of their own.
-    """
+    """Builds one user's graph, part by part, from one seeded generator (same id, same graph)."""
 
     def __init__(self, user_id: str, now: datetime) -> None:
         self.user_id = user_id
         self.now = now
         self.rng = random.Random(f"yuxi-demo:{user_id}")
-        self.story_rng = random.Random(f"yuxi-demo-story:{user_id}")
         self.group_id = derive_group_id(user_id)
         self.user_name = _display_name(user_id)
         self.graph = DemoGraph(user_id=user_id, group_id=self.group_id)
-        self.statements: tuple[Statement, ...] = user_statements(user_id)
-        self.planted: tuple[PlantedFact, ...] = planted_facts(user_id)
-        self.by_label: dict[str, list[EntityNode]] = {label: [] for label in ENTITY_LABELS}
-        self.story_targets: list[EntityNode] = []
-        self.said_at: list[int] = []  # the index of the episode that carries each statement
+        self.exchanges = first_exchanges(user_id)
+        self.statements = user_statements(user_id)
+        self.entities: dict[tuple[str, str], EntityNode] = {}
         self.user_node = self._add_user()
+        self.asked: list[_Said] = []  # the user's messages, one per exchange
+        self.answered: list[_Said] = []  # the assistant's answers, one per exchange
+        self.fact_index = 0
+        self.mentioned: set[tuple[str, str]] = set()
 
-    def _at(self, days_ago_max: float, days_ago_min: float = 0.0) -> datetime:
-        return self.now - timedelta(days=self.rng.uniform(days_ago_min, days_ago_max))
-
-    def _entity(self, uuid: str, name: str, label: str, created_at: datetime) -> EntityNode:
-        return EntityNode(
-            uuid=uuid,
-            name=name,
-            group_id=self.group_id,
-            labels=[label],
-            summary=f"{name} ({label.lower()}) as mentioned by {self.user_name}.",
-            created_at=created_at,
-            name_embedding=deterministic_embedding(f"{self.user_id}:{name}"),
-        )
-
+    # --- entities ---------------------------------------------------------------
     def _add_user(self) -> EntityNode:
         """The user, written first: FalkorDB gives it internal node id 0, and it is the hub.
 
@@ -163,89 +132,93 @@ class _GraphBuilder:
         self.graph.entities.append(node)
         return node
 
-    def add_filler_entities(self, total: int) -> None:
-        """Entities cycling through the labels and their vocabulary, up to `total` with the story's."""
-        for index in range(total - 1 - len(self.statements) - len(self.planted)):
-            label = ENTITY_LABELS[index % len(ENTITY_LABELS)]
-            base = _VOCAB[label][(index // len(ENTITY_LABELS)) % len(_VOCAB[label])]
-            round_no = index // (len(ENTITY_LABELS) * len(_VOCAB[label]))
-            name = base if round_no == 0 else f"{base} {round_no + 1}"
-            uuid = _uuid(self.rng)
-            node = self._entity(uuid, name, label, self._at(118, 1))
-            self.graph.entities.append(node)
-            self.by_label[label].append(node)
-
-    def add_story_entities(self) -> None:
-        """The targets of what the user said, then of what they never said and were told."""
-        targets = [(st.label, st.target) for st in self.statements]
-        targets += [(p.label, p.target) for p in self.planted]
-        for label, name in targets:
-            uuid = _uuid(self.story_rng)
-            created = self.now - timedelta(days=self.story_rng.uniform(2, 30))
-            node = self._entity(uuid, name, label, created)
-            self.graph.entities.append(node)
-            self.story_targets.append(node)
-
-    def add_episodes(self, count: int, *, large_episode: bool) -> None:
-        """JSON envelopes carrying memory_kind and source_kind (every 9th a plain message).
-
-        The latest user_asserted envelopes carry the statements (never the large one).
-        """
-        large_at = count - 3 if large_episode else None
-        self.said_at = [
-            i
-            for i in range(count)
-            if SOURCE_KINDS[i % len(SOURCE_KINDS)] == "user_asserted"
-            and i % 9 != 8
-            and i != large_at
-        ][-len(self.statements) :]
-        said = dict(zip(self.said_at, self.statements, strict=False))
-        said_target = dict(zip(self.said_at, self.story_targets, strict=False))
-        entities = self.graph.entities
-        for index in range(count):
-            created = self.now - timedelta(
-                days=(count - index) * 2.5, minutes=self.rng.randint(0, 600)
-            )
-            topic = entities[1 + (index * 7) % (len(entities) - 1)]
-            memory_kind = MEMORY_KINDS[index % len(MEMORY_KINDS)]
-            text = f"{self.user_name} talked about {topic.name}."
-            if index in said:
-                memory_kind, text = said[index].memory_kind, said[index].said
-            episode = self._episode(index, created, memory_kind, text, large=index == large_at)
-            self.graph.episodes.append(episode)
-            mentioned = {self.user_node.uuid: self.user_node, topic.uuid: topic}
-            if index in said_target:
-                mentioned[said_target[index].uuid] = said_target[index]
-            self._add_mentions(episode, mentioned)
-
-    def _episode(
-        self, index: int, created: datetime, memory_kind: str, text: str, *, large: bool
-    ) -> EpisodicNode:
-        if index % 9 == 8:
-            source, content = EpisodeType.message, f"user: {text}"
-        else:
-            kind = SOURCE_KINDS[index % len(SOURCE_KINDS)]
-            envelope = {"memory_kind": memory_kind, "source_kind": kind, "content": text}
-            if large:
-                envelope["content"] = (text + " ") * (LARGE_EPISODE_CHARS // len(text) + 1)
-            source, content = EpisodeType.json, json.dumps(envelope)
-        return EpisodicNode(
+    def entity(self, name: str, label: str, at: datetime, *, twin: bool = False) -> EntityNode:
+        """The entity of this name and label (created once; `twin` makes a second node)."""
+        key = (name, label)
+        if key in self.entities and not twin:
+            return self.entities[key]
+        node = EntityNode(
             uuid=_uuid(self.rng),
-            name=f"episode {index + 1}",
+            name=name,
+            group_id=self.group_id,
+            labels=[label],
+            summary=f"{name} ({label.lower()}), from {self.user_name}'s chats.",
+            created_at=at,
+            name_embedding=deterministic_embedding(f"{self.user_id}:{name}:{twin}"),
+        )
+        self.graph.entities.append(node)
+        self.entities.setdefault(key, node)
+        return node
+
+    # --- episodes ---------------------------------------------------------------
+    def _episode(
+        self, exchange: FirstExchange, role: str, text: str, at: datetime, **envelope: str
+    ) -> EpisodicNode:
+        """The message as an episode: a JSON envelope, or (every third) a "role: text" message."""
+        number = len(self.graph.episodes) + 1
+        if envelope and number % 3:
+            source, content = EpisodeType.json, json.dumps({**envelope, "content": text})
+        else:
+            source, content = EpisodeType.message, f"{role}: {text}"
+        episode = EpisodicNode(
+            uuid=_uuid(self.rng),
+            name=f"episode {number}",
             group_id=self.group_id,
             source=source,
-            source_description=f"chat thread {self.user_id}-t{index % 3 + 1}",
+            source_description=f"chat thread {exchange.thread_id}",
             content=content,
-            created_at=created,
-            valid_at=created,
+            created_at=at,
+            valid_at=at,
         )
+        self.graph.episodes.append(episode)
+        return episode
 
-    def _add_mentions(self, episode: EpisodicNode, mentioned: dict[str, EntityNode]) -> None:
-        """The episode mentions `mentioned` and one to four entities picked at random."""
-        for _ in range(self.rng.randint(1, 4)):
-            other = self.rng.choice(self.graph.entities)
-            mentioned[other.uuid] = other
-        for node in mentioned.values():
+    def add_episodes(self, *, large_episode: bool) -> None:
+        """Each exchange's two messages, oldest first; then a long tool log when asked."""
+        oldest, newest = _EXCHANGE_SPAN
+        step = (oldest - newest) / max(len(self.exchanges) - 1, 1)
+        for index, exchange in enumerate(self.exchanges):
+            days = oldest - index * step if len(self.exchanges) > 1 else newest
+            at = self.now - timedelta(days=days, minutes=self.rng.randint(0, 600))
+            statement = self._statement_in(exchange)
+            kind = statement.memory_kind if statement else "fact"
+            asked = self._episode(
+                exchange, "user", exchange.asked, at, memory_kind=kind, source_kind="user_asserted"
+            )
+            answered_at = at + timedelta(minutes=self.rng.randint(1, 5))
+            answer = self._episode(
+                exchange,
+                "assistant",
+                exchange.answer,
+                answered_at,
+                memory_kind="finding",
+                source_kind="assistant_derived",
+            )
+            self.asked.append(_Said(asked, exchange, at))
+            self.answered.append(_Said(answer, exchange, answered_at))
+        if large_episode and self.exchanges:
+            self._add_large_episode(self.exchanges[-1])
+
+    def _add_large_episode(self, exchange: FirstExchange) -> None:
+        """A tool's long output (over 64 KB), kept as an episode no fact cites."""
+        lines = [point for ex in self.exchanges for point in ex.points] or [exchange.answer]
+        body = "\n".join(lines)
+        text = "\n".join([body] * (LARGE_EPISODE_CHARS // len(body) + 1))
+        at = self.now - timedelta(days=2, minutes=self.rng.randint(0, 600))
+        log = self._episode(
+            exchange, "tool", text, at, memory_kind="event", source_kind="tool_observed"
+        )
+        self.mention(log, self.user_node, self.entity(exchange.topic_title, "Project", at))
+
+    def _statement_in(self, exchange: FirstExchange) -> Statement | None:
+        said = exchange.asked.lower()
+        return next((s for s in self.statements if s.said.lower() in said), None)
+
+    def mention(self, episode: EpisodicNode, *nodes: EntityNode) -> None:
+        for node in nodes:
+            if (episode.uuid, node.uuid) in self.mentioned:
+                continue
+            self.mentioned.add((episode.uuid, node.uuid))
             self.graph.mentions.append(
                 EpisodicEdge(
                     uuid=_uuid(self.rng),
@@ -256,56 +229,57 @@ class _GraphBuilder:
                 )
             )
 
+    # --- facts ------------------------------------------------------------------
+    def _past(self, moment: datetime) -> datetime:
+        return min(moment, self.now - timedelta(minutes=5))
+
     def fact(
         self,
         source: EntityNode,
         name: str,
         target: EntityNode,
+        text: str,
+        said: _Said,
         *,
-        index: int,
-        fact: str | None = None,
-        status: str | None = None,
-        source_kind: str | None = None,
+        source_kind: str,
+        status: str,
         created: datetime | None = None,
-        episode: EpisodicNode | None = None,
     ) -> EntityEdge:
-        """One RELATES_TO fact; status, source kind, time and episode follow `index` unless given."""
+        """One RELATES_TO fact from the episode of `said`; every time in it is before `now`."""
         rng = self.rng
-        template = _RELATIONS.get(name, ("", "{s} relates to {t}"))[1]
-        text = fact or template.format(s=source.name, t=target.name)
-        status = status if status is not None else _status_for(index)
-        created = created or self._at(110, 0.5)
-        episode = episode or self.graph.episodes[index % len(self.graph.episodes)]
+        index = self.fact_index
+        self.fact_index += 1
+        created = self._past(created or said.at + timedelta(minutes=rng.randint(2, 30)))
         attributes: dict[str, Any] = {
             "confidence": round(rng.uniform(0.4, 0.99), 2),
-            "source_kind": source_kind
-            or _FILLER_SOURCE_KINDS[(index // 2) % len(_FILLER_SOURCE_KINDS)],
+            "source_kind": source_kind,
             "scope": "user" if index % 4 else "thread",
-            "provenance": episode.uuid,
+            "provenance": said.episode.uuid,
             "recall_count": rng.randint(0, 12),
         }
         if status:  # a few facts predate ratification and carry no status
             attributes["status"] = status
-        valid_at: datetime | None = created - timedelta(days=rng.uniform(0, 5))
+        valid_at: datetime | None = said.at
         invalid_at = expired_at = None
         if status == "active":
-            attributes["ratified_at"] = (created + timedelta(days=1)).isoformat()
-            attributes["last_recalled_at"] = self._at(10).isoformat()
+            attributes["ratified_at"] = self._past(created + timedelta(days=1)).isoformat()
+            recalled = created + (self.now - created) * rng.random()
+            attributes["last_recalled_at"] = self._past(recalled).isoformat()
         if status in ("superseded", "contradicted"):
-            invalid_at = created + timedelta(days=rng.uniform(1, 20))
+            invalid_at = self._past(created + timedelta(days=rng.uniform(1, 5)))
             expired_at = invalid_at
         if status == "retracted":
-            attributes["forgotten_at"] = (created + timedelta(days=2)).isoformat()
-        if index % 13 == 0:
+            attributes["forgotten_at"] = self._past(created + timedelta(days=2)).isoformat()
+        if index % 13 == 5:
             valid_at = None  # unknown validity start
-        return EntityEdge(
+        edge = EntityEdge(
             uuid=_uuid(rng),
             source_node_uuid=source.uuid,
             target_node_uuid=target.uuid,
             name=name,
             fact=text,
             group_id=self.group_id,
-            episodes=[episode.uuid],
+            episodes=[said.episode.uuid],
             created_at=created,
             valid_at=valid_at,
             invalid_at=invalid_at,
@@ -313,85 +287,167 @@ class _GraphBuilder:
             fact_embedding=deterministic_embedding(f"{self.user_id}:{text}:{index}"),
             attributes=attributes,
         )
+        self.graph.facts.append(edge)
+        self.mention(said.episode, source, target)
+        return edge
 
-    def add_filler_facts(self, count: int) -> None:
-        """Half the facts hang off the user (the hub), the rest between other entities."""
-        by_label = self.by_label
-        relation_names = list(_RELATIONS)
-        for index in range(count):
-            name = relation_names[index % len(relation_names)]
-            target = self.rng.choice(by_label[_RELATIONS[name][0]])
-            if index % 2 == 0:
-                source = self.user_node
-            else:
-                sources = by_label["Person"] + by_label["Organization"] + by_label["Project"]
-                source = self.rng.choice(sources)
-                if source.uuid == target.uuid:
-                    source = self.user_node
-            self.graph.facts.append(self.fact(source, name, target, index=index))
-
-    def add_tentative_facts(self, first_index: int) -> None:
-        """Tentative facts of known ages and hits, then random hits on other tentative facts."""
-        concepts = self.by_label["Concept"]
-        for offset, (days_old, hits) in enumerate(_TENTATIVE_AGES):
-            edge = self.fact(
+    def add_user_facts(self) -> None:
+        """Each statement from the message that says it (a statement said twice: two facts)."""
+        for said in self.asked:
+            statement = self._statement_in(said.exchange)
+            if statement is None:
+                continue
+            target = self.entity(statement.target, statement.label, said.at)
+            self.fact(
                 self.user_node,
-                "INTERESTED_IN",
-                concepts[offset % len(concepts)],
-                index=first_index + offset,
-                status="tentative",
-                source_kind="assistant_derived",
-                created=self.now - timedelta(days=days_old),
+                statement.relation,
+                target,
+                statement.fact_for(self.user_name),
+                said,
+                source_kind="user_asserted",
+                status="active",
             )
-            self.graph.facts.append(edge)
-            if hits:
-                self.graph.hits[edge.uuid] = hits
+
+    def add_planted_fact(self) -> None:
+        """The user_asserted fact the user never said, on their latest message (which does not say it).
+
+        Stored a minute after that message, before the statement it does carry, so the
+        Facts page opens on the statement (`yuxi_dash.ui.memory_desk.headline_fact`).
+        """
+        if not self.asked:
+            return
+        suspect = planted_facts(self.user_id)[0]
+        said = self.asked[-1]
+        target = self.entity(suspect.target, suspect.label, said.at)
+        self.fact(
+            self.user_node,
+            suspect.relation,
+            target,
+            suspect.fact_for(self.user_name),
+            said,
+            source_kind="user_asserted",
+            status="active",
+            created=said.at + timedelta(minutes=1),
+        )
+
+    def add_assistant_facts(self) -> None:
+        """Each point of each answer; the first is active, then the tentative ones of known ages."""
+        tentative = sorted(_TENTATIVE_AGES, reverse=True)  # the oldest ages to the oldest answers
+        cycle = 0
+        for number, said in enumerate(self.answered):
+            exchange = said.exchange
+            topic = self.entity(exchange.topic_title, "Project", said.at)
+            points = _unique(exchange.points)
+            for offset, point in enumerate(points):
+                tool = offset == len(points) - 1 and len(points) > 1
+                planted = told_fact(exchange.topic_title, point)
+                kind = "tool_observed" if tool else "assistant_derived"
+                relation, text = planted.relation, planted.fact_for(self.user_name)
+                if tool:
+                    relation = "WAS_SHOWN"
+                    text = text.replace(" was told about ", " was shown by a tool, about ", 1)
+                created, hits = None, 0
+                if number == 0 and offset == 0:
+                    status = "active"
+                elif tentative and not tool:
+                    status = "tentative"
+                    days_old, hits = tentative.pop(0)
+                    created = max(self.now - timedelta(days=days_old), said.at)
+                else:
+                    status = _STATUS_CYCLE[cycle % len(_STATUS_CYCLE)]
+                    cycle += 1
+                edge = self.fact(
+                    self.user_node,
+                    relation,
+                    topic,
+                    text,
+                    said,
+                    source_kind=kind,
+                    status=status,
+                    created=created,
+                )
+                if status == "tentative" and hits:
+                    self.graph.hits[edge.uuid] = hits
+
+    def add_random_hits(self) -> None:
+        """Random hits on some tentative facts that have none yet."""
         for edge in self.graph.facts:
             if edge.attributes.get("status") == "tentative" and edge.uuid not in self.graph.hits:
                 if self.rng.random() < 0.3:
                     self.graph.hits[edge.uuid] = self.rng.randint(1, 4)
 
-    def add_duplicates(self, first_index: int) -> None:
-        """The same triple twice, and the same fact text on other nodes."""
-        facts, by_label = self.graph.facts, self.by_label
-        nodes = {node.uuid: node for node in self.graph.entities}
-        for offset in range(4):
-            original = facts[2 * offset]
-            source, target = nodes[original.source_node_uuid], nodes[original.target_node_uuid]
-            index = first_index + offset
-            facts.append(self.fact(source, original.name, target, index=index, fact=original.fact))
-        for offset in range(3):
-            original = facts[2 * offset + 1]
-            other, target = by_label["Person"][offset + 1], by_label["Concept"][offset]
-            index = first_index + 10 + offset
-            facts.append(self.fact(other, "USES", target, index=index, fact=original.fact))
+    def add_duplicates(self) -> None:
+        """Memory stored the first statement twice: the same triple again, and on a twin node."""
+        first = next((s for s in self.asked if self._statement_in(s.exchange) is not None), None)
+        if first is None:
+            return
+        statement = self._statement_in(first.exchange)
+        assert statement is not None
+        target = self.entity(statement.target, statement.label, first.at)
+        twin = self.entity(statement.target, statement.label, first.at, twin=True)
+        for node in (target, twin):
+            self.fact(
+                self.user_node,
+                statement.relation,
+                node,
+                statement.fact_for(self.user_name),
+                first,
+                source_kind="user_asserted",
+                status="active",
+            )
 
-    def add_mirrored_facts(self, first_index: int) -> None:
-        """A KNOWS B and B KNOWS A, three times."""
-        people = self.by_label["Person"]
-        for offset in range(3):
-            a, b = people[offset], people[offset + 4]
-            index = first_index + 2 * offset
-            self.graph.facts.append(self.fact(a, "KNOWS", b, index=index, status="active"))
-            self.graph.facts.append(self.fact(b, "KNOWS", a, index=index + 1, status="active"))
+    def add_mirrored_facts(self) -> None:
+        """A WORKS_WITH B and B WORKS_WITH A, both from the message naming B.
+
+        B is the user's manager or team when they said who it is, else the
+        assistant (A TALKS_WITH B, from the user's message and the answer).
+        """
+        if not self.asked:
+            return
+        for said in self.asked:
+            statement = self._statement_in(said.exchange)
+            if statement is not None and statement.label in ("Person", "Organization"):
+                other = self.entity(statement.target, statement.label, said.at)
+                for source, target in ((self.user_node, other), (other, self.user_node)):
+                    text = f"{source.name} works with {target.name}"
+                    self.fact(
+                        source,
+                        "WORKS_WITH",
+                        target,
+                        text,
+                        said,
+                        source_kind="user_asserted",
+                        status="active",
+                    )
+                return
+        asked, answered = self.asked[0], self.answered[0]
+        assistant = self.entity(ASSISTANT_NAME, "Organization", asked.at)
+        pairs = (
+            (self.user_node, assistant, asked, "user_asserted"),
+            (assistant, self.user_node, answered, "assistant_derived"),
+        )
+        for source, target, said, kind in pairs:
+            text = f"{source.name} talks with {target.name}"
+            self.fact(source, "TALKS_WITH", target, text, said, source_kind=kind, status="active")
 
     def add_communities(self, state: str) -> None:
         """Communities by label, built at a time that makes the rebuild decision vary by user.
 
         `state`: none (no communities), fresh (after the last episode), few_new
-        (a few episodes since) or stale (well over the rebuild threshold since).
+        (a few episodes since) or stale (half of the episodes since).
         """
-        if state == "none":
-            return
         episodes = self.graph.episodes
+        if state == "none" or len(episodes) < 3:
+            return
         if state == "fresh":
-            community_at = episodes[-1].created_at + timedelta(minutes=5)
+            community_at = max(e.created_at for e in episodes) + timedelta(minutes=5)
         elif state == "few_new":
             community_at = episodes[-3].created_at - timedelta(minutes=5)
         else:
             community_at = episodes[len(episodes) // 2].created_at
-        for label in ("Person", "Project", "Concept", "Preference"):
-            members = self.by_label[label][: self.rng.randint(5, 14)]
+        community_at = self._past(community_at)
+        for label in _COMMUNITY_LABELS:
+            members = [n for n in self.graph.entities if n.labels == [label]]
             community = CommunityNode(
                 uuid=_uuid(self.rng),
                 name=f"{label} cluster of {self.user_name}",
@@ -413,65 +469,22 @@ class _GraphBuilder:
                     )
                 )
 
-    def add_story_facts(self, first_index: int) -> None:
-        """Each statement, from the episode that says it; then the planted facts."""
-        episodes = self.graph.episodes
-        statements, targets = self.statements, self.story_targets
-        for offset, (statement, target) in enumerate(zip(statements, targets, strict=False)):
-            episode = episodes[self.said_at[offset]] if offset < len(self.said_at) else None
-            said = episode.created_at if episode else self.now - timedelta(days=6)
-            self.graph.facts.append(
-                self.fact(
-                    self.user_node,
-                    statement.relation,
-                    target,
-                    index=first_index + offset,
-                    fact=statement.fact_for(self.user_name),
-                    status="active",
-                    source_kind="user_asserted",
-                    created=said + timedelta(minutes=self.story_rng.randint(1, 30)),
-                    episode=episode,
-                )
-            )
-        derived = [e for i, e in enumerate(episodes) if i % len(SOURCE_KINDS) == 1]
-        planted_targets = targets[len(statements) :]
-        for offset, (fact, target) in enumerate(zip(self.planted, planted_targets, strict=True)):
-            minutes = self.story_rng.randint(0, 600)
-            self.graph.facts.append(
-                self.fact(
-                    self.user_node,
-                    fact.relation,
-                    target,
-                    index=first_index + len(statements) + offset,
-                    fact=fact.fact_for(self.user_name),
-                    status="active",
-                    source_kind=fact.source_kind,
-                    created=self.now - timedelta(days=2 + offset, minutes=minutes),
-                    episode=derived[-1 - offset] if derived else None,
-                )
-            )
-
 
 def build_demo_graph(
     user_id: str,
     *,
     now: datetime,
-    entities: int = 180,
-    facts: int = 300,
-    episodes: int = 40,
     large_episode: bool = False,
     community_state: str = "stale",
 ) -> DemoGraph:
-    """Build one user's graph deterministically (same user id -> same graph)."""
+    """Build one user's graph deterministically (same user id and `now` -> same graph)."""
     builder = _GraphBuilder(user_id, now)
-    builder.add_filler_entities(entities)
-    builder.add_story_entities()
-    builder.add_episodes(episodes, large_episode=large_episode)
-    builder.add_filler_facts(facts)
-    builder.add_tentative_facts(facts)
-    extra = facts + len(_TENTATIVE_AGES)
-    builder.add_duplicates(extra)
-    builder.add_mirrored_facts(extra + 20)
+    builder.add_episodes(large_episode=large_episode)
+    builder.add_user_facts()
+    builder.add_assistant_facts()
+    builder.add_duplicates()
+    builder.add_mirrored_facts()
+    builder.add_planted_fact()
+    builder.add_random_hits()
     builder.add_communities(community_state)
-    builder.add_story_facts(extra + 40)
     return builder.graph

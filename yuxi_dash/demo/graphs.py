@@ -4,8 +4,10 @@ Owns `seed_demo_graphs`: for each user without a graph (every user with
 `reset=True`, after dropping theirs) it builds the graph (`yuxi_dash.demo.graph_build`),
 writes it in graphiti-core's true schema (`yuxi_dash.memory.schema`) with its
 indexes, and sets the hit counters of its tentative facts at
-`mem:hits:{user_id}:{edge_uuid}`. Graph sizes, the large episode and the state
-of the communities vary by user, so the pages have varied cases to show.
+`mem:hits:{user_id}:{edge_uuid}`. Each graph is built from the user's own demo
+chat messages (no database read: the builder replays them), so it can be seeded
+before or after the threads; the large episode and the state of the
+communities vary by user, so the pages have varied cases to show.
 """
 
 from __future__ import annotations
@@ -69,9 +71,6 @@ def seed_demo_graphs(
             graph = build_demo_graph(
                 user_id,
                 now=now,
-                entities=150 + (index * 17) % 120,
-                facts=220 + (index * 29) % 200,
-                episodes=30 + index % 20,
                 large_episode=index % 5 == 0,
                 community_state=states[index % len(states)],
             )

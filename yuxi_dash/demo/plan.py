@@ -6,10 +6,12 @@ user, agent, status, busy reason, the pressure band it ends in, how long before
 the anchor its last activity is at the latest). Per 25 threads one is running, one queued and one
 interrupted; per 40 one is deleted and one archived.
 
-`demo_user_text` is what a thread's user writes at each turn. It also replays
-a user's first demo answer (`assistant_claim`) so the graph seeder can plant
-the `assistant_derived` fact that restates it, next to the `user_asserted`
-fact the user never said (`planted_facts`).
+`demo_user_text` is what a thread's user writes at each turn. `first_exchanges`
+replays the first turn of each of a user's threads (their message and the
+assistant's answer, word for word as the chat record holds them): the graph
+seeder builds the user's memory from them. `planted_facts` are the
+`user_asserted` fact the user never said and the `assistant_derived` fact
+restating the first point of their first answer (`assistant_claim`).
 """
 
 from __future__ import annotations
@@ -22,15 +24,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from yuxi_dash.compression import message_text
 from yuxi_dash.demo.story import (
     DEMO_USERS,
+    STATEMENTS_PER_USER,
     PlantedFact,
     never_said,
-    pick,
     remark_for,
     told_fact,
 )
 from yuxi_dash.sim.loop import SIM_AGENTS
 from yuxi_dash.sim.model import SimChatModel, user_message
-from yuxi_dash.sim.topics import TOPICS, stable_rng, topic_for
+from yuxi_dash.sim.topics import stable_rng, topic_for
 from yuxi_dash.usage import SUGGESTION_RATIO
 
 DEMO_PREFIX = "demo-"
@@ -131,19 +133,25 @@ def demo_user_text(plan: ThreadPlan, turn: int) -> str:
     )
 
 
-def assistant_claim(user_id: str) -> tuple[str, str]:
-    """(topic title, a sentence the assistant told this user): its first demo answer's first point.
+@dataclass(frozen=True)
+class FirstExchange:
+    """The first turn of one of a user's demo threads, word for word as its chat record holds it."""
 
-    Replays the model's side of the first turn of the user's first demo thread
-    (`SimChatModel` with the demo's seed): the model's choices do not depend on
-    the tools' outputs (`view_digest`), so the tool results are left empty and
-    nothing runs or is written. A user without demo threads gets a sentence of
-    some topic.
+    thread_id: str
+    ordinal: int  # the user's ordinal-th demo thread: which statement the message carries
+    topic_title: str
+    asked: str  # the user's first message
+    answer: str  # the assistant's first text answer
+    points: tuple[str, ...]  # the answer's bullet points, in order
+
+
+def first_answer(plan: ThreadPlan) -> str:
+    """The assistant's text answer to the first turn of ``plan``'s thread.
+
+    Replays the model's side of that turn (`SimChatModel` with the demo's seed):
+    the model's choices do not depend on the tools' outputs (`view_digest`), so
+    the tool results are left empty and nothing runs or is written.
     """
-    plan = next((p for p in plan_threads() if p.user_id == user_id), None)
-    if plan is None:
-        topic = TOPICS[pick(user_id, "topic", len(TOPICS))]
-        return topic.title, topic.sentences[pick(user_id, "claim", len(topic.sentences))]
     model = SimChatModel(seed=DEMO_MODEL_SEED)
     messages: list[BaseMessage] = [HumanMessage(demo_user_text(plan, 0))]
     reply = model.reply(plan.thread_id, messages)
@@ -153,9 +161,61 @@ def assistant_claim(user_id: str) -> tuple[str, str]:
             ToolMessage("", tool_call_id=call["id"], name=call["name"]) for call in reply.tool_calls
         )
         reply = model.reply(plan.thread_id, messages)
-    points = [line[2:] for line in message_text(reply).splitlines() if line.startswith("- ")]
-    topic = topic_for(plan.thread_id)
-    return topic.title, points[0] if points else topic.sentences[0]
+    return message_text(reply)
+
+
+def _stand_in_plans(user_id: str) -> list[ThreadPlan]:
+    """Threads a user outside the cast would have had (for graphs of ids without demo threads)."""
+    agent = SIM_AGENTS[0].slug
+    return [
+        ThreadPlan(
+            number=0,
+            thread_id=f"{user_id}-t{ordinal + 1}",
+            user_id=user_id,
+            agent_slug=agent,
+            status="active",
+            busy=None,
+            band=(0.0, 1.0),
+            min_turns=1,
+            recency=timedelta(),
+            ordinal=ordinal,
+        )
+        for ordinal in range(STATEMENTS_PER_USER)
+    ]
+
+
+def first_exchanges(user_id: str) -> list[FirstExchange]:
+    """The first turn of each of the user's demo threads that is still in the chat record.
+
+    Every demo thread plays its first turn to the end, so these messages are in
+    the record; deleted threads are left out (their messages are not shown). A
+    user without demo threads gets stand-in threads (`<user>-t1`...).
+    """
+    plans = [p for p in plan_threads() if p.user_id == user_id] or _stand_in_plans(user_id)
+    out = []
+    for plan in plans:
+        if plan.status == "deleted":
+            continue
+        answer = first_answer(plan)
+        points = [line[2:] for line in answer.splitlines() if line.startswith("- ")]
+        out.append(
+            FirstExchange(
+                thread_id=plan.thread_id,
+                ordinal=plan.ordinal,
+                topic_title=topic_for(plan.thread_id).title,
+                asked=demo_user_text(plan, 0),
+                answer=answer,
+                points=tuple(points),
+            )
+        )
+    return out
+
+
+def assistant_claim(user_id: str) -> tuple[str, str]:
+    """(topic title, a sentence the assistant told this user): the first point of the first
+    answer of their first thread still in the record."""
+    first = first_exchanges(user_id)[0]
+    return first.topic_title, first.points[0] if first.points else first.answer
 
 
 def planted_facts(user_id: str) -> tuple[PlantedFact, PlantedFact]:

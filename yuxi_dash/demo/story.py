@@ -104,7 +104,7 @@ _DEPLOY_TOOLS = ("Argo CD", "Spinnaker", "Flux", "GitHub Actions", "Jenkins")
 # Claims nobody in the demo ever makes: their key terms occur in no demo chat message.
 _NEVER_SAID = (
     ("ALLERGIC_TO", "Concept", "peanuts", "{user} is allergic to peanuts"),
-    ("OWNS", "Concept", "sailboat Aurora", "{user} owns a sailboat called Aurora"),
+    ("OWNS", "Concept", "sailboat Aurora", "{user} owns the sailboat Aurora"),
     ("PLAYS", "Concept", "bagpipes", "{user} plays the bagpipes in a folk band"),
     ("TENDS", "Concept", "rooftop beehives", "{user} tends rooftop beehives as a hobby"),
     ("COLLECTS", "Concept", "vintage typewriters", "{user} collects vintage typewriters"),
@@ -143,9 +143,9 @@ def _all_statements(user_id: str) -> list[Statement]:
             key="staging",
             said=f"Our staging cluster is {region}.",
             relation="RUNS_STAGING_IN",
-            label="Project",
-            target=f"staging cluster {region}",
-            fact=f"The staging cluster of {{user}} is {region}",
+            label="Concept",
+            target=region,
+            fact=f"{{user}}'s staging cluster is in {region}",
             memory_kind="fact",
         ),
         Statement(
@@ -234,13 +234,17 @@ def never_said(user_id: str) -> PlantedFact:
 
 
 def told_fact(topic_title: str, claim: str) -> PlantedFact:
-    """An assistant_derived fact restating `claim`, which the assistant told the user."""
-    claim = claim.rstrip(".")
+    """An assistant_derived fact restating `claim`, which the assistant told the user about a topic.
+
+    Its text names both ends of its triple (the user, WAS_TOLD, the topic).
+    """
+    claim = claim.rstrip(".").replace("{", "{{").replace("}", "}}")
+    title = topic_title.replace("{", "{{").replace("}", "}}")
     return PlantedFact(
         "WAS_TOLD",
-        "Concept",
+        "Project",
         topic_title,
-        "{user} was told that " + claim[0].lower() + claim[1:],
+        "{user} was told about " + title + ": " + claim,
         "assistant_derived",
         "finding",
     )

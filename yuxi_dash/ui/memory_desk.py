@@ -1,7 +1,9 @@
 """The memory desk on the Facts page: pick a fact, read its provenance, correct it, undo.
 
 - `fact_picker(access)`: the user's facts, newest first (a select box, mirrored
-  in `?fact=UUID` so a ticket can link to one fact), or a pasted uuid.
+  in `?fact=UUID` so a ticket can link to one fact), or a pasted uuid. With
+  none asked for it opens on the headline: the newest active fact the user
+  asserted (the words they said), else the newest fact.
 - `draw_provenance(actor, access, uuid)`: the audited `provenance` look
   (`open_view` on every render) and its drawing: the fact and its validity, each
   episode's chat message with the fact's key words in bold, who said it, and a
@@ -66,11 +68,20 @@ def _label(row: dict[str, Any]) -> str:
     return f"{row.get('source')} —{row.get('name')}→ {row.get('target')} · {status} · {text[:80]}"
 
 
+def headline_fact(rows: list[dict[str, Any]]) -> str | None:
+    """The fact to open on: the newest active user_asserted one, else the newest (rows newest first)."""
+    for row in rows:
+        if row.get("source_kind") == "user_asserted" and row.get("status") == "active":
+            return str(row["uuid"])
+    return str(rows[0]["uuid"]) if rows else None
+
+
 def fact_picker(access: MemoryAccess) -> str | None:
     """The chosen fact uuid (select box over the newest facts, or a pasted uuid)."""
     rows = guarded(lambda: _fact_list(access, access.user_id, server_key()))
     by_uuid = {str(r["uuid"]): r for r in rows}
     wanted = st.session_state.get(FACT_KEY) or st.query_params.get("fact") or None
+    wanted = wanted or headline_fact(rows)
     options = list(by_uuid)
     if wanted and wanted not in by_uuid:
         options.insert(0, wanted)
