@@ -182,6 +182,8 @@ def test_an_admin_undoes_another_operators_correction_with_a_reason(
     assert not at.exception
     assert "undo done — audit row" in " ".join(str(s.value) for s in at.success)
     assert "active" in " ".join(str(m.value) for m in at.metric)
+
+
 def test_the_demo_facts_page_opens_on_the_users_own_words(
     demo_env, demo_graphs, falkordb_dir, demo_flags_file, monkeypatch
 ) -> None:
