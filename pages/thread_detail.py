@@ -75,14 +75,15 @@ cols[2].metric("Next input tokens", tokens(row["next_llm_input_tokens"]))
 cols[3].metric("Summary threshold", tokens(row["summary_trigger_tokens"]))
 cols[4].metric("Summary active", "yes" if row["summary_active"] else "no")
 
-CHAT_TAB = "Full chat record"
 CHAT_CONTEXT_BEFORE = 2  # messages shown above a linked one
 LINKED_STYLE = "background-color: #fef3c7; font-weight: 600"
 linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
 linked_sequence = int(linked) if linked and linked.isdigit() else None
 timeline_tab, context_tab, chat_tab = st.tabs(
-    ["Pressure timeline", "Next model input", CHAT_TAB],
-    default=CHAT_TAB if linked_sequence is not None else None,  # a link opens at its message
+    ["Pressure timeline", "Next model input", "Full chat record"],
+    default="Full chat record"
+    if linked_sequence is not None
+    else None,  # a link opens at its message
 )
 
 with timeline_tab:

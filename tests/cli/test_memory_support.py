@@ -92,7 +92,7 @@ def test_bundle_writes_json_and_markdown(cli_env, capsys, tmp_path: Path, graph_
     assert main(["memory", "bundle", "alice_chen", "--out", str(md), "--episodes", "3"]) == 0
     line = capsys.readouterr().out
     assert f"{facts:,} facts, 3 episodes" in line and "audit row" in line
-    assert md.read_text().startswith("# Support bundle: alice\\_chen")
+    assert md.read_text().startswith("# Support bundle: alice_chen")
 
 
 def test_bundle_refuses_a_missing_directory(cli_env, capsys, tmp_path: Path) -> None:

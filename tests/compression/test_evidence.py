@@ -129,8 +129,11 @@ def test_any_records_any_budget_every_shown_record_is_whole_and_in_order(
                 ensure_ascii=False, separators=(",", ":"),
             )  # fmt: skip
             assert len(smallest) > limit * 4
-        else:
-            assert limit * 4 < len('{"kind":"web_search","result_count":0,"results":[]}')
+        else:  # no record at all: only when even the empty envelope does not fit
+            empty = json.dumps(
+                {"kind": KIND[tool], "result_count": 0, "results": []}, separators=(",", ":")
+            )
+            assert limit * 4 < len(empty)
         assert tool_result_preview(tool, text, limit) in (
             text,
             tool_result_preview("x", text, limit),

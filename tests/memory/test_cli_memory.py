@@ -76,7 +76,15 @@ def test_entities_facts_ratification(cli_env, capsys, graph_client) -> None:
     # for people: the CLI's one aligned table (header, rule, one line per fact)
     assert main(["memory", "facts", "alice_chen", "--limit", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["source", "name", "target", "status", "source_kind", "created_at"]
+    assert lines[0].split() == [
+        "uuid",
+        "source",
+        "name",
+        "target",
+        "status",
+        "source_kind",
+        "created_at",
+    ]
     assert set(lines[1].replace(" ", "")) == {"-"} and len(lines) == 5
 
 

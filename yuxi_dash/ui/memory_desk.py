@@ -166,7 +166,7 @@ def draw_provenance(actor: Actor, access: MemoryAccess, uuid: str) -> dict[str, 
     st.markdown(
         md("**{}** —{}→ **{}**", data["source"]["name"], fact["name"], data["target"]["name"])
     )
-    st.markdown(md("> {}", fact["fact"]))
+    st.info(literal(fact["fact"]))  # the fact's text, shown as written
     a, b, c = st.columns(3)
     a.metric("Status", fact["status"] or "unset")
     b.metric("Ratification hits", data["hits"])
