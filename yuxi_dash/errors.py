@@ -145,3 +145,17 @@ class AttachUnavailable(StoreUnavailable):
     """The attached platform's checkpointer is not configured, cannot be reached or refused."""
 
     code = "attach_unavailable"
+
+
+class ImpossibleUsage(InvalidInput):
+    """A checkpoint's ``token_usage`` states figures no model call can have (refused, never drawn)."""
+
+    code = "impossible_usage"
+
+
+class PlatformChanged(YuxiDashError):
+    """The attached checkpointer is another platform than the one scanned before (unconfirmed)."""
+
+    code = "platform_changed"
+    status_code = 409
+    exit_code = 1

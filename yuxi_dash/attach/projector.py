@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.attach.batch import MESSAGES_CHANNEL, ThreadRead, read_new_checkpoints
+from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, InvalidInput, YuxiDashError
@@ -102,6 +103,8 @@ class Tally:
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
     held_back: str | None = None  # the smallest newest id of a thread that failed
+    problems: list[Problem] = field(default_factory=list)  # threads to quarantine
+    done: set[str] = field(default_factory=set)  # threads projected (or found up to date)
 
     def conflict(self, thread_id: str) -> None:
         self.conflicts += 1
@@ -123,12 +126,18 @@ class Tally:
             self.held_back is None or other.held_back < self.held_back
         ):
             self.held_back = other.held_back
+        self.problems.extend(other.problems)
+        self.done |= other.done
 
     def fail(self, code: str, newest: str | None) -> None:
         self.failed += 1
         self.failures[code] = self.failures.get(code, 0) + 1
         if newest is not None and (self.held_back is None or newest < self.held_back):
             self.held_back = newest
+
+    def quarantine(self, thread: ChangedThread, code: str, reason: str) -> None:
+        """The thread cannot be projected: quarantined, and the scan moves past it."""
+        self.problems.append(Problem(thread.thread_id, thread.newest, code, reason))
 
 
 def _metadata_identifier(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
@@ -189,6 +198,7 @@ def _apply(
         return
     elif conv.checkpoint_id == thread.newest:
         tally.unchanged += 1
+        tally.done.add(thread.thread_id)
         return
     reader = ProjectionReader(store, since=conv.checkpoint_id)
     latest = project_thread(session, conv, reader)
@@ -196,6 +206,7 @@ def _apply(
     tally.checkpoints_read += reader.read
     tally.new_checkpoints += reader.new
     tally.projected += 1
+    tally.done.add(thread.thread_id)
 
 
 def project_one(
@@ -284,6 +295,7 @@ def _project_together(
             tally.conflict(thread.thread_id)
         elif conv.checkpoint_id == thread.newest:
             tally.unchanged += 1
+            tally.done.add(thread.thread_id)
         else:
             todo.append((thread, conv))
     reads = read_new_checkpoints(store, {t.thread_id: c.checkpoint_id for t, c in todo})
@@ -310,6 +322,7 @@ def _project_together(
         tally.checkpoints_read += read.read
         tally.new_checkpoints += read.new
         tally.projected += 1
+        tally.done.add(conv.thread_id)
     writes.flush(session)
     _write_rows(session, [conv for conv, _ in ready])
     return alone
@@ -369,13 +382,13 @@ def run_batch(
 
 
 def _valid(batch: Sequence[ChangedThread], tally: Tally) -> list[ChangedThread]:
-    """The threads whose ids we can hold; the others fail once and are never retried."""
+    """The threads whose ids we can hold; the others are quarantined (tried again if they move)."""
     valid = []
     for thread in batch:
         try:
             validation.thread_id(thread.thread_id)
-        except InvalidInput:
-            tally.fail("invalid_input", None)
+        except InvalidInput as exc:
+            tally.quarantine(thread, exc.code, exc.message)
             continue
         valid.append(thread)
     return valid
@@ -389,10 +402,12 @@ def _project_guarded(
         project_one(settings, store, thread, tally)
     except AttachUnavailable:
         raise
-    except YuxiDashError as exc:  # its row lock busy, say: read it again next time
-        tally.fail(exc.code, thread.newest)
+    except TRANSIENT as exc:  # its row lock busy, say: read it again next time
+        tally.fail(getattr(exc, "code", "internal_error"), thread.newest)
+    except YuxiDashError as exc:  # a refusal of this thread's own rows: quarantined
+        tally.quarantine(thread, exc.code, exc.message)
     except (sa.exc.OperationalError, sa.exc.InterfaceError):
         raise  # our own database is down: no point going on
     except Exception as exc:  # noqa: BLE001 - one odd thread must not stop the others
         log.warning("attach scan: a thread failed to project (%s)", type(exc).__name__)
-        tally.fail("projection_error", thread.newest)
+        tally.quarantine(thread, "projection_error", f"projecting it failed ({type(exc).__name__})")

@@ -35,6 +35,8 @@ index (by path) were idempotent already.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,11 +46,14 @@ import sqlalchemy as sa
 from langchain_core.messages import BaseMessage, ToolMessage
 from sqlalchemy.orm import Session
 
+from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
+from yuxi_dash.audit import record_audit
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
+from yuxi_dash.errors import ImpossibleUsage, InvalidInput
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
@@ -65,7 +70,13 @@ from yuxi_dash.store.models import (
     utcnow,
 )
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
+from yuxi_dash.validation import CONTEXT_WINDOW_RANGE, INT32_MAX
+from yuxi_dash.workdir import tool_result_relpath
 
+PROJECTION_ACTOR = "system:projection"
+REFUSE_RESULT_ACTION = "index_saved_result"
+SAVED_RESULT_REFUSED = "saved_result_refused"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
 _SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
@@ -94,19 +105,43 @@ def split_since(
 
 
 def usage_from_values(values: Mapping[str, Any]) -> UsageSnapshot | None:
-    """The usage snapshot a checkpoint's ``token_usage`` states, None when it states none."""
+    """The usage snapshot a checkpoint's ``token_usage`` states, None when it states none.
+
+    ImpossibleUsage when it states figures no model call has (not finite, not
+    whole, negative, past a 32-bit column, a window outside 1..10,000,000):
+    such usage is refused, never drawn.
+    """
     usage = values.get(TOKEN_USAGE_KEY)
     if not isinstance(usage, Mapping) or not all(
-        isinstance(usage.get(key), int | float) for key in _MEASURED
+        isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool)
+        for key in _MEASURED
     ):
         return None
+    window_low, window_high = CONTEXT_WINDOW_RANGE
     return UsageSnapshot(
-        llm_input_tokens=int(usage["llm_input_tokens"]),
-        next_llm_input_tokens=int(usage["next_llm_input_tokens"]),
-        context_window=int(usage["context_window"]),
-        summary_trigger_tokens=int(usage.get("summary_trigger_tokens") or 0),
+        llm_input_tokens=_possible(usage["llm_input_tokens"], "llm_input_tokens"),
+        next_llm_input_tokens=_possible(usage["next_llm_input_tokens"], "next_llm_input_tokens"),
+        context_window=_possible(
+            usage["context_window"], "context_window", low=window_low, high=window_high
+        ),
+        summary_trigger_tokens=_possible(
+            usage.get("summary_trigger_tokens") or 0, "summary_trigger_tokens"
+        ),
         summary_active=bool(usage.get("summary_active")),
     )
+
+
+def _possible(value: Any, name: str, *, low: int = 0, high: int = INT32_MAX) -> int:
+    """A token figure as an int, or ImpossibleUsage (the message names the field, not the value)."""
+    whole = (
+        isinstance(value, int)
+        or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    ) and not isinstance(value, bool)
+    if not whole or not low <= value <= high:
+        raise ImpossibleUsage(
+            f"token_usage {name} must be a whole number between {low:,} and {high:,}"
+        )
+    return int(value)
 
 
 def _measured_at(values: Mapping[str, Any], checkpoint: ThreadCheckpoint) -> datetime:
@@ -175,6 +210,8 @@ class ProjectionWrites:
     links: list[tuple[int, str]] = field(default_factory=list)  # (chat row id, message id)
     tools: list[dict[str, Any]] = field(default_factory=list)
     known: set[str] = field(default_factory=set)  # threads that may hold snapshots already
+    owners: dict[str, Conversation] = field(default_factory=dict)  # thread id -> its row
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (thread id, why) not indexed
 
     def flush(self, session: Session) -> int:
         """Insert the rows (one statement per table); return the snapshots written."""
@@ -185,8 +222,47 @@ class ProjectionWrites:
             row = session.get(ChatMessage, row_id)
             if row is not None:
                 row.message_id = message_id
-        _insert(session, ToolResult, self.tools)
+        _insert(session, ToolResult, self._own_results(session))
+        for thread_id, why in self.refused:
+            record_audit(
+                actor=PROJECTION_ACTOR,
+                action=REFUSE_RESULT_ACTION,
+                target=f"thread:{thread_id}",
+                outcome="refused",
+                detail={"code": SAVED_RESULT_REFUSED, "reason": why},
+                session=session,
+            )
         return len(snapshots)
+
+    def _own_results(self, session: Session) -> list[dict[str, Any]]:
+        """The saved results to index, less those another owner's thread indexed first.
+
+        Files are content-addressed and shared by path; a path a thread of
+        another user (or of the other origin) holds is that owner's file: a
+        header naming it here is refused, not indexed.
+        """
+        if not self.tools:
+            return []
+        paths = sorted({row["path"] for row in self.tools})
+        held: dict[str, set[tuple[str, str]]] = {}
+        for start in range(0, len(paths), THREAD_CHUNK):
+            rows = session.execute(
+                sa.select(ToolResult.path, Conversation.origin, Conversation.user_id)
+                .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+                .where(ToolResult.path.in_(paths[start : start + THREAD_CHUNK]))
+            )
+            for path, origin, user in rows:
+                held.setdefault(path, set()).add((origin, user))
+        kept = []
+        for row in self.tools:
+            conv = self.owners.get(row["thread_id"])
+            owner = (conv.origin, conv.user_id) if conv is not None else None
+            others = held.get(row["path"], set()) - ({owner} if owner else set())
+            if others:
+                self.refused.append((row["thread_id"], "the file is another owner's saved result"))
+                continue
+            kept.append(row)
+        return kept
 
     def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
         """The snapshots the table does not hold yet (one read, of the known threads' rows).
@@ -312,6 +388,7 @@ def project_checkpoints(
             source="model_call",
             measured_at=latest.created_at or utcnow(),
         )
+    writes.owners[conv.thread_id] = conv
     _index_saved_results(writes, conv.thread_id, latest.values.get("messages") or [], rows)
     conv.checkpoint_id = latest.checkpoint_id
     return latest
@@ -362,11 +439,17 @@ def _index_saved_results(
         saved = parse_saved_result(message.content)
         if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
             continue
+        tool = saved.tool or message.name or "tool"
+        why = _refused_header(tool, saved.sha256, saved.path)
+        if why is not None:
+            writes.refused.append((thread_id, why))
+            rows.tool_paths.add(saved.path)  # refused once per projection, not once per step
+            continue
         approx = saved.approx_tokens or 0
         writes.tools.append(
             {
                 "thread_id": thread_id,
-                "tool_name": (saved.tool or message.name or "tool")[:128],
+                "tool_name": tool[:128],
                 "tool_call_id": message.tool_call_id,
                 "sha256": saved.sha256[:64],
                 "path": saved.path[:1024],
@@ -378,6 +461,26 @@ def _index_saved_results(
         rows.tool_paths.add(saved.path)
         added += 1
     return added
+
+
+def _refused_header(tool: str, sha256: str, path: str) -> str | None:
+    """Why a saved-result header is not indexed (None: it names the file its writer made).
+
+    The writer names a result's file by its content alone
+    (`workdir.tool_result_relpath`: the results directory, the tool's name,
+    the first 16 hex digits of the SHA-256), so a header is taken only when
+    its path is exactly the file its own tool and full SHA-256 name: never a
+    history file, the marker, another directory, or a file of other content.
+    """
+    if not _SHA256_HEX.fullmatch(sha256):
+        return "the header's SHA-256 is not 64 lowercase hex digits"
+    try:
+        validation.text(tool, "tool name", limit=1024)
+    except InvalidInput:
+        return "the header's tool name cannot be stored"
+    if path != tool_result_relpath(tool, sha256):
+        return "the header's path is not the file its tool and SHA-256 name"
+    return None
 
 
 class ChatRecorder:
@@ -400,11 +503,14 @@ class ChatRecorder:
         for message in messages:
             if not message.id or is_summary_message(message):
                 continue
-            message_id = str(message.id)[:128]
+            message_id = validation.text(str(message.id), "a message id")[:128]
             if message_id in rows.recorded:
                 continue
             rows.recorded.add(message_id)
-            role, text = chat_role(message), message_text(message)
+            role = chat_role(message)
+            text = validation.text(
+                message_text(message), "a message's text"
+            )  # no NUL, no surrogate
             waiting = rows.unlinked.get((role, text))
             if waiting:
                 self.writes.links.append((waiting.pop(0), message_id))
