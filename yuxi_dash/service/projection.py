@@ -443,7 +443,6 @@ def _index_saved_results(
         why = _refused_header(tool, saved.sha256, saved.path)
         if why is not None:
             writes.refused.append((thread_id, why))
-            rows.tool_paths.add(saved.path)  # refused once per projection, not once per step
             continue
         approx = saved.approx_tokens or 0
         writes.tools.append(
