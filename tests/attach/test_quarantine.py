@@ -19,7 +19,6 @@ import sqlalchemy as sa
 
 from tests.attach.checkpoints import put_checkpoint, usage, values
 from tests.attach.conftest import Platform
-from yuxi_dash.attach.quarantine import printable
 from yuxi_dash.cli import main
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, Conversation
@@ -67,7 +66,7 @@ def test_poison_rows_are_quarantined_and_the_scan_moves_past_them(
     code, report = cli(capsys, "attach", "scan")
     assert code == 0, report
     assert (report["projected"], report["failed"], report["quarantined"]) == (1, 0, 9)
-    assert printable("bad\x1b[31mred") in report["quarantined_threads"]
+    assert "bad\\x1b[31mred" in report["quarantined_threads"]
     assert report["watermark"] >= good  # moved past them all
 
     code, status = cli(capsys, "attach", "status")
@@ -82,7 +81,7 @@ def test_poison_rows_are_quarantined_and_the_scan_moves_past_them(
         "bad\\nid": "invalid_input",
         "bad\\x1b[31mred": "invalid_input",
         "   ": "invalid_input",
-        printable("x" * 300): "invalid_input",
+        "x" * 199 + "…": "invalid_input",
     }
     assert all(p["action"] == "quarantined" and p["reason"] for p in status["problems"])
     capsys.readouterr()

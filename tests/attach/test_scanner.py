@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from tests.attach.checkpoints import put_checkpoint, values
 from tests.attach.conftest import Platform, _conninfo
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
-from yuxi_dash.attach.ids import TICKS_PER_SECOND, UUID_EPOCH_TICKS, checkpoint_time, floor_id
+from yuxi_dash.attach.ids import checkpoint_time, floor_id
 from yuxi_dash.cli import main
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
@@ -31,6 +31,8 @@ from yuxi_dash.store.models import AuditEntry, Conversation, ScanWatermark
 pytestmark = pytest.mark.services
 
 YEAR_2100 = datetime(2100, 1, 1, tzinfo=UTC)
+TICKS_PER_SECOND = 10_000_000  # UUID time: 100-ns ticks since 1582-10-15
+UUID_EPOCH_TICKS = 0x01B21DD213814000  # 1970-01-01 in those ticks
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
