@@ -52,7 +52,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import psycopg
 import sqlalchemy as sa
@@ -60,14 +59,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from yuxi_dash.attach import quarantine
-from yuxi_dash.attach.ids import (
-    OVERLAP_SECONDS,
-    TICKS_PER_SECOND,
-    UUID_EPOCH_TICKS,
-    checkpoint_time,
-    floor_id,
-    scan_floor,
-)
+from yuxi_dash.attach.ids import OVERLAP_SECONDS, checkpoint_time, scan_floor
+from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
 from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
 from yuxi_dash.attach.stores import (
@@ -79,8 +72,6 @@ from yuxi_dash.attach.stores import (
     source_label,
     unavailable,
 )
-from yuxi_dash.audit import record_audit
-from yuxi_dash.errors import PlatformChanged
 from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
@@ -94,18 +85,11 @@ FROM checkpoints
 WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s
 GROUP BY thread_id
 """
-# the platform's identity and clock, read once per scan (a read-only role may run it)
-PLATFORM_SQL = """
-SELECT (SELECT system_identifier FROM pg_control_system())::text AS system_identifier,
-    current_database() AS database, now() AS now
-"""
-FUTURE_SKEW_SECONDS = 300.0  # how far ahead of the platform database's clock an id may be dated
 _FLAGS_SHOWN = 20
 BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on PostgreSQL (SQLite has one writer: one at a time)
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
 _LOOKUP_CHUNK = 1000
-SCAN_ACTION = "attach_scan"
 _FUTURE_REASON = "its newest checkpoint id is dated ahead of the platform database's clock"
 
 
@@ -166,87 +150,6 @@ def changed_threads(
             return [ChangedThread(str(t), str(n), int(c)) for t, n, c in cursor.fetchall()]
     except psycopg.Error as exc:
         raise unavailable(exc, conninfo) from None
-
-
-@dataclass(frozen=True)
-class PlatformIdentity:
-    """Which platform a scan reads (its database's system identifier and name) and its clock."""
-
-    system_identifier: str
-    database: str
-    now: datetime
-
-    @property
-    def platform_id(self) -> str:
-        return f"{self.system_identifier}/{self.database}"[:128]
-
-
-def platform_identity(conninfo: str, store: PlatformStore | None = None) -> PlatformIdentity:
-    """The platform's identity and ``now()`` (one read-only query)."""
-    if store is not None:
-        row = store.fetch(PLATFORM_SQL, {}, prepare=False)[0]
-        values = (row["system_identifier"], row["database"], row["now"])
-    else:
-        try:
-            with connect(conninfo) as conn, conn.cursor() as cursor:
-                cursor.execute(PLATFORM_SQL)
-                found = cursor.fetchone()
-        except psycopg.Error as exc:
-            raise unavailable(exc, conninfo) from None
-        assert found is not None  # one row, always
-        values = (found[0], found[1], found[2])
-    return PlatformIdentity(str(values[0]), str(values[1]), values[2].astimezone(UTC))
-
-
-def clock_cap(now: datetime, skew_seconds: float = FUTURE_SKEW_SECONDS) -> str:
-    """The largest checkpoint id a watermark may hold: the platform's clock plus ``skew``."""
-    ticks = int((now.timestamp() + skew_seconds) * TICKS_PER_SECOND) + UUID_EPOCH_TICKS
-    return floor_id(ticks)
-
-
-def expected_platform(settings: Settings) -> str | None:
-    """The platform the last identified scan read (None before any did)."""
-    with session_scope(settings) as session:
-        return session.scalar(
-            sa.select(ScanWatermark.platform_id)
-            .where(ScanWatermark.platform_id.is_not(None))
-            .order_by(ScanWatermark.scanned_at.desc())
-            .limit(1)
-        )
-
-
-def check_platform(
-    settings: Settings, source: str, identity: PlatformIdentity, *, accept: bool, actor: str
-) -> bool:
-    """PlatformChanged (audited) when this is another platform than the last scan's, unless
-    ``accept``; True when it is another one and accepted (audited too)."""
-    expected = expected_platform(settings)
-    if expected is None or expected == identity.platform_id:
-        return False
-    detail = {"source": source, "expected": expected, "found": identity.platform_id}
-    if not accept:
-        error = PlatformChanged(
-            f"{source} is platform {identity.platform_id}, not {expected} scanned before; "
-            "nothing was projected or marked deleted (confirm with --accept-new-platform)"
-        )
-        record_audit(
-            actor=actor,
-            action=SCAN_ACTION,
-            target=f"platform:{source}",
-            outcome="refused",
-            detail={**detail, "code": error.code},
-            settings=settings,
-        )
-        raise error
-    record_audit(
-        actor=actor,
-        action=SCAN_ACTION,
-        target=f"platform:{source}",
-        outcome="platform_changed",
-        detail=detail,
-        settings=settings,
-    )
-    return True
 
 
 def _projected(

@@ -11,10 +11,16 @@ the caller's transaction:
   else `model_call`; a state with no usage at all (a platform without the
   token-usage middleware) is measured here with the agent's settings;
 - moves the thread's current usage to the newest snapshot;
-- indexes every saved tool result its messages point at (`tool_results`);
+- indexes every saved tool result its messages point at (`tool_results`),
+  each header held to its writer's namespace (`service.saved_results`);
 - appends each message a step added to the chat record, as it was first
   written (a tool result before it was offloaded), unless already recorded;
 - records the newest checkpoint id.
+
+What no table can hold or no model call has is refused, never drawn: usage
+that is not finite, not whole, negative or past a 32-bit column is
+`ImpossibleUsage`, message text with a NUL or a lone surrogate `InvalidInput`
+(the attach scan quarantines such a thread).
 
 Own threads are projected by the service right after it writes a checkpoint
 (under the row lock); attached threads by the scanner, many threads at once:
@@ -36,26 +42,24 @@ index (by path) were idempotent already.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
-from yuxi_dash.audit import record_audit
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, is_summary_message, message_text
-from yuxi_dash.errors import ImpossibleUsage, InvalidInput
+from yuxi_dash.errors import ImpossibleUsage
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
+from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_sqlite
@@ -71,12 +75,7 @@ from yuxi_dash.store.models import (
 )
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 from yuxi_dash.validation import CONTEXT_WINDOW_RANGE, INT32_MAX
-from yuxi_dash.workdir import tool_result_relpath
 
-PROJECTION_ACTOR = "system:projection"
-REFUSE_RESULT_ACTION = "index_saved_result"
-SAVED_RESULT_REFUSED = "saved_result_refused"
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
 _SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
@@ -222,47 +221,10 @@ class ProjectionWrites:
             row = session.get(ChatMessage, row_id)
             if row is not None:
                 row.message_id = message_id
-        _insert(session, ToolResult, self._own_results(session))
-        for thread_id, why in self.refused:
-            record_audit(
-                actor=PROJECTION_ACTOR,
-                action=REFUSE_RESULT_ACTION,
-                target=f"thread:{thread_id}",
-                outcome="refused",
-                detail={"code": SAVED_RESULT_REFUSED, "reason": why},
-                session=session,
-            )
+        owned = owned_results(session, self.tools, self.owners, self.refused)
+        _insert(session, ToolResult, owned)
+        audit_refusals(session, self.refused)
         return len(snapshots)
-
-    def _own_results(self, session: Session) -> list[dict[str, Any]]:
-        """The saved results to index, less those another owner's thread indexed first.
-
-        Files are content-addressed and shared by path; a path a thread of
-        another user (or of the other origin) holds is that owner's file: a
-        header naming it here is refused, not indexed.
-        """
-        if not self.tools:
-            return []
-        paths = sorted({row["path"] for row in self.tools})
-        held: dict[str, set[tuple[str, str]]] = {}
-        for start in range(0, len(paths), THREAD_CHUNK):
-            rows = session.execute(
-                sa.select(ToolResult.path, Conversation.origin, Conversation.user_id)
-                .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
-                .where(ToolResult.path.in_(paths[start : start + THREAD_CHUNK]))
-            )
-            for path, origin, user in rows:
-                held.setdefault(path, set()).add((origin, user))
-        kept = []
-        for row in self.tools:
-            conv = self.owners.get(row["thread_id"])
-            owner = (conv.origin, conv.user_id) if conv is not None else None
-            others = held.get(row["path"], set()) - ({owner} if owner else set())
-            if others:
-                self.refused.append((row["thread_id"], "the file is another owner's saved result"))
-                continue
-            kept.append(row)
-        return kept
 
     def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
         """The snapshots the table does not hold yet (one read, of the known threads' rows).
@@ -389,7 +351,9 @@ def project_checkpoints(
             measured_at=latest.created_at or utcnow(),
         )
     writes.owners[conv.thread_id] = conv
-    _index_saved_results(writes, conv.thread_id, latest.values.get("messages") or [], rows)
+    index_saved_results(
+        writes.tools, writes.refused, conv.thread_id, latest.values.get("messages") or [], rows
+    )
     conv.checkpoint_id = latest.checkpoint_id
     return latest
 
@@ -424,62 +388,6 @@ def _added_messages(
     return [
         m for m in values.get("messages") or [] if isinstance(m, BaseMessage) and m.id not in known
     ]
-
-
-def _index_saved_results(
-    writes: ProjectionWrites,
-    thread_id: str,
-    messages: Iterable[BaseMessage],
-    rows: ProjectedRows,
-) -> int:
-    added = 0
-    for message in messages:
-        if not isinstance(message, ToolMessage):
-            continue
-        saved = parse_saved_result(message.content)
-        if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
-            continue
-        tool = saved.tool or message.name or "tool"
-        why = _refused_header(tool, saved.sha256, saved.path)
-        if why is not None:
-            writes.refused.append((thread_id, why))
-            continue
-        approx = saved.approx_tokens or 0
-        writes.tools.append(
-            {
-                "thread_id": thread_id,
-                "tool_name": tool[:128],
-                "tool_call_id": message.tool_call_id,
-                "sha256": saved.sha256[:64],
-                "path": saved.path[:1024],
-                "chars": saved.chars,
-                "approx_tokens": approx,
-                "created_at": utcnow(),
-            }
-        )
-        rows.tool_paths.add(saved.path)
-        added += 1
-    return added
-
-
-def _refused_header(tool: str, sha256: str, path: str) -> str | None:
-    """Why a saved-result header is not indexed (None: it names the file its writer made).
-
-    The writer names a result's file by its content alone
-    (`workdir.tool_result_relpath`: the results directory, the tool's name,
-    the first 16 hex digits of the SHA-256), so a header is taken only when
-    its path is exactly the file its own tool and full SHA-256 name: never a
-    history file, the marker, another directory, or a file of other content.
-    """
-    if not _SHA256_HEX.fullmatch(sha256):
-        return "the header's SHA-256 is not 64 lowercase hex digits"
-    try:
-        validation.text(tool, "tool name", limit=1024)
-    except InvalidInput:
-        return "the header's tool name cannot be stored"
-    if path != tool_result_relpath(tool, sha256):
-        return "the header's path is not the file its tool and SHA-256 name"
-    return None
 
 
 class ChatRecorder:
