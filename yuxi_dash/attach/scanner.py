@@ -41,6 +41,16 @@ threads are projected in the order of their newest checkpoint, so a scan
 stopped half way resumes where it was. A thread that failed (its row lock busy, say) holds
 the watermark back to its checkpoint, so the next scan reads it again.
 
+Before it reads anything, a scan asks the platform who it is and its clock
+(`attach.platforms`): a scan of another platform than the last one is
+refused unless confirmed; the watermark never passes the platform
+database's ``now()`` plus a skew (a stored one past it is dropped: the scan
+reads from the start), and a thread whose newest checkpoint is dated past it
+is projected and flagged. A thread that cannot be projected is quarantined
+(`attach.quarantine`) and skipped until it moves; a thread marked deleted
+that the platform lists again is active again, and every attached thread
+seen records the platform it came from.
+
 Nothing here writes to the platform: the query and the store run in
 read-only transactions, and the platform store refuses writes.
 """
