@@ -24,7 +24,10 @@ cannot stand for (a pruned projected checkpoint, an old checkpoint format)
 and any failure of the whole transaction go through that path, thread by
 thread, so a failure stays with its thread.
 
-A thread id that already belongs to one of our own (origin "dashboard")
+A thread that cannot be projected (an id we cannot hold, or a typed refusal
+of its own rows: `attach.quarantine`) goes into the tally's ``problems`` to
+be quarantined; a transient failure (its row lock busy) holds the watermark
+back instead. A thread id that already belongs to one of our own (origin "dashboard")
 threads is never mixed with the platform's: it is skipped and counted as a
 conflict. A projected thread we had marked deleted (the platform had
 dropped it) and that has checkpoints again is active again.

@@ -412,17 +412,10 @@ def scan(
         settings, source, [t for t in retried if t in tally.done], quarantine.QUARANTINED
     )
     quarantine.record(settings, source, future, quarantine.FLAGGED)
-    future_ids = {quarantine.thread_key(p.thread_id) for p in future}
-    quarantine.lift(
-        settings,
-        source,
-        [
-            t.thread_id
-            for t in seen
-            if quarantine.thread_key(t.thread_id) in set(flagged) - future_ids
-        ],
-        quarantine.FLAGGED,
-    )
+    unflag = set(flagged) - {quarantine.thread_key(p.thread_id) for p in future}
+    if unflag:  # flagged before, dated within the clock now
+        back = [t.thread_id for t in seen if quarantine.thread_key(t.thread_id) in unflag]
+        quarantine.lift(settings, source, back, quarantine.FLAGGED)
     _touch_seen(settings, [t.thread_id for t in seen], revived, platform_id)
     deleted = mark_deleted(settings, [t.thread_id for t in seen]) if full and not stopped else 0
     watermark = _next_watermark(before, reached, tally, cap)
