@@ -115,6 +115,7 @@ def owned_results(
             refused.append((row["thread_id"], "the file is another owner's saved result"))
             continue
         kept.append(row)
+        held.setdefault(row["path"], set()).update(mine)  # a later thread of this batch too
     return kept
 
 
