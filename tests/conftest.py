@@ -1,7 +1,8 @@
 """Root test configuration: isolate every test from the developer's `var/` and `.env`.
 
 Service fixtures live in tests/fixtures/ (one module per real part) and are
-loaded as plugins here so any test directory can use them.
+loaded as plugins here so any test directory can use them. The Hypothesis
+profile (`ci` or `dev`, tests/fixtures/profiles.py) is loaded here.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import profiles
 from yuxi_dash.settings import get_settings
 from yuxi_dash.workdir import Workdir
+
+profiles.load()
 
 pytest_plugins = [
     "tests.fixtures.database",

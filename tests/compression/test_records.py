@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bench.corpus import build_corpus
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression.clipping import RawBody, _cut_after, _cut_before, clip_head_tail
 from yuxi_dash.compression.compaction import tool_result_text
 from yuxi_dash.compression.preview import structured_preview
@@ -87,7 +88,7 @@ _BODIES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(
     bodies=st.lists(
         st.tuples(st.sampled_from(["content", "text", "snippet"]), _BODIES), max_size=12
@@ -110,7 +111,7 @@ def test_any_bodies_preview_as_the_full_decode(
     assert from_bytes == from_text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(text=st.lists(_PIECES, min_size=1, max_size=60).map("".join), ensure_ascii=st.booleans())
 def test_a_cut_never_lands_inside_a_character_or_an_escape(text: str, ensure_ascii: bool) -> None:
     # a lone surrogate escaped (\\ud800) is refused before any cut: msgspec checks escapes
@@ -125,7 +126,7 @@ def test_a_cut_never_lands_inside_a_character_or_an_escape(text: str, ensure_asc
         assert len(head) + len(tail) in (len(whole), len(whole) - 1)  # at most one char between
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     text=st.lists(_PIECES, min_size=1, max_size=800).map("".join),
     window=st.integers(10, 80),
@@ -216,7 +217,7 @@ _MEMBER_VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.lists(
         st.tuples(st.sampled_from(["code", "data", "payload", "x"]), _MEMBER_VALUES), max_size=4
