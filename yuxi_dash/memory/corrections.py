@@ -52,7 +52,18 @@ from graphiti_core.edges import EntityEdge
 from yuxi_dash import validation
 from yuxi_dash.audit import audited_refusals, record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, MemoryGatedOff, UserNotFound
+from yuxi_dash.errors import (
+    AlreadyUndone,
+    CorrectionNotFound,
+    FactBusy,
+    FactNotFound,
+    IndexDrift,
+    InvalidInput,
+    MemoryGatedOff,
+    NotUndoable,
+    StaleFact,
+    UserNotFound,
+)
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory import correction_rules as rules
 from yuxi_dash.memory import provenance_queries as pq
@@ -103,11 +114,11 @@ def _door(
 def _missing(client: GraphClient, group_id: str, fact: str, user_id: str) -> Exception:
     """Why graphiti-core did not find the fact: not there, or hidden by the index drift."""
     if pq.fact_by_uuid(client, group_id, fact) is not None:
-        return rules.IndexDrift(
+        return IndexDrift(
             "the fact is in the graph but the relationship index does not see it "
             "(index drift): run `yuxi-dash memory repair-indexes USER` first"
         )
-    return rules.FactNotFound(f"no fact {fact} in {user_id}'s memory")
+    return FactNotFound(f"no fact {fact} in {user_id}'s memory")
 
 
 def _hits_before(conn: redis.Redis, user_id: str, fact: str) -> int:
@@ -139,7 +150,7 @@ def _fact_lock(settings: Settings, group_id: str, fact: str) -> Iterator[Any]:
             yield session
     except sa.exc.OperationalError as exc:
         if is_lock_failure(exc):
-            raise rules.FactBusy(
+            raise FactBusy(
                 f"fact {fact} is being corrected by another operator; try again shortly"
             ) from exc
         raise
@@ -340,7 +351,7 @@ def undo_correction(
             found = rows.by_audit_id(session, wanted)
             original = rows.correction_dict(found) if found else None
         if original is None:
-            raise rules.CorrectionNotFound(f"audit row {wanted} is not a memory correction")
+            raise CorrectionNotFound(f"audit row {wanted} is not a memory correction")
     user_id = original["user_id"]
     target = audit_target(user_id)
     detail = {**detail, "fact_uuid": original["fact_uuid"], "undoes_correction_id": original["id"]}
@@ -348,9 +359,9 @@ def undo_correction(
         actor=actor.id, action=UNDO_ACTION, target=target, detail=detail, settings=settings
     ):
         if original["action"] == rules.UNDO:
-            raise rules.NotUndoable("an undo cannot be undone; correct the fact again instead")
+            raise NotUndoable("an undo cannot be undone; correct the fact again instead")
         if original["undone_by_audit_id"] is not None:
-            raise rules.AlreadyUndone(
+            raise AlreadyUndone(
                 f"this correction was undone already (audit row {original['undone_by_audit_id']})"
             )
         group_id, client = _door(
@@ -369,7 +380,7 @@ def undo_correction(
                     current = {u: _snap(await load_edge(driver, u)) for u in left_after}
                     for uuid, snap in left_after.items():
                         if rules.comparable(current[uuid]) != rules.comparable(snap):
-                            raise rules.StaleFact(
+                            raise StaleFact(
                                 f"fact {uuid} changed since this correction; nothing was undone"
                             )
                     return _Plan(
@@ -406,7 +417,7 @@ def undo_correction(
 
                 def mark(session: Any, undo_audit_id: int) -> None:
                     if not rows.mark_undone(session, original["id"], undo_audit_id, moment):
-                        raise rules.AlreadyUndone("this correction was undone already")
+                        raise AlreadyUndone("this correction was undone already")
 
                 return await _write(
                     driver,
