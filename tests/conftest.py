@@ -7,16 +7,32 @@ profile (`ci` or `dev`, tests/fixtures/profiles.py) is loaded here.
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures import profiles
+from tests.fixtures.app import RUN_ENV, drop_demo_template
 from yuxi_dash.settings import get_settings
 from yuxi_dash.workdir import Workdir
 
 profiles.load()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (or a run without xdist) names this run; its workers inherit the name."""
+    if not hasattr(config, "workerinput"):
+        os.environ[RUN_ENV] = uuid.uuid4().hex[:12]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After every worker is done: drop the run's demo template database, if one was made."""
+    if not hasattr(session.config, "workerinput") and session.config.option.collectonly is False:
+        drop_demo_template()
+
 
 pytest_plugins = [
     "tests.fixtures.database",
