@@ -145,3 +145,42 @@ class AttachUnavailable(StoreUnavailable):
     """The attached platform's checkpointer is not configured, cannot be reached or refused."""
 
     code = "attach_unavailable"
+
+
+class PlatformMisconfigured(YuxiDashError):
+    """The platform client's settings are unusable (URL, token file): check the named setting."""
+
+    code = "platform_misconfigured"
+    status_code = 500
+    exit_code = 1
+
+
+class PlatformAuthFailed(PlatformMisconfigured):
+    """The platform answered 401 or 403: the token is wrong or lacks the right; never retried."""
+
+    code = "platform_auth_failed"
+    status_code = 502
+
+
+class PlatformUnavailable(YuxiDashError):
+    """The platform could not be reached or answered 502/503, after the retries."""
+
+    code = "platform_unavailable"
+    status_code = 503
+    exit_code = 1
+
+
+class PlatformOutcomeUnknown(YuxiDashError):
+    """The call was sent but no answer came in time: it may have compressed; never re-sent."""
+
+    code = "platform_outcome_unknown"
+    status_code = 504
+    exit_code = 1
+
+
+class PlatformBadResponse(YuxiDashError):
+    """The platform answered something that is not the contract's JSON (a proxy's page, say)."""
+
+    code = "platform_bad_response"
+    status_code = 502
+    exit_code = 1

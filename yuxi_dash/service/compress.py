@@ -15,6 +15,10 @@ A compress runs in three phases (docs/architecture.md, "The lock protocol"):
 Every attempt leaves one audit row: completed, no_op, refused (with the error
 code) or failed. A summarizer failure writes nothing.
 
+It is the one compress seam: a thread of an attached platform goes to that
+platform's endpoint (`platform.compress`) when ``YUXI_DASH_PLATFORM_URL`` is
+set, and is refused here (thread_attached) when it is not.
+
 The preview locks nothing, summarizes nothing and writes nothing: it asks the
 engine for its estimate of the same plan.
 """
@@ -39,6 +43,7 @@ from yuxi_dash.compression import (
     prepare_summary,
     write_summary,
 )
+from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, state_update
 from yuxi_dash.compression.state import ThreadContextState
 from yuxi_dash.errors import (
@@ -48,6 +53,8 @@ from yuxi_dash.errors import (
     ThreadAttached,
     YuxiDashError,
 )
+from yuxi_dash.platform.capability import unsupported_agents
+from yuxi_dash.platform.compress import compress_on_platform
 from yuxi_dash.records import Record
 from yuxi_dash.service.locking import (
     require_agent,
@@ -115,6 +122,24 @@ def compress_thread_context(
     newest checkpoint is another one is 409 stale_state.
     """
     settings = settings or get_settings()
+    if settings.platform_configured and _is_attached(thread_id, settings):
+        done = compress_on_platform(
+            thread_id,
+            actor=actor,
+            expected_checkpoint_id=expected_checkpoint_id,
+            user_id=user_id,
+            settings=settings,
+        )
+        return CompressResult(
+            thread_id=done.thread_id,
+            status=done.status,
+            before_tokens=done.before_tokens,
+            after_tokens=done.after_tokens,
+            compressed_messages=done.compressed_messages,
+            file_path=done.file_path,
+            reason=done.reason,
+            checkpoint_id=done.checkpoint_id,
+        )
     target = thread_target(thread_id)
     audit_detail: dict[str, Any] = {"role": actor.role.label, "via": actor.via}
     if expected_checkpoint_id is not None:
@@ -161,6 +186,19 @@ def compress_thread_context(
         settings,
     )
     return result
+
+
+def _is_attached(thread_id: str, settings: Settings) -> bool:
+    """Whether the thread is an attached platform's (an id we cannot hold: no, the core refuses)."""
+    try:
+        validation.thread_id(thread_id)
+    except YuxiDashError:
+        return False
+    with session_scope(settings) as session:
+        origin = session.scalar(
+            sa.select(Conversation.origin).where(Conversation.thread_id == thread_id)
+        )
+    return origin == ORIGIN_ATTACHED
 
 
 def _audit_safely(
@@ -324,26 +362,37 @@ def preview_compression(
 ) -> CompressionPreview:
     """What a compress would summarize now, and the engine's estimate of the drop; writes nothing."""
     thread_id = validation.thread_id(thread_id)
+    settings = settings or get_settings()
     with session_scope(settings) as session:
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
         conv = require_thread(conv, thread_id, user_id=user_id)
         agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
         reason_busy = busy_reason(session, thread_id)
-        stored = load_state(thread_id, settings)
+        attached = conv.origin == ORIGIN_ATTACHED
+        refused_by_platform = (
+            unsupported_agents(session).get(conv.agent_slug) if attached else None
+        )
+        if attached:  # the state the platform's checkpointer holds
+            latest = thread_store(conv, settings).latest(thread_id)
+            stored = StoredState.of(latest) if latest is not None else None
+        else:
+            stored = load_state(thread_id, settings)
         keep = agent.summary_keep_messages if agent else DEFAULT_SUMMARY_KEEP_MESSAGES
         tool_limit = (
             agent.summary_tool_result_token_limit if agent else DEFAULT_TOOL_RESULT_TOKEN_LIMIT
         )
         agent_capable = bool(agent and agent.compression_capable)
         agent_known = agent is not None
-        attached = conv.origin == ORIGIN_ATTACHED
     state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
     estimate = estimate_summary(state, keep_messages=keep, tool_result_token_limit=tool_limit)
     reason: str | None = None
     if estimate.messages_to_summarize == 0:
         reason = "insufficient_history"
-    if attached:
+    if attached and not settings.platform_configured:
         reason, agent_capable = "thread_attached", False
+    elif attached:  # the platform decides; an estimate with our defaults meanwhile
+        agent_capable = refused_by_platform is None
+        reason = "compression_unsupported" if refused_by_platform else reason
     elif not agent_known:
         reason = "agent_not_found"
     elif not agent_capable:
