@@ -25,8 +25,8 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -198,7 +198,9 @@ class PlatformClient:
             follow_redirects=False,
             transport=transport,
         )
-        self._backoff = wait_exponential_jitter(initial=backoff_seconds, max=8.0, jitter=backoff_seconds)
+        self._backoff = wait_exponential_jitter(
+            initial=backoff_seconds, max=8.0, jitter=backoff_seconds
+        )
 
     def __repr__(self) -> str:
         return f"PlatformClient({self.label})"

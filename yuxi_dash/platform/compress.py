@@ -161,7 +161,9 @@ def compress_on_platform(
         client = platform_client(settings)
         base["platform"] = client.label
         with session_scope(settings) as session:
-            conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+            conv = session.scalar(
+                sa.select(Conversation).where(Conversation.thread_id == thread_id)
+            )
             conv = require_thread(conv, thread_id, user_id=user_id)
             agent = conv.agent_slug
             before_pressure = conv.summary_pressure_ratio
@@ -191,9 +193,11 @@ def compress_on_platform(
             checkpoint_id=landed,
         ) from None
     except YuxiDashError as exc:
-        extra = {"unsupported_agent": base.get("agent")} if isinstance(
-            exc, CompressionUnsupported
-        ) else None
+        extra = (
+            {"unsupported_agent": base.get("agent")}
+            if isinstance(exc, CompressionUnsupported)
+            else None
+        )
         audit.write(_outcome_of(exc), exc.code, extra=extra)
         raise
     except Exception as exc:

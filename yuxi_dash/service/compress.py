@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.audit import record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
@@ -43,7 +44,6 @@ from yuxi_dash.compression import (
     prepare_summary,
     write_summary,
 )
-from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, state_update
 from yuxi_dash.compression.state import ThreadContextState
 from yuxi_dash.errors import (
@@ -369,9 +369,7 @@ def preview_compression(
         agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
         reason_busy = busy_reason(session, thread_id)
         attached = conv.origin == ORIGIN_ATTACHED
-        refused_by_platform = (
-            unsupported_agents(session).get(conv.agent_slug) if attached else None
-        )
+        refused_by_platform = unsupported_agents(session).get(conv.agent_slug) if attached else None
         if attached:  # the state the platform's checkpointer holds
             latest = thread_store(conv, settings).latest(thread_id)
             stored = StoredState.of(latest) if latest is not None else None
