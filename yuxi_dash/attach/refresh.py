@@ -10,7 +10,9 @@ finds the thread projected already and skips it.
 
 from __future__ import annotations
 
-from yuxi_dash.attach.projector import ChangedThread, Tally, project_one
+# the module, not its names: `attach` loads the service package, which reaches this module
+# while `projector` is still loading; its names are looked up when a thread is projected
+from yuxi_dash.attach import projector
 from yuxi_dash.attach.stores import platform_store
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpoints import ThreadCheckpoint
@@ -22,5 +24,6 @@ def reproject_thread(settings: Settings, thread_id: str) -> ThreadCheckpoint | N
     latest = store.latest(thread_id)
     if latest is None:
         return None
-    project_one(settings, store, ChangedThread(thread_id, latest.checkpoint_id, 1), Tally())
+    changed = projector.ChangedThread(thread_id, latest.checkpoint_id, 1)
+    projector.project_one(settings, store, changed, projector.Tally())
     return latest

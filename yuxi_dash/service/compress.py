@@ -54,7 +54,8 @@ from yuxi_dash.errors import (
     YuxiDashError,
 )
 from yuxi_dash.platform.capability import unsupported_agents
-from yuxi_dash.platform.compress import compress_on_platform
+# the module, not its names: it reaches `attach`, which loads this package while it loads
+from yuxi_dash.platform import compress as platform_compress
 from yuxi_dash.records import Record
 from yuxi_dash.service.locking import (
     require_agent,
@@ -123,7 +124,7 @@ def compress_thread_context(
     """
     settings = settings or get_settings()
     if settings.platform_configured and _is_attached(thread_id, settings):
-        done = compress_on_platform(
+        done = platform_compress.compress_on_platform(
             thread_id,
             actor=actor,
             expected_checkpoint_id=expected_checkpoint_id,
