@@ -37,7 +37,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
     return code, json.loads(out) if out.strip() else None
 
 
-def seeded(platform: Platform, capsys: pytest.CaptureFixture[str], *threads: dict[str, Any]) -> None:
+def seeded(
+    platform: Platform, capsys: pytest.CaptureFixture[str], *threads: dict[str, Any]
+) -> None:
     platform.run(list(threads) or [HOT])
     assert cli(capsys, "attach", "scan")[0] == 0
 

@@ -11,6 +11,7 @@ line there).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class Outcome:
     thread_id: str
     result: CompressResult | None = None
     error: BaseException | None = None
+    seconds: float = 0.0  # the whole compress as this process saw it
 
 
 def _attached(settings: Settings, thread_ids: Sequence[str]) -> set[str]:
@@ -50,13 +52,14 @@ def _attached(settings: Settings, thread_ids: Sequence[str]) -> set[str]:
 
 
 def _one(thread_id: str, checkpoint_id: str | None, actor: Actor, settings: Settings) -> Outcome:
+    started = time.perf_counter()
     try:
         result = compress_thread_context(
             thread_id, actor=actor, expected_checkpoint_id=checkpoint_id, settings=settings
         )
     except Exception as exc:  # noqa: BLE001 - each thread's error is its own line
-        return Outcome(thread_id, error=exc)
-    return Outcome(thread_id, result=result)
+        return Outcome(thread_id, error=exc, seconds=time.perf_counter() - started)
+    return Outcome(thread_id, result=result, seconds=time.perf_counter() - started)
 
 
 def compress_each(

@@ -115,6 +115,7 @@ class _Audit:
                     http_status=attempt.http_status,
                     code=attempt.code,
                     latency_ms=attempt.latency_ms,
+                    platform_ms=attempt.platform_ms,
                 )
             else:
                 detail["code"] = code

@@ -53,9 +53,10 @@ from yuxi_dash.errors import (
     ThreadAttached,
     YuxiDashError,
 )
-from yuxi_dash.platform.capability import unsupported_agents
+
 # the module, not its names: it reaches `attach`, which loads this package while it loads
 from yuxi_dash.platform import compress as platform_compress
+from yuxi_dash.platform.capability import unsupported_agents
 from yuxi_dash.records import Record
 from yuxi_dash.service.locking import (
     require_agent,
