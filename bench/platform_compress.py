@@ -119,7 +119,9 @@ def main() -> None:
             wait_serving(str(settings.platform_url), process.text())
             actor = Actor(id="bench@example.com", role=Role.OPERATOR, via="cli")
             started_at = time.perf_counter()
-            outcomes = compress_each([(t, None) for t in thread_ids], actor=actor, settings=settings)
+            outcomes = compress_each(
+                [(t, None) for t in thread_ids], actor=actor, settings=settings
+            )
             wall = time.perf_counter() - started_at
             record = httpx.get(f"{settings.platform_url}/_record", timeout=10).json()
         statuses: dict[str, int] = {}
