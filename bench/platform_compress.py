@@ -80,6 +80,9 @@ def platform_ms_by_thread(settings: Settings) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=200)
+    parser.add_argument(
+        "--sequential", type=int, default=30, help="then this many again, one at a time"
+    )
     parser.add_argument("--keep", action="store_true", help="keep both databases")
     args = parser.parse_args()
 
@@ -124,6 +127,10 @@ def main() -> None:
             )
             wall = time.perf_counter() - started_at
             record = httpx.get(f"{settings.platform_url}/_record", timeout=10).json()
+            alone = [  # no other call in flight: the overhead without our own contention
+                compress_each([(t, None)], actor=actor, settings=settings)[0]
+                for t in thread_ids[: args.sequential]
+            ]
         statuses: dict[str, int] = {}
         for outcome in outcomes:
             key = outcome.result.status if outcome.result else getattr(outcome.error, "code", "?")
@@ -146,6 +153,13 @@ def main() -> None:
             f"p95 {percentile(overhead, 0.95):.1f} ms, max {max(overhead):.1f} ms "
             f"(target p95 <= 20 ms: {'met' if percentile(overhead, 0.95) <= 20 else 'NOT met'})"
         )
+        handled = platform_ms_by_thread(settings)  # the sequential pass's own attempts now
+        single = [o.seconds * 1000 - handled[o.thread_id] for o in alone if o.thread_id in handled]
+        if single:
+            print(
+                f"one at a time ({len(single)} calls): our overhead p50 "
+                f"{statistics.median(single):.1f} ms, p95 {percentile(single, 0.95):.1f} ms"
+            )
     finally:
         close_platform_clients()
         close_platform_stores()

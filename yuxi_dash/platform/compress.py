@@ -29,7 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash import validation
-from yuxi_dash.attach.refresh import reproject_thread
+from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
 from yuxi_dash.attach.stores import platform_store
 from yuxi_dash.audit import record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
@@ -43,7 +43,7 @@ from yuxi_dash.errors import (
 from yuxi_dash.platform.client import Attempt, platform_client
 from yuxi_dash.service.locking import require_thread, thread_target
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.checkpoints import ThreadCheckpoint
+from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation
 
@@ -170,8 +170,7 @@ def compress_on_platform(
             before_pressure = conv.summary_pressure_ratio
         base["agent"] = agent
         base["pressure_before"] = round(before_pressure, 6) if before_pressure is not None else None
-        before = platform_store(settings).latest(thread_id)
-        seen = before.checkpoint_id if before is not None else None
+        seen = newest_checkpoint_id(settings, thread_id)
         if expected_checkpoint_id is not None and seen != expected_checkpoint_id:
             raise StaleState(
                 f"thread {thread_id} has a newer state at the platform than the one you saw; "
@@ -181,7 +180,7 @@ def compress_on_platform(
             thread_id, expected_checkpoint_id=seen, on_attempt=audit.attempts.append
         )
     except PlatformOutcomeUnknown as exc:
-        landed = _after_lost_answer(settings, thread_id, before, audit)
+        landed = _after_lost_answer(settings, thread_id, seen, audit)
         state = (
             f"a new summary landed (checkpoint {landed})"
             if landed
@@ -216,21 +215,26 @@ def compress_on_platform(
         compressed_messages=_int(body, "compressed_messages"),
         file_path=_text(body, "file_path"),
         reason=_text(body, "reason"),
-        checkpoint_id=latest.checkpoint_id if latest is not None else seen,
+        checkpoint_id=latest or seen,
         request_id=audit.attempts[-1].request_id if audit.attempts else None,
         attempts=list(audit.attempts),
     )
 
 
 def _after_lost_answer(
-    settings: Settings, thread_id: str, before: ThreadCheckpoint | None, audit: _Audit
+    settings: Settings, thread_id: str, seen: str | None, audit: _Audit
 ) -> str | None:
-    """The newest checkpoint id when a new summary landed since ``before`` (projected), else None."""
+    """The newest checkpoint id when a new summary landed since ``seen`` (projected), else None."""
+    store = platform_store(settings)
     try:
-        latest = platform_store(settings).latest(thread_id)
-    except YuxiDashError:
-        return None
-    if latest is None or (before is not None and latest.checkpoint_id == before.checkpoint_id):
+        latest = store.latest(thread_id)
+        if latest is None or latest.checkpoint_id == seen:
+            return None
+        config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        config["configurable"]["checkpoint_id"] = seen
+        before = checkpoint_of(thread_id, store.graph.get_state(config)) if seen else None
+    except Exception as exc:  # noqa: BLE001 - the report is best effort; the error stands
+        log.warning("could not re-read a thread after a lost answer (%s)", type(exc).__name__)
         return None
     event = _summary_event(latest)
     if event is None or event == _summary_event(before):
