@@ -83,6 +83,8 @@ def test_compress_goes_to_the_platform_and_the_summary_shows_at_once(
 
     (call,) = platform_configured.calls()
     assert call["authorized"] and call["expected_checkpoint_id"] == seen
+    code, status = cli(capsys, "attach", "status")
+    assert status["compress_endpoint"] == platform_configured.url
     assert call["idempotency_key"] and call["request_id"]
 
     # projected again at once: no scan in between
@@ -285,6 +287,7 @@ def test_without_a_platform_url_the_refusal_stays(
     code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
     assert (code, refused["error"]["code"]) == (5, "thread_attached")
     assert platform_server.calls() == []
+    assert cli(capsys, "attach", "status")[1]["compress_endpoint"] is None
 
 
 @pytest.mark.parametrize("busy", [2])

@@ -52,6 +52,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
     import sqlalchemy as sa
 
     from yuxi_dash.attach import attach_conninfo, read_watermark, source_label
+    from yuxi_dash.platform.client import platform_label
     from yuxi_dash.settings import get_settings
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
@@ -73,6 +74,10 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         "watermark": None,
         "scanned_at": None,
         "attached_threads": attached,
+        # where its threads are compressed: the platform's endpoint (scheme://host:port), or None
+        "compress_endpoint": platform_label(settings.platform_url or "")
+        if settings.platform_configured
+        else None,
     }
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
@@ -90,6 +95,12 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
             f"last scan {last}; watermark {data['watermark'] or '-'}; "
             f"{attached:,} attached threads"
         )
+    endpoint = data["compress_endpoint"]
+    text += (
+        f"; compressed through {endpoint}"
+        if endpoint
+        else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
+    )
     return CommandResult(data=data, text=text)
 
 
