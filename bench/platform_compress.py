@@ -118,10 +118,10 @@ def main() -> None:
     try:
         built = time.perf_counter()
         thread_ids = clone_threads(conninfo, run_templates(conninfo, workdir), args.threads)
-        report = scan(settings)
+        scanned = scan(settings)
         print(
             f"platform: {len(thread_ids)} threads built and scanned "
-            f"({report.projected} projected) in {time.perf_counter() - built:.1f} s"
+            f"({scanned.projected} projected) in {time.perf_counter() - built:.1f} s"
         )
         spec = root / "platform.json"
         spec.write_text(
