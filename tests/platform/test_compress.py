@@ -312,3 +312,32 @@ def test_bulk_of_ten_with_two_busy_never_more_than_three_in_flight(
     record = platform_configured.record()
     assert len(record["calls"]) == 10
     assert record["max_in_flight"] == 3  # in parallel, never more than 3
+
+
+def test_a_deleted_attached_thread_is_404_without_a_call(
+    attached: Platform, platform_configured: PlatformServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seeded(attached, capsys)
+    with session_scope() as session:
+        session.execute(
+            sa.update(Conversation)
+            .where(Conversation.thread_id == "plat-hot")
+            .values(status="deleted")
+        )
+    code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
+    assert (code, refused["error"]["code"]) == (3, "thread_deleted")
+    assert platform_configured.calls() == []
+    assert [(r.outcome, r.detail["code"]) for r in audit_rows()] == [("refused", "thread_deleted")]
+
+
+def test_a_viewer_is_refused_before_any_call(
+    attached: Platform,
+    platform_configured: PlatformServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seeded(attached, capsys)
+    reconfigure(monkeypatch, YUXI_DASH_CLI_ROLE="viewer")
+    code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
+    assert (code, refused["error"]["code"]) == (1, "forbidden")
+    assert platform_configured.calls() == []

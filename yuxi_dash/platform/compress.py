@@ -38,14 +38,16 @@ from yuxi_dash.errors import (
     CompressionUnsupported,
     PlatformOutcomeUnknown,
     StaleState,
+    ThreadDeleted,
+    ThreadNotFound,
     YuxiDashError,
 )
 from yuxi_dash.platform.client import Attempt, platform_client
-from yuxi_dash.service.locking import require_thread, thread_target
+from yuxi_dash.service.locking import thread_target
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +142,38 @@ def _outcome_of(exc: YuxiDashError) -> str:
     return "refused" if exc.status_code < 500 else "failed"
 
 
+@dataclass(frozen=True)
+class AttachedThread:
+    """The row of an attached thread as the seam read it (detached from any session)."""
+
+    thread_id: str
+    user_id: str
+    agent_slug: str
+    status: str
+    summary_pressure_ratio: float | None
+
+
+def attached_thread(settings: Settings, thread_id: str) -> AttachedThread | None:
+    """The thread's row when it is an attached platform's; None otherwise (or an id we refuse)."""
+    try:
+        validation.thread_id(thread_id)
+    except YuxiDashError:
+        return None
+    with session_scope(settings) as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        if conv is None or conv.origin != ORIGIN_ATTACHED:
+            return None
+        return AttachedThread(
+            thread_id=conv.thread_id,
+            user_id=conv.user_id,
+            agent_slug=conv.agent_slug,
+            status=conv.status,
+            summary_pressure_ratio=conv.summary_pressure_ratio,
+        )
+
+
 def compress_on_platform(
-    thread_id: str,
+    thread: AttachedThread,
     *,
     actor: Actor,
     expected_checkpoint_id: str | None,
@@ -149,6 +181,7 @@ def compress_on_platform(
     settings: Settings,
 ) -> PlatformCompressed:
     """Compress an attached thread through its platform (see the module's steps)."""
+    thread_id = thread.thread_id
     client = None
     base: dict[str, Any] = {"role": actor.role.label, "via": actor.via, "platform": None}
     if expected_checkpoint_id is not None:
@@ -161,14 +194,12 @@ def compress_on_platform(
         require_role(actor, Role.OPERATOR, action="compressing a thread")
         client = platform_client(settings)
         base["platform"] = client.label
-        with session_scope(settings) as session:
-            conv = session.scalar(
-                sa.select(Conversation).where(Conversation.thread_id == thread_id)
-            )
-            conv = require_thread(conv, thread_id, user_id=user_id)
-            agent = conv.agent_slug
-            before_pressure = conv.summary_pressure_ratio
-        base["agent"] = agent
+        if user_id is not None and thread.user_id != user_id:
+            raise ThreadNotFound(f"thread {thread_id} not found")
+        if thread.status == "deleted":
+            raise ThreadDeleted(f"thread {thread_id} is deleted")
+        base["agent"] = thread.agent_slug
+        before_pressure = thread.summary_pressure_ratio
         base["pressure_before"] = round(before_pressure, 6) if before_pressure is not None else None
         seen = newest_checkpoint_id(settings, thread_id)
         if expected_checkpoint_id is not None and seen != expected_checkpoint_id:

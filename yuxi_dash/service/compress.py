@@ -124,9 +124,14 @@ def compress_thread_context(
     newest checkpoint is another one is 409 stale_state.
     """
     settings = settings or get_settings()
-    if settings.platform_configured and _is_attached(thread_id, settings):
+    attached = (
+        platform_compress.attached_thread(settings, thread_id)
+        if settings.platform_configured
+        else None
+    )
+    if attached is not None:
         done = platform_compress.compress_on_platform(
-            thread_id,
+            attached,
             actor=actor,
             expected_checkpoint_id=expected_checkpoint_id,
             user_id=user_id,
@@ -188,19 +193,6 @@ def compress_thread_context(
         settings,
     )
     return result
-
-
-def _is_attached(thread_id: str, settings: Settings) -> bool:
-    """Whether the thread is an attached platform's (an id we cannot hold: no, the core refuses)."""
-    try:
-        validation.thread_id(thread_id)
-    except YuxiDashError:
-        return False
-    with session_scope(settings) as session:
-        origin = session.scalar(
-            sa.select(Conversation.origin).where(Conversation.thread_id == thread_id)
-        )
-    return origin == ORIGIN_ATTACHED
 
 
 def _audit_safely(
