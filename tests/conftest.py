@@ -35,6 +35,10 @@ _ISOLATED_ENV = (
     "YUXI_DASH_AUTH_MODE",
     "YUXI_DASH_CLI_ROLE",
     "YUXI_DASH_CLI_ACTOR",
+    "YUXI_DASH_ALERTMANAGER_URL",
+    "YUXI_DASH_ALERT_WEBHOOK_URL",
+    "YUXI_DASH_ALERT_WEBHOOK_SECRET",
+    "YUXI_DASH_PUBLIC_URL",
     "LAUNCHDARKLY_SDK_KEY",
     "GRAPHITI_FALKORDB_HOST",
     "GRAPHITI_FALKORDB_PORT",
@@ -69,6 +73,8 @@ _SERVICE_FIXTURES = frozenset(
         "platform",  # tests/attach: an attached platform's own PostgreSQL database
         "falkordb_server",
         "falkordb_dir",
+        "alertmanager",  # tests/alerts: a real Alertmanager on loopback
+        "prometheus_bin",  # tests/api: a real Prometheus scraping /metrics
     }
 )
 

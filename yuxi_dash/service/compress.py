@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.audit import record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
@@ -160,6 +161,7 @@ def compress_thread_context(
         },
         settings,
     )
+    after_usage_write(settings)  # alerts: a compress moves the thread's pressure
     return result
 
 
