@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.fixtures.graph",
     "tests.fixtures.desk",
     "tests.fixtures.app",
+    "tests.fixtures.monitoring",
 ]
 
 _ISOLATED_ENV = (
@@ -74,7 +75,7 @@ _SERVICE_FIXTURES = frozenset(
         "falkordb_server",
         "falkordb_dir",
         "alertmanager",  # tests/alerts: a real Alertmanager on loopback
-        "prometheus_bin",  # tests/api: a real Prometheus scraping /metrics
+        "prometheus",  # tests/api: a real Prometheus scraping /metrics
     }
 )
 

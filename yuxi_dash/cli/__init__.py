@@ -96,7 +96,7 @@ def _print_json(payload: Any) -> None:
 
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     """The `yuxi-dash` parser; ``json_errors``: usage errors are printed as JSON."""
-    from yuxi_dash.cli import attach, db, memory, serve, simulate, threads, tool_results
+    from yuxi_dash.cli import alerts, attach, db, memory, serve, simulate, threads, tool_results
 
     parser = _Parser(
         prog="yuxi-dash",
@@ -108,7 +108,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (db, threads, tool_results, simulate, memory, attach, serve):
+    for module in (db, threads, tool_results, simulate, memory, attach, serve, alerts):
         module.register(sub)
     return parser
 
