@@ -36,6 +36,7 @@ class AlertInfo(Record):
     since: datetime
     for_seconds: float
     link: str
+    checkpoint_id: str | None  # the thread's newest projected checkpoint (the stale-click guard)
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
     now = utcnow()
     with session_scope(settings) as session:
         rows = session.execute(
-            sa.select(AlertState, Conversation.summary_pressure_ratio)
+            sa.select(AlertState, Conversation.summary_pressure_ratio, Conversation.checkpoint_id)
             .outerjoin(Conversation, Conversation.thread_id == AlertState.thread_id)
             .where(AlertState.state.in_((FIRING, PENDING)))
         ).all()
     out = []
-    for state, live in rows:
+    for state, live, checkpoint_id in rows:
         since = (state.firing_since if state.state == FIRING else state.pending_since) or (
             state.changed_at
         )
@@ -87,6 +88,7 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 since=since,
                 for_seconds=round((now - since).total_seconds(), 1),
                 link=thread_link(state.thread_id, settings),
+                checkpoint_id=checkpoint_id,
             )
         )
     out.sort(key=lambda a: (a.state != FIRING, -a.pressure, a.thread_id))
