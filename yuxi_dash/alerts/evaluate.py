@@ -125,14 +125,18 @@ def evaluate(
 
 def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> EvaluationReport:
     rules = {r.id: r for r in session.scalars(sa.select(AlertRule)).all()}
-    rows = session.execute(
-        sa.select(AlertState, *_THREAD_COLUMNS[1:]).outerjoin(
-            Conversation, Conversation.thread_id == AlertState.thread_id
-        )
+    live = Conversation.thread_id == AlertState.thread_id
+    rows = session.execute(  # plain rows, not ORM objects: thousands are read every pass
+        sa.select(
+            *AlertState.__table__.c,
+            Conversation.summary_pressure_ratio.label("live_pressure"),
+            Conversation.summary_trigger_tokens.label("live_trigger"),
+            Conversation.agent_slug.label("live_agent"),
+            Conversation.origin.label("live_origin"),
+            Conversation.status.label("live_status"),
+        ).outerjoin(Conversation, live)
     ).all()
-    existing: dict[tuple[int | None, str], Any] = {}
-    for row in rows:
-        existing[(row[0].rule_id, row[0].thread_id)] = row
+    existing: dict[tuple[int | None, str], Any] = {(r.rule_id, r.thread_id): r for r in rows}
     tally = {FIRING: 0, RESOLVED: 0, PENDING: 0, CANCELLED: 0}
     writes = _Writes(now=now, webhook=webhook_configured(settings), settings=settings)
     seen_keys: set[tuple[int | None, str]] = set()
@@ -149,8 +153,7 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
         for thread_id, pressure, trigger, agent, origin, _status in candidates:
             key = (rule.id, thread_id)
             seen_keys.add(key)
-            prior = existing.get(key)
-            state = prior[0] if prior is not None else None
+            state = existing.get(key)
             seen = Seen(
                 state=state.state if state else None,
                 pending_since=state.pending_since if state else None,
@@ -162,10 +165,11 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
             )
             thread = (thread_id, float(pressure), int(trigger), agent, origin)
             writes.apply(rule, state, thread, decide(seen, now), tally)
-    for stored_key, row in existing.items():
+    for stored_key, state in existing.items():
         if stored_key in seen_keys:
             continue
-        state, pressure, trigger, agent, origin, status = row
+        pressure, trigger, agent = state.live_pressure, state.live_trigger, state.live_agent
+        origin, status = state.live_origin, state.live_status
         owner = rules.get(state.rule_id) if state.rule_id is not None else None
         gone = pressure is None or status == "deleted"
         seen = Seen(
@@ -190,7 +194,8 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
         sa.delete(AlertState).where(
             AlertState.state == RESOLVED,
             AlertState.changed_at < now - timedelta(seconds=RESOLVED_KEEP_SECONDS),
-        )
+        ),
+        execution_options={"synchronize_session": False},
     )
     counts = dict(
         session.execute(
@@ -225,7 +230,7 @@ class _Writes:
     def apply(
         self,
         rule: AlertRule | None,
-        state: AlertState | None,
+        state: Any,  # a row of alert_states (with the live columns), or None
         thread: tuple[str, float, int, str, str],
         new: str | None,
         tally: dict[str, int],
@@ -310,9 +315,12 @@ class _Writes:
 
     def flush(self, session: Session) -> None:
         if self.deletes:
-            session.execute(sa.delete(AlertState).where(AlertState.id.in_(self.deletes)))
+            session.execute(
+                sa.delete(AlertState).where(AlertState.id.in_(self.deletes)),
+                execution_options={"synchronize_session": False},
+            )
         if self.updates:
-            session.execute(sa.update(AlertState), self.updates)
+            session.execute(sa.update(AlertState), self.updates)  # bulk UPDATE by primary key
         if self.inserts:
             session.execute(sa.insert(AlertState), self.inserts)
         if self.audit:
