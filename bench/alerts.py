@@ -4,7 +4,7 @@ Loads the threads into a throw-away PostgreSQL database (COPY), adds one rule
 (fire at 0.85, clear below 0.80), then times
 
 - the first pass: 2,000 threads go from inactive to firing (rows, audit rows),
-- a pass with nothing changed (target: reads only, no writes),
+- a pass with nothing changed (reads only, no writes; the median of five),
 - a pass after 200 of the firing threads dropped below clear_at (200 resolve),
 
 with delivery off (no channel configured). Target: the first pass <= 2 s.
@@ -86,14 +86,15 @@ def main() -> None:
         evaluate(settings, deliver=False)  # the engine is made (and migrated) outside the timing
         rules.add_rule(Actor("bench", Role.ADMIN), name="hot", settings=settings)
         first = evaluate(settings, deliver=False)
-        unchanged = evaluate(settings, deliver=False)
+        repeats = [evaluate(settings, deliver=False) for _ in range(5)]
+        unchanged = sorted(repeats, key=lambda r: r.seconds)[2]  # the median of five
         cool(url, hot[:200])
         resolving = evaluate(settings, deliver=False)
         print(f"first pass:     {first.seconds:.3f} s, fired {first.fired:,}, "
               f"firing {first.firing:,} (target <= {TARGET_SECONDS} s: "
               f"{'met' if first.seconds <= TARGET_SECONDS else 'MISSED'}, "
               f"{TARGET_SECONDS / first.seconds:.1f}x under)")  # fmt: skip
-        print(f"unchanged pass: {unchanged.seconds:.3f} s, fired {unchanged.fired}, "
+        print(f"unchanged pass: {unchanged.seconds:.3f} s (median of 5), fired {unchanged.fired}, "
               f"resolved {unchanged.resolved} ({first.seconds / unchanged.seconds:.1f}x "
               "faster than the first)")  # fmt: skip
         print(f"200 resolving:  {resolving.seconds:.3f} s, resolved {resolving.resolved:,}, "
