@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
 from tests.alerts.builders import ADMIN, add_rule, alert_audit, put_thread
 from yuxi_dash.alerts import rules
-from yuxi_dash.alerts.evaluate import evaluate
+from yuxi_dash.alerts.evaluate import ADVISORY_LOCK_KEY, evaluate
 from yuxi_dash.alerts.views import current_alerts
 from yuxi_dash.store.models import ORIGIN_ATTACHED, utcnow
 
@@ -88,3 +90,24 @@ def test_many_threads_one_pass(db_url: str) -> None:
         put_thread(f"t{i}", 0.9 if i % 3 == 0 else 0.2)
     assert evaluate().firing == 20
     assert evaluate().fired == 0
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_one_evaluator_at_a_time_on_postgresql(db_url: str) -> None:
+    add_rule("hot")
+    put_thread("t1", 0.9)
+    engine = sa.create_engine(db_url)
+    results: list[int] = []
+    try:
+        with engine.connect() as other:  # another replica, holding the evaluator's lock
+            other.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": ADVISORY_LOCK_KEY})
+            waiting = threading.Thread(target=lambda: results.append(evaluate().fired))
+            waiting.start()
+            waiting.join(1.5)
+            assert waiting.is_alive() and results == []  # it waits for the lock
+            other.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_LOCK_KEY})
+            other.commit()
+            waiting.join(30)
+        assert results == [1]
+    finally:
+        engine.dispose()
