@@ -157,7 +157,9 @@ if actor.role >= Role.ADMIN:
         if st.button("Delete rule", key="rule_delete_button"):
             try:
                 rules.delete_rule(actor, doomed)
-                st.success(md("Deleted rule {}; its alerts resolve at the next evaluation.", doomed))
+                st.success(
+                    md("Deleted rule {}; its alerts resolve at the next evaluation.", doomed)
+                )
             except YuxiDashError as exc:
                 st.error(literal(error_line(exc)))
 

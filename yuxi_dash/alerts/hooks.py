@@ -22,9 +22,14 @@ log = logging.getLogger(__name__)
 
 
 class ScanFigures(Protocol):
-    source: str
-    seconds: float
-    projected: int
+    """What the hook reads of a scan's report (`attach.scanner.ScanReport`)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def projected(self) -> int: ...
 
 
 def _anything_to_do(settings: Settings) -> bool:
