@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -15,8 +16,10 @@ from fastapi import FastAPI
 from tests.alerts.builders import OPERATOR, add_rule, put_thread
 from tests.fixtures.live_server import free_port
 from yuxi_dash.alerts.evaluate import evaluate
+from yuxi_dash.alerts.hooks import after_attach_scan
 from yuxi_dash.api.metrics import router
 from yuxi_dash.audit import record_audit
+from yuxi_dash.settings import get_settings
 from yuxi_dash.store.models import ORIGIN_ATTACHED
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -27,6 +30,13 @@ THREADS = {
     "t-hot-2": (0.95, "agent-b", ORIGIN_ATTACHED),
     "t-over": (1.20, "agent-b", ORIGIN_ATTACHED),
 }
+
+
+@dataclass
+class Scan:
+    source: str = "db.example:5432/platform"
+    seconds: float = 2.5
+    projected: int = 7
 
 
 @contextmanager
@@ -54,6 +64,7 @@ def seed() -> None:
         put_thread(thread_id, pressure, agent=agent, origin=origin)
     add_rule("hot")
     evaluate()
+    after_attach_scan(get_settings(), Scan())
     for outcome, code in (("completed", None), ("refused", "thread_busy")):
         detail = {"code": code} if code else {}
         record_audit(actor=OPERATOR.id, action="compress", target="thread:t-hot-1",
@@ -70,6 +81,7 @@ def test_exposition_has_the_aggregates(db_url: str) -> None:
     assert 'yuxi_dash_alerts{rule="hot",severity="warning",state="firing"} 3.0' in text
     assert 'yuxi_dash_thread_summary_pressure_bucket{le="0.85"} 2.0' in text
     assert "yuxi_dash_metrics_database_up 1.0" in text
+    assert 'yuxi_dash_attach_scan_duration_seconds{source="db.example:5432/platform"} 2.5' in text
     for thread_id in THREADS:
         assert thread_id not in text
 

@@ -13,6 +13,7 @@ from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.views import current_alerts
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import AlertChannel, utcnow
 from yuxi_dash.store.queries import get_thread, list_threads
 
 PAGE = "pages/alerts.py"
@@ -74,8 +75,12 @@ def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(
     evaluate()
     monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")
     get_settings.cache_clear()
+    with session_scope(demo_env) as session:  # the webhook paused after failures
+        session.add(AlertChannel(channel="webhook", consecutive_failures=5, failures_total=5,
+                                 sent_total=0, paused_at=utcnow(), last_error="HTTP 500"))  # fmt: skip
     at = app_test(PAGE)
     assert not at.exception
+    assert any("webhook channel is paused" in w.value for w in at.warning)
     assert len(at.dataframe[0].value) == len(_firing(demo_env))
     assert at.button(key="alerts_compress").disabled
     assert not any(b.label == "Save rule" for b in at.button)

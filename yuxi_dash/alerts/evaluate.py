@@ -7,7 +7,7 @@ with one audit row per transition (action ``alert``) and, when the webhook is
 configured, one outbox row per firing or resolved notice, in the same
 transaction, so a notice exists exactly when its change does. Resolved rows
 are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for a while)
-and then dropped. One evaluator at a time: a PostgreSQL transaction-level
+and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One evaluator at a time: a PostgreSQL transaction-level
 advisory lock (SQLite: its one writer). Delivery runs after the commit.
 """
 
@@ -43,6 +43,7 @@ ALERT_ACTION = "alert"
 EVALUATOR = "alerts"  # the audit log's actor for transitions
 ADVISORY_LOCK_KEY = 2_707_270_027  # pg_advisory_xact_lock: one evaluator across replicas
 LOCK_WAIT_SECONDS = 30.0
+SENT_KEEP_DAYS = 7  # delivered webhook notices are dropped from the outbox after this
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,10 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
             AlertState.state == RESOLVED,
             AlertState.changed_at < now - timedelta(seconds=RESOLVED_KEEP_SECONDS),
         ),
+        execution_options={"synchronize_session": False},
+    )
+    session.execute(
+        sa.delete(AlertOutbox).where(AlertOutbox.sent_at < now - timedelta(days=SENT_KEEP_DAYS)),
         execution_options={"synchronize_session": False},
     )
     counts = dict(
