@@ -66,6 +66,17 @@ def test_for_seconds_pending_first_and_a_drop_while_pending_never_fires(db_url: 
     assert alert_audit().count(("thread:t2", "cancelled")) == 1
 
 
+def test_two_deleted_rules_on_one_thread_both_resolve(db_url: str) -> None:
+    add_rule("a")
+    add_rule("b", fire_at=0.9, clear_at=0.5)
+    put_thread("t1", 0.95)
+    assert evaluate().firing == 2
+    rules.delete_rule(ADMIN, "a")
+    rules.delete_rule(ADMIN, "b")
+    report = evaluate()
+    assert (report.resolved, report.firing) == (2, 0)
+
+
 def test_scope_deleted_threads_and_deleted_rules(db_url: str) -> None:
     add_rule("own-only", scope="own")
     add_rule("agent-b", agent="agent-b")

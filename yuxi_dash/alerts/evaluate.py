@@ -137,7 +137,10 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
             Conversation.status.label("live_status"),
         ).outerjoin(Conversation, live)
     ).all()
-    existing: dict[tuple[int | None, str], Any] = {(r.rule_id, r.thread_id): r for r in rows}
+    # a deleted rule's rows (rule_id NULL) may share a thread: they are never looked up by key
+    existing: dict[tuple[int | None, str], Any] = {
+        (r.rule_id, r.thread_id): r for r in rows if r.rule_id is not None
+    }
     tally = {FIRING: 0, RESOLVED: 0, PENDING: 0, CANCELLED: 0}
     writes = _Writes(now=now, webhook=webhook_configured(settings), settings=settings)
     seen_keys: set[tuple[int | None, str]] = set()
@@ -166,8 +169,8 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
             )
             thread = (thread_id, float(pressure), int(trigger), agent, origin)
             writes.apply(rule, state, thread, decide(seen, now), tally)
-    for stored_key, state in existing.items():
-        if stored_key in seen_keys:
+    for state in rows:
+        if (state.rule_id, state.thread_id) in seen_keys:
             continue
         pressure, trigger, agent = state.live_pressure, state.live_trigger, state.live_agent
         origin, status = state.live_origin, state.live_status
