@@ -63,6 +63,11 @@ def test_admin_adds_a_rule_from_the_form(
     assert not at.exception
     assert [r.name for r in rules.list_rules()] == ["page-rule"]
     assert rules.list_rules()[0].for_seconds == 60
+    at.run()  # the next run lists the new rule for deletion
+    at.selectbox(key="rule_delete").set_value("page-rule")
+    at.button(key="rule_delete_button").click().run()
+    assert not at.exception
+    assert rules.list_rules() == []
 
 
 def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(
