@@ -1,8 +1,8 @@
 """The compression engine as LangChain v1 agent middleware, for ``create_agent`` graphs.
 
-``ContextCompressionMiddleware`` runs before every model call: with one
-summary trigger, under it the call passes through (long file-write
-arguments shortened in the model's view only); at or over it the large tool
+``ContextCompressionMiddleware`` runs before every model call: under the summary
+trigger the call passes through (long file-write arguments shortened in the
+model's view only); at or over it the large tool
 results are offloaded to the workdir first (byte-exact files, evidence-keeping
 previews), the input is counted again, and a summary is made only if it is
 still at or over the threshold, or when the provider answers with a
@@ -20,12 +20,8 @@ The trigger is given in one of two units, by name: ``summary_threshold_k``
 ``summary_trigger_tokens`` (tokens). A trigger above the context window cannot
 be meant and is refused (``InvalidInput``, the message names the unit).
 
-It is written on langchain's ``AgentMiddleware`` rather than by subclassing
-deepagents' ``SummarizationMiddleware``: the engine owns its cutoff, previews,
-offloads and history files, and deepagents' hooks for those are private
-methods of a 2,400-line class that change between minor versions. The state it
-writes is deepagents' own format, and the tests check that against deepagents'
-middleware.
+It is langchain's ``AgentMiddleware``, not a subclass of deepagents' (whose hooks are
+private); the state it writes is deepagents' format, checked by the tests.
 
     agent = create_agent(
         model, tools, checkpointer=saver,
