@@ -165,3 +165,17 @@ class CheckpointRefused(YuxiDashError):
     code = "checkpoint_refused"
     status_code = 422
     exit_code = 1
+
+
+class ImpossibleUsage(InvalidInput):
+    """A checkpoint's ``token_usage`` states figures no model call can have (refused, never drawn)."""
+
+    code = "impossible_usage"
+
+
+class PlatformChanged(YuxiDashError):
+    """The attached checkpointer is another platform than the one scanned before (unconfirmed)."""
+
+    code = "platform_changed"
+    status_code = 409
+    exit_code = 1

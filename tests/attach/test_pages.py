@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ormsgpack
+import psycopg
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.attach.checkpoints import put_checkpoint, usage, values
 from tests.attach.conftest import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.settings import Settings
@@ -23,6 +26,7 @@ pytestmark = pytest.mark.services
 HOT = {"thread_id": "plat-hot", "user_id": "alice", "agent": "research", "turns": 3,
        "result_words": 250}  # fmt: skip
 REASON = "this thread belongs to the attached platform"
+IN_2100 = "243dd56b-5a6c-6000-8000-000000000000"  # a UUIDv6 id dated 2100-01-01
 
 
 def test_threads_page_lists_the_attached_thread_with_compress_disabled(
@@ -82,3 +86,36 @@ def test_thread_detail_draws_the_platform_state(
     )
     chat = [d.value for d in at.dataframe if "sequence" in d.value.columns]
     assert chat and len(chat[0]) == messages
+
+
+def test_attach_status_page_lists_quarantined_and_flagged_threads_literally(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+) -> None:
+    owner = attached.owner_conninfo
+    put_checkpoint(owner, "bad\x1b[31mred", values())  # an id our tables cannot hold
+    put_checkpoint(owner, "p-neg", {**values(), "token_usage": usage(-5000)})
+    put_checkpoint(owner, "p-2100", values(), checkpoint_id=IN_2100)
+    put_checkpoint(owner, "p-call", values())  # its usage blob then names os.system
+    call = ormsgpack.Ext(0, ormsgpack.packb(("os", "system", "true")))
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE checkpoint_blobs SET blob = %s WHERE thread_id = 'p-call' "
+            "AND channel = 'token_usage'",
+            (ormsgpack.packb({"llm_input_tokens": 5, "x": call}),),
+        )
+    assert main(["attach", "scan"]) == 0
+
+    at = app_test("pages/attach_status.py")
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["Quarantined (3)", "Flagged (1)"]
+    quarantined, flagged = (d.value for d in at.dataframe)
+    assert sorted(zip(quarantined["thread"], quarantined["code"], strict=True)) == [
+        ("bad\\x1b[31mred", "invalid_input"),
+        ("p-call", "checkpoint_refused"),
+        ("p-neg", "impossible_usage"),
+    ]
+    assert flagged["thread"].tolist() == ["p-2100"]
+    assert flagged["code"].tolist() == ["checkpoint_in_future"]
+    assert any("platform" in c.value for c in at.caption)

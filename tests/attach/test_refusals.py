@@ -1,12 +1,12 @@
-"""A platform checkpoint that names a call is refused, audited and listed; the scan goes on.
+"""A platform checkpoint that names a call is refused and quarantined; the scan goes on.
 
 The platform (a separate process, a real `create_agent` graph on LangGraph's
 PostgresSaver) writes three threads; its owner then puts an ``os.system`` call
 into one thread's blobs, as anyone who can write the platform's database can.
 With ``LANGGRAPH_STRICT_MSGPACK`` unset, `yuxi-dash attach scan` reads it
-through the read-only role: nothing runs, that thread is refused (audited,
-on `attach status`) and the other two are projected. Reading its detail is
-refused and audited too.
+through the read-only role: nothing runs, that thread is quarantined
+(``checkpoint_refused``, audited, the one list on `attach status`) and the
+other two are projected. Reading its detail is refused and audited too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import pytest
 from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 
 from tests.attach.conftest import Platform
-from yuxi_dash.attach.refusals import REFUSED_ACTION, refused_threads
+from yuxi_dash.attach.quarantine import AUDIT_ACTION, READ_ACTOR, SCAN_ACTOR
+from yuxi_dash.attach.status import attach_status
 from yuxi_dash.cli import main
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.history import AuditRecord, list_audit
@@ -80,7 +81,7 @@ def poison(platform: Platform, thread_id: str, channel: str, marker: Path) -> in
 
 def refusal_rows() -> list[AuditRecord]:
     with session_scope() as session:
-        return list_audit(session, action=REFUSED_ACTION)
+        return list_audit(session, action=AUDIT_ACTION)
 
 
 @pytest.mark.parametrize("channel", ["token_usage", "messages"])
@@ -99,31 +100,51 @@ def test_a_poisoned_thread_is_refused_and_the_scan_goes_on(
     assert not marker.exists()  # nothing the blob names was called
     assert code == 0, report
     assert report["projected"] == 2 and report["failed"] == 0
-    assert report["refused"] == 1 and report["refused_threads"] == ["p-bad"]
+    assert report["quarantined"] == 1 and report["quarantined_threads"] == ["p-bad"]
     assert report["watermark"] == max(attached.latest_id(t["thread_id"]) for t in THREADS)
 
     code, threads = cli(capsys, "threads")
     assert {t["thread_id"] for t in threads if t["checkpoint_id"]} == {"p-good", "p-also"}
 
     rows = refusal_rows()
-    assert [(r.target, r.outcome, r.actor) for r in rows] == [("thread:p-bad", "refused", "attach")]
-    assert rows[0].detail == {"code": "checkpoint_refused", "type": "os.system", "via": "scan"}
+    assert [(r.target, r.outcome, r.actor) for r in rows] == [
+        ("thread:p-bad", "refused", SCAN_ACTOR)
+    ]
+    assert {k: rows[0].detail[k] for k in ("code", "type", "via")} == {
+        "code": "checkpoint_refused",
+        "type": "os.system",
+        "via": "scan",
+    }
 
     code, status = cli(capsys, "attach", "status")
     assert code == 0
-    assert [(r["thread_id"], r["type"], r["via"]) for r in status["refused_threads"]] == [
-        ("p-bad", "os.system", "scan")
+    assert [(p["thread"], p["action"], p["code"]) for p in status["problems"]] == [
+        ("p-bad", "quarantined", "checkpoint_refused")
     ]
+    assert "os.system" in status["problems"][0]["reason"]
     code = main(["attach", "status"])
     text = capsys.readouterr().out
-    assert "refused thread p-bad" in text and "os.system" in text
+    assert "quarantined p-bad" in text and "os.system" in text and "[checkpoint_refused]" in text
+
+    # the next scan skips it (not read again, not audited again)
+    code, again = cli(capsys, "attach", "scan", "--full")
+    assert code == 0 and not marker.exists()
+    assert (again["quarantined"], again["quarantined_skipped"]) == (0, 1)
+    assert len(refusal_rows()) == 1
 
     # its detail, read from the platform, is refused too (and audited), and still runs nothing
     code, error = cli(capsys, "context", "p-bad")
     assert code != 0 and error["error"]["code"] == "checkpoint_refused"
     assert not marker.exists()
-    assert sorted(r.detail["via"] for r in refusal_rows()) == ["read", "scan"]
-    assert [r.thread_id for r in refused_threads()] == ["p-bad"]
+    rows = refusal_rows()
+    assert sorted((r.actor, r.detail["via"]) for r in rows) == [
+        (READ_ACTOR, "read"),
+        (SCAN_ACTOR, "scan"),
+    ]
+    # one list: the read left the thread quarantined once, not listed twice
+    assert [(p.thread, p.code) for p in attach_status().quarantined] == [
+        ("p-bad", "checkpoint_refused")
+    ]
 
     # the other threads read as they did
     code, context = cli(capsys, "context", "p-good")

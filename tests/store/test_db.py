@@ -19,6 +19,7 @@ TABLES = {
     "agent_runs",
     "run_requests",
     "scan_watermarks",
+    "attach_quarantine",
     "usage_snapshots",
     "chat_messages",
     "tool_results",

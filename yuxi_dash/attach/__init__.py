@@ -15,6 +15,9 @@ of an attached thread is refused (`ThreadAttached`).
 - `batch`: the batch's new checkpoints read in two or three platform queries.
 - `reader`: one thread's new checkpoints, read in pages (the per-thread path).
 - `loop`: the scan every `YUXI_DASH_ATTACH_SCAN_SECONDS` inside `yuxi-dash serve`.
+- `platforms`: which platform a scan reads (system identifier, name) and its clock.
+- `quarantine`: threads a scan could not project (or flagged), moved past and listed.
+- `status`: what is attached, for `yuxi-dash attach status` and the page.
 """
 
 from __future__ import annotations

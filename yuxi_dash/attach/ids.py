@@ -22,7 +22,8 @@ from __future__ import annotations
 import uuid
 
 OVERLAP_SECONDS = 300.0  # clock skew between platform replicas and late commits it tolerates
-_TICKS_PER_SECOND = 10_000_000  # UUID time is in 100-ns ticks
+TICKS_PER_SECOND = 10_000_000  # UUID time is in 100-ns ticks
+UUID_EPOCH_TICKS = 0x01B21DD213814000  # 1970-01-01 in ticks since 1582-10-15
 
 
 def checkpoint_time(checkpoint_id: str) -> int | None:
@@ -59,4 +60,4 @@ def scan_floor(watermark: str, overlap_seconds: float = OVERLAP_SECONDS) -> str:
     ticks = checkpoint_time(watermark)
     if ticks is None:
         return ""
-    return floor_id(ticks - int(overlap_seconds * _TICKS_PER_SECOND))
+    return floor_id(ticks - int(overlap_seconds * TICKS_PER_SECOND))

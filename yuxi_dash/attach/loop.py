@@ -74,11 +74,12 @@ class ScanLoop:
             log.warning("attach scan failed: %s", describe_failure(exc))
             return
         self.scans += 1
-        if self.report is not None and (self.scans == 1 or result.failed or result.refused):
+        if self.report is not None and (self.scans == 1 or result.failed or result.quarantined):
             self.report(
                 f"attached platform {result.source}: {result.projected} threads projected, "
                 f"{result.attached_threads} attached, {result.conflicts} conflicts, "
-                f"{result.failed} failed, {result.refused} refused ({result.seconds:.2f} s)"
+                f"{result.failed} failed, {result.quarantined} quarantined "
+                f"({result.seconds:.2f} s)"
             )
 
     def _run(self) -> None:

@@ -10,8 +10,10 @@ Rules:
 - A row another transaction holds, a thread the batch cannot stand for, and
   every thread of a failed batch go through `project_one` (`thread_lock`,
   `ProjectionReader`, `project_thread`), so a failure stays with its thread.
-- A refused checkpoint (`CheckpointRefused`) is audited (`attach.refusals`),
-  counted in `Tally.refused` and does not hold the watermark back.
+- A thread that cannot be projected (an id we cannot hold, a typed refusal of
+  its rows, a `CheckpointRefused` checkpoint read alone) goes into the tally's
+  ``problems`` to be quarantined (`attach.quarantine`); a transient failure
+  (its row lock busy) holds the watermark back instead.
 - A thread id of one of our own threads is skipped and counted as a conflict.
 - A thread marked deleted that has checkpoints again is active again.
 """
@@ -30,8 +32,8 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.attach.batch import MESSAGES_CHANNEL, ThreadRead, read_new_checkpoints
+from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
-from yuxi_dash.attach.refusals import record_refusal
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
 from yuxi_dash.service.bulk_rows import update_rows
@@ -89,19 +91,13 @@ class Tally:
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
     held_back: str | None = None  # the smallest newest id of a thread that failed
-    refused: int = 0  # threads whose checkpoint named a type outside the allow-list
-    refused_threads: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # threads to quarantine
+    done: set[str] = field(default_factory=set)  # threads projected (or found up to date)
 
     def conflict(self, thread_id: str) -> None:
         self.conflicts += 1
         if len(self.conflict_threads) < _CONFLICTS_SHOWN:
             self.conflict_threads.append(thread_id)
-
-    def refuse(self, thread_id: str) -> None:
-        """A refused checkpoint: counted and listed; the watermark is not held back for it."""
-        self.refused += 1
-        if len(self.refused_threads) < _CONFLICTS_SHOWN:
-            self.refused_threads.append(thread_id)
 
     def merge(self, other: Tally) -> None:
         self.projected += other.projected
@@ -111,9 +107,6 @@ class Tally:
         for thread_id in other.conflict_threads:
             self.conflict(thread_id)
         self.conflicts += other.conflicts - len(other.conflict_threads)
-        for thread_id in other.refused_threads:
-            self.refuse(thread_id)
-        self.refused += other.refused - len(other.refused_threads)
         self.failed += other.failed
         for code, count in other.failures.items():
             self.failures[code] = self.failures.get(code, 0) + count
@@ -121,12 +114,22 @@ class Tally:
             self.held_back is None or other.held_back < self.held_back
         ):
             self.held_back = other.held_back
+        self.problems.extend(other.problems)
+        self.done |= other.done
 
     def fail(self, code: str, newest: str | None) -> None:
         self.failed += 1
         self.failures[code] = self.failures.get(code, 0) + 1
         if newest is not None and (self.held_back is None or newest < self.held_back):
             self.held_back = newest
+
+    def quarantine(
+        self, thread: ChangedThread, code: str, reason: str, detail: Mapping[str, str] | None = None
+    ) -> None:
+        """The thread cannot be projected: quarantined, and the scan moves past it."""
+        self.problems.append(
+            Problem(thread.thread_id, thread.newest, code, reason, dict(detail or {}))
+        )
 
 
 def _metadata_identifier(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
@@ -187,6 +190,7 @@ def _apply(
         return
     elif conv.checkpoint_id == thread.newest:
         tally.unchanged += 1
+        tally.done.add(thread.thread_id)
         return
     reader = ProjectionReader(store, since=conv.checkpoint_id)
     latest = project_thread(session, conv, reader)
@@ -194,6 +198,7 @@ def _apply(
     tally.checkpoints_read += reader.read
     tally.new_checkpoints += reader.new
     tally.projected += 1
+    tally.done.add(thread.thread_id)
 
 
 def project_one(
@@ -282,6 +287,7 @@ def _project_together(
             tally.conflict(thread.thread_id)
         elif conv.checkpoint_id == thread.newest:
             tally.unchanged += 1
+            tally.done.add(thread.thread_id)
         else:
             todo.append((thread, conv))
     reads = read_new_checkpoints(store, {t.thread_id: c.checkpoint_id for t, c in todo})
@@ -308,6 +314,7 @@ def _project_together(
         tally.checkpoints_read += read.read
         tally.new_checkpoints += read.new
         tally.projected += 1
+        tally.done.add(conv.thread_id)
     writes.flush(session)
     _write_rows(session, [conv for conv, _ in ready])
     return alone
@@ -367,13 +374,13 @@ def run_batch(
 
 
 def _valid(batch: Sequence[ChangedThread], tally: Tally) -> list[ChangedThread]:
-    """The threads whose ids we can hold; the others fail once and are never retried."""
+    """The threads whose ids we can hold; the others are quarantined (tried again if they move)."""
     valid = []
     for thread in batch:
         try:
             validation.thread_id(thread.thread_id)
-        except InvalidInput:
-            tally.fail("invalid_input", None)
+        except InvalidInput as exc:
+            tally.quarantine(thread, exc.code, exc.message)
             continue
         valid.append(thread)
     return valid
@@ -387,13 +394,14 @@ def _project_guarded(
         project_one(settings, store, thread, tally)
     except AttachUnavailable:
         raise
-    except CheckpointRefused as exc:  # nothing it names was called; the scan goes on
-        record_refusal(thread.thread_id, exc, via="scan", settings=settings)
-        tally.refuse(thread.thread_id)
-    except YuxiDashError as exc:  # its row lock busy, say: read it again next time
-        tally.fail(exc.code, thread.newest)
+    except TRANSIENT as exc:  # its row lock busy, say: read it again next time
+        tally.fail(getattr(exc, "code", "internal_error"), thread.newest)
+    except CheckpointRefused as exc:  # nothing it names was called: quarantined, audited
+        tally.quarantine(thread, exc.code, exc.message, {"type": str(exc.detail.get("type", "?"))})
+    except YuxiDashError as exc:  # a refusal of this thread's own rows: quarantined
+        tally.quarantine(thread, exc.code, exc.message)
     except (sa.exc.OperationalError, sa.exc.InterfaceError):
         raise  # our own database is down: no point going on
     except Exception as exc:  # noqa: BLE001 - one odd thread must not stop the others
         log.warning("attach scan: a thread failed to project (%s)", type(exc).__name__)
-        tally.fail("projection_error", thread.newest)
+        tally.quarantine(thread, "projection_error", f"projecting it failed ({type(exc).__name__})")

@@ -11,7 +11,11 @@ Rules:
 - The watermark is stored in ``scan_watermarks`` under `source_label` (host, port,
   database; never the URL) as the scan goes, threads in order of their newest
   checkpoint, so a stopped scan resumes. A failed thread holds it back; a
-  refused one (`CheckpointRefused`, audited by `attach.refusals`) does not.
+  quarantined one (`attach.quarantine`; a `CheckpointRefused` checkpoint is
+  one) does not, and is skipped until it moves.
+- First the platform says who it is and its clock (`attach.platforms`): another
+  platform than the last is refused unless confirmed; the watermark never passes
+  the platform's ``now()`` plus a skew, and a later-dated thread is flagged.
 - A thread's user is its metadata's ``user_id`` (else "unknown"), its agent
   ``assistant_id`` or ``graph_id`` (else "attached").
 - ``full=True`` lists every thread and marks the vanished ones ``deleted``.
@@ -31,8 +35,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from yuxi_dash.attach.ids import OVERLAP_SECONDS, scan_floor
-from yuxi_dash.attach.projector import DELETED, ChangedThread, Tally, run_batch
+from yuxi_dash.attach import quarantine
+from yuxi_dash.attach.ids import OVERLAP_SECONDS, checkpoint_time, scan_floor
+from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
+from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
+from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
 from yuxi_dash.attach.stores import (
     PlatformStore,
     attach_conninfo,
@@ -55,10 +62,12 @@ FROM checkpoints
 WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s
 GROUP BY thread_id
 """
+_FLAGS_SHOWN = 20
 BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on PostgreSQL (SQLite has one writer: one at a time)
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
 _LOOKUP_CHUNK = 1000
+_FUTURE_REASON = "its newest checkpoint id is dated ahead of the platform database's clock"
 
 
 @dataclass(frozen=True)
@@ -85,8 +94,16 @@ class ScanReport(Record):
     deleted: int = 0  # a full scan: projected threads the platform no longer has, marked deleted
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # error code -> threads
-    refused: int = 0  # threads whose checkpoint named a type outside the allow-list: not read
-    refused_threads: list[str] = field(default_factory=list)  # the first of them
+    platform: str = ""  # "<system identifier>/<database>" of the platform scanned
+    platform_changed: bool = False  # another platform than the last scan's, confirmed
+    watermark_capped: bool = False  # a checkpoint dated past the platform's clock (+ skew)
+    watermark_reset: bool = False  # the stored watermark was past that clock: read from the start
+    future: int = 0  # threads whose newest checkpoint is dated past the clock (projected, flagged)
+    quarantined: int = 0  # threads this scan could not project (quarantined, moved past)
+    quarantined_skipped: int = 0  # quarantined before at the same checkpoint: not read again
+    undeleted: int = 0  # threads marked deleted that the platform has again
+    future_threads: list[str] = field(default_factory=list)  # printable ids
+    quarantined_threads: list[str] = field(default_factory=list)  # printable ids
 
 
 def changed_threads(
@@ -112,25 +129,62 @@ def changed_threads(
         raise unavailable(exc, conninfo) from None
 
 
-def _projected(session: Session, thread_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    """thread id -> (origin, projected checkpoint id) for the ones we hold.
+def _projected(
+    session: Session, thread_ids: Sequence[str]
+) -> dict[str, tuple[str, str | None, str]]:
+    """thread id -> (origin, projected checkpoint id, status) for the ones we hold.
 
     PostgreSQL gets the ids as one array parameter (``= ANY``), not one
     parameter per id; SQLite an ``IN`` list per `_LOOKUP_CHUNK` ids.
     """
-    columns = (Conversation.thread_id, Conversation.origin, Conversation.checkpoint_id)
+    columns = (
+        Conversation.thread_id,
+        Conversation.origin,
+        Conversation.checkpoint_id,
+        Conversation.status,
+    )
     if not thread_ids:
         return {}
     if not is_sqlite(session):
         ids = sa.bindparam("ids", list(thread_ids), type_=postgresql.ARRAY(sa.String()))
         rows = session.execute(sa.select(*columns).where(Conversation.thread_id == sa.any_(ids)))
-        return {t: (origin, checkpoint) for t, origin, checkpoint in rows}
-    found: dict[str, tuple[str, str | None]] = {}
+        return {t: (origin, checkpoint, status) for t, origin, checkpoint, status in rows}
+    found: dict[str, tuple[str, str | None, str]] = {}
     for start in range(0, len(thread_ids), _LOOKUP_CHUNK):
         chunk = list(thread_ids[start : start + _LOOKUP_CHUNK])
         rows = session.execute(sa.select(*columns).where(Conversation.thread_id.in_(chunk)))
-        found.update({t: (origin, checkpoint) for t, origin, checkpoint in rows})
+        found.update({t: (origin, checkpoint, status) for t, origin, checkpoint, status in rows})
     return found
+
+
+def _touch_seen(
+    settings: Settings, seen: Sequence[str], deleted: Sequence[str], platform_id: str
+) -> None:
+    """The platform of every attached thread seen; a deleted one seen again is active again."""
+    now = utcnow()
+    with session_scope(settings) as session:
+        for start in range(0, len(deleted), _LOOKUP_CHUNK):
+            session.execute(
+                sa.update(Conversation)
+                .where(
+                    Conversation.thread_id.in_(deleted[start : start + _LOOKUP_CHUNK]),
+                    Conversation.origin == ORIGIN_ATTACHED,
+                    Conversation.status == DELETED,
+                )
+                .values(status=ACTIVE, deleted_at=None, updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+        for start in range(0, len(seen), _LOOKUP_CHUNK):
+            session.execute(
+                sa.update(Conversation)
+                .where(
+                    Conversation.thread_id.in_(seen[start : start + _LOOKUP_CHUNK]),
+                    Conversation.origin == ORIGIN_ATTACHED,
+                    Conversation.platform_id.is_distinct_from(platform_id),
+                )
+                .values(platform_id=platform_id)
+                .execution_options(synchronize_session=False)
+            )
 
 
 def _attached_count(session: Session) -> int:
@@ -178,8 +232,10 @@ def read_watermark(settings: Settings, source: str) -> ScanWatermark | None:
         return row
 
 
-def _save_watermark(settings: Settings, source: str, checkpoint_id: str) -> int:
-    """Store the watermark; returns the attached threads we hold."""
+def _save_watermark(
+    settings: Settings, source: str, checkpoint_id: str, platform_id: str | None = None
+) -> int:
+    """Store the watermark (and the platform scanned); returns the attached threads we hold."""
     for attempt in (1, 2):
         try:
             with session_scope(settings) as session:
@@ -189,6 +245,8 @@ def _save_watermark(settings: Settings, source: str, checkpoint_id: str) -> int:
                     row = ScanWatermark(source=source)
                     session.add(row)
                 row.checkpoint_id = checkpoint_id
+                if platform_id is not None:
+                    row.platform_id = platform_id
                 row.scanned_at = utcnow()
                 row.threads = threads
                 return threads
@@ -198,9 +256,12 @@ def _save_watermark(settings: Settings, source: str, checkpoint_id: str) -> int:
     return 0  # pragma: no cover - the loop returns or raises
 
 
-def _next_watermark(before: str, reached: str | None, tally: Tally) -> str:
-    """The watermark after projecting up to ``reached``: never past a thread that failed."""
+def _next_watermark(before: str, reached: str | None, tally: Tally, cap: str) -> str:
+    """The watermark after projecting up to ``reached``: never past a thread that failed,
+    never past ``cap`` (the platform database's clock plus a skew)."""
     watermark = max(before, reached or "")
+    if checkpoint_time(watermark) is not None:  # a UUIDv6 id: its time is a clock to cap
+        watermark = min(watermark, cap)
     if tally.held_back is not None:
         # the next floor is an overlap below the watermark, so that thread is read again
         return min(watermark, tally.held_back)
@@ -214,36 +275,68 @@ def scan(
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[str], None] | None = None,
     together: bool = True,
+    accept_new_platform: bool = False,
+    actor: str = SCAN_ACTOR,
 ) -> ScanReport:
     """Project every platform thread that moved since the last scan (all of them with ``full``).
 
     ``together=False`` projects each thread alone under its row lock (the
     per-thread path the batches give the same rows as; for tests and the bench).
+    PlatformChanged (nothing done) when the platform is not the one the last
+    scan read, unless ``accept_new_platform``.
     """
     settings = settings or get_settings()
     conninfo = attach_conninfo(settings)
     source = source_label(conninfo)
     started = time.perf_counter()
+    opened = opened_platform_store(conninfo)
+    identity = platform_identity(conninfo, opened)
+    changed_platform = check_platform(
+        settings, source, identity, accept=accept_new_platform, actor=actor
+    )
+    cap = clock_cap(identity.now)
     stored = None if full else read_watermark(settings, source)
     before = stored.checkpoint_id if stored is not None else ""
+    # a watermark past the platform's clock would blind every scan: read from the start
+    reset = checkpoint_time(before) is not None and before > cap
+    if reset:
+        before = ""
     floor = scan_floor(before, OVERLAP_SECONDS)
     query_started = time.perf_counter()
-    seen = changed_threads(conninfo, floor=floor, store=opened_platform_store(conninfo))
+    seen = changed_threads(conninfo, floor=floor, store=opened)
     query_seconds = time.perf_counter() - query_started
     tally = Tally()
     with session_scope(settings) as session:
         projected = _projected(session, [t.thread_id for t in seen])
+    held = quarantine.held(settings, source, quarantine.QUARANTINED)
+    flagged = quarantine.held(settings, source, quarantine.FLAGGED)
     changed: list[ChangedThread] = []
+    skipped = 0
+    retried: list[str] = []  # quarantined before, moved since: tried again
+    revived: list[str] = []  # marked deleted, seen again with the checkpoint projected
     missing = {t.thread_id for t in seen if t.thread_id not in projected}
     for thread in seen:
-        origin, checkpoint = projected.get(thread.thread_id, (ORIGIN_ATTACHED, None))
+        origin, checkpoint, status = projected.get(thread.thread_id, (ORIGIN_ATTACHED, None, ""))
+        key = quarantine.thread_key(thread.thread_id)
         if origin != ORIGIN_ATTACHED:
             tally.conflict(thread.thread_id)
+        elif held.get(key) == quarantine.printable(thread.newest, 64):
+            skipped += 1  # quarantined at this checkpoint: moved past, not read again
         elif checkpoint != thread.newest:
             changed.append(thread)
+            if key in held:
+                retried.append(thread.thread_id)
+        elif status == DELETED:
+            revived.append(thread.thread_id)
     changed.sort(key=lambda t: t.newest)  # oldest first: the watermark can follow the work
+    future = [
+        Problem(t.thread_id, t.newest, "checkpoint_in_future", _FUTURE_REASON)
+        for t in seen
+        if t.newest > cap and checkpoint_time(t.newest) is not None
+    ]
     reached: str | None = None
     stopped = False
+    platform_id = identity.platform_id
     if changed:
         store = platform_store(settings)
         batches = [changed[i : i + BATCH] for i in range(0, len(changed), BATCH)]
@@ -255,8 +348,8 @@ def scan(
                 for b in batches
             ]
             try:
-                for done, (batch, future) in enumerate(zip(batches, futures, strict=True)):
-                    result = future.result()  # in order: every batch before it is done too
+                for done, (batch, future_result) in enumerate(zip(batches, futures, strict=True)):
+                    result = future_result.result()  # in order: every batch before it is done
                     if result is None:
                         stopped = True
                         continue
@@ -267,24 +360,36 @@ def scan(
                     unsaved += len(batch)
                     if unsaved >= SAVE_EVERY:
                         unsaved = 0
-                        _save_watermark(settings, source, _next_watermark(before, reached, tally))
+                        _save_watermark(
+                            settings, source, _next_watermark(before, reached, tally, cap)
+                        )
                         if progress is not None:
                             finished = sum(len(b) for b in batches[: done + 1])
                             progress(f"projected {finished:,} of {len(changed):,} threads")
             except BaseException:
-                for future in futures:
-                    future.cancel()
+                for pending in futures:
+                    pending.cancel()
                 if reached is not None:
-                    _save_watermark(settings, source, _next_watermark(before, reached, tally))
+                    _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
                 raise
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
+    quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
+    quarantine.lift(
+        settings, source, [t for t in retried if t in tally.done], quarantine.QUARANTINED
+    )
+    quarantine.record(settings, source, future, quarantine.FLAGGED)
+    unflag = set(flagged) - {quarantine.thread_key(p.thread_id) for p in future}
+    if unflag:  # flagged before, dated within the clock now
+        back = [t.thread_id for t in seen if quarantine.thread_key(t.thread_id) in unflag]
+        quarantine.lift(settings, source, back, quarantine.FLAGGED)
+    _touch_seen(settings, [t.thread_id for t in seen], revived, platform_id)
     deleted = mark_deleted(settings, [t.thread_id for t in seen]) if full and not stopped else 0
-    watermark = _next_watermark(before, reached, tally)
-    attached = _save_watermark(settings, source, watermark)
+    watermark = _next_watermark(before, reached, tally, cap)
+    attached = _save_watermark(settings, source, watermark, platform_id)
     report = ScanReport(
         source=source,
-        watermark_before=before,
+        watermark_before=stored.checkpoint_id if stored is not None else "",
         floor=floor,
         watermark=watermark,
         threads_seen=len(seen),
@@ -303,8 +408,23 @@ def scan(
         deleted=deleted,
         conflict_threads=tally.conflict_threads,
         failures=tally.failures,
-        refused=tally.refused,
-        refused_threads=tally.refused_threads,
+        platform=platform_id,
+        platform_changed=changed_platform,
+        watermark_capped=bool(reached and reached > cap),
+        watermark_reset=reset,
+        future=len(future),
+        quarantined=len(tally.problems),
+        quarantined_skipped=skipped,
+        undeleted=len(revived),
+        future_threads=[quarantine.printable(p.thread_id) for p in future[:_FLAGS_SHOWN]],
+        quarantined_threads=[
+            quarantine.printable(p.thread_id) for p in tally.problems[:_FLAGS_SHOWN]
+        ],
     )
-    log.debug("attach scan of %s: %d threads projected", source, report.projected)
+    log.debug(
+        "attach scan of %s: %d threads projected, %d newly quarantined",
+        source,
+        report.projected,
+        quarantined,
+    )
     return report

@@ -7,8 +7,9 @@ host, port and database. The platform owns those tables: its store is opened
 without the saver's ``setup()`` (a read-only role could not run it), every
 transaction on it is read-only, and statements have a timeout. Its blobs are
 read with the allow-list of `store.checkpoint_serde`: a checkpoint naming
-another type is `CheckpointRefused` for its thread (audited on a page's or the
-CLI's read through `thread_store`, by the scan otherwise: `attach.refusals`).
+another type is `CheckpointRefused` for its thread: quarantined and audited
+(`attach.quarantine`) by the scan, or by a page's or the CLI's read through
+`thread_store`.
 
 `thread_store` is the one seam the read side uses to pick a thread's
 checkpointer: an attached thread's state is read from the platform, every
@@ -28,7 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from yuxi_dash.attach.refusals import record_refusal
+from yuxi_dash.attach.quarantine import refused_read
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint, open_postgres_store
@@ -202,20 +203,27 @@ atexit.register(close_platform_stores)
 
 
 class AuditedReads(CheckpointStore):
-    """The platform store for a page's or the CLI's read: a refused checkpoint is also audited."""
+    """The platform store for a page's or the CLI's read: a refused checkpoint is quarantined."""
 
-    def __init__(self, store: CheckpointStore, settings: Settings | None) -> None:
+    def __init__(
+        self, store: CheckpointStore, settings: Settings | None, conv: Conversation
+    ) -> None:
         self.saver = store.saver  # the same saver and graph: nothing compiled again
         self.graph = store.graph
         self._close = None
         self._store = store
         self._settings = settings
+        self._checkpoint_id = conv.checkpoint_id  # the one we projected (None: never)
+
+    def _refused(self, thread_id: str, exc: CheckpointRefused) -> None:
+        source = source_label(attach_conninfo(self._settings))
+        refused_read(self._settings, source, thread_id, self._checkpoint_id, exc)
 
     def latest(self, thread_id: str) -> ThreadCheckpoint | None:
         try:
             return self._store.latest(thread_id)
         except CheckpointRefused as exc:
-            record_refusal(thread_id, exc, via="read", settings=self._settings)
+            self._refused(thread_id, exc)
             raise
 
     def history(
@@ -224,7 +232,7 @@ class AuditedReads(CheckpointStore):
         try:
             yield from self._store.history(thread_id, limit=limit, before=before)
         except CheckpointRefused as exc:
-            record_refusal(thread_id, exc, via="read", settings=self._settings)
+            self._refused(thread_id, exc)
             raise
 
     def write(
@@ -237,11 +245,11 @@ def thread_store(conv: Conversation, settings: Settings | None = None) -> Checkp
     """The checkpointer holding this conversation's state: the platform's when it is attached.
 
     A platform checkpoint outside the allow-list is `CheckpointRefused` there,
-    audited (`attach.refusals`).
+    audited and the thread quarantined (`attach.quarantine`).
     """
     if conv.origin == ORIGIN_ATTACHED:
         try:
-            return AuditedReads(platform_store(settings), settings)
+            return AuditedReads(platform_store(settings), settings, conv)
         except AttachUnavailable as exc:
             raise AttachUnavailable(
                 f"thread {conv.thread_id} belongs to the attached platform: {exc.message}"

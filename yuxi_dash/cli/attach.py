@@ -4,27 +4,45 @@
 `YUXI_DASH_ATTACH_CHECKPOINTER` (`yuxi_dash.attach.scan`) and prints what it
 read and projected; `--full` ignores the stored watermark and lists every
 platform thread again (threads already projected are still skipped). It
-exits 1 when a thread failed to project. `status` says what is attached (by
-its label: host, port and database, never the URL) and how far the last scan
-got, from our own tables only, with the threads whose checkpoint was refused
-(a type outside the allow-list) and not projected since. Neither ever prints
-the connection string.
+exits 1 when a thread failed to project (a quarantined thread is no failure:
+the scan moved past it). A scan of another platform than the last one is
+refused (`platform_changed`) unless `--accept-new-platform` (audited under
+`--actor`). `status` says what is attached (by its label: host, port and
+database, never the URL), which platform, how far the last scan got and the
+quarantined threads (a checkpoint naming a type outside the allow-list among
+them: ``checkpoint_refused``) and flagged ones, from our own tables only. Neither ever
+prints the connection string.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag, say_progress
+from yuxi_dash.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    CommandResult,
+    actor_help,
+    add_json_flag,
+    say_progress,
+)
 from yuxi_dash.cli.guards import store_errors
 
 
 def _cmd_scan(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.attach import scan
+    from yuxi_dash.auth import cli_actor
     from yuxi_dash.settings import get_settings
 
-    report = scan(get_settings(), full=args.full, progress=say_progress)
+    settings = get_settings()
+    actor = cli_actor(args.actor, settings=settings, default="cli").id
+    report = scan(
+        settings,
+        full=args.full,
+        progress=say_progress,
+        accept_new_platform=args.accept_new_platform,
+        actor=actor,
+    )
     lines = [
         f"scanned {report.source} in {report.seconds:.2f} s (query {report.query_seconds:.3f} s)",
         f"threads seen {report.threads_seen:,}, changed {report.threads_changed:,}, "
@@ -35,6 +53,24 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
         f"watermark {report.watermark or '-'} (was {report.watermark_before or '-'})",
         f"attached threads {report.attached_threads:,}",
     ]
+    if report.platform_changed:
+        lines.append(f"platform changed to {report.platform} (confirmed by {actor})")
+    if report.watermark_reset:
+        lines.append(
+            "the stored watermark was dated past the platform's clock: read from the start"
+        )
+    if report.future:
+        lines.append(
+            f"{report.future:,} threads with a checkpoint dated past the platform's clock "
+            "(projected, flagged; the watermark stays at the clock): "
+            + ", ".join(report.future_threads)
+        )
+    if report.quarantined or report.quarantined_skipped:
+        lines.append(
+            f"quarantined {report.quarantined:,} (skipped, quarantined before: "
+            f"{report.quarantined_skipped:,}); see `yuxi-dash attach status`"
+            + (": " + ", ".join(report.quarantined_threads) if report.quarantined_threads else "")
+        )
     if report.conflict_threads:
         lines.append(
             "skipped (one of our own threads has that id): " + ", ".join(report.conflict_threads)
@@ -42,11 +78,6 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
     if report.failures:
         lines.append(
             "failed: " + ", ".join(f"{code} {n}" for code, n in sorted(report.failures.items()))
-        )
-    if report.refused:
-        lines.append(
-            f"refused {report.refused:,} (checkpoint_refused: a type outside the allow-list, "
-            "nothing called): " + ", ".join(report.refused_threads)
         )
     return CommandResult(
         data=report.to_dict(),
@@ -56,53 +87,26 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_status(args: argparse.Namespace) -> CommandResult:
-    import sqlalchemy as sa
-
-    from yuxi_dash.attach import attach_conninfo, read_watermark, source_label
-    from yuxi_dash.attach.refusals import refused_threads
+    from yuxi_dash.attach.status import attach_status
     from yuxi_dash.settings import get_settings
-    from yuxi_dash.store.db import session_scope
-    from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
 
     settings = get_settings()
-    with session_scope(settings) as session:
-        attached = int(
-            session.scalar(
-                sa.select(sa.func.count())
-                .select_from(Conversation)
-                .where(Conversation.origin == ORIGIN_ATTACHED)
-            )
-            or 0
-        )
-    data: dict[str, Any] = {
-        "configured": settings.attach_configured,
-        "source": None,
-        "scan_seconds": settings.attach_scan_seconds,
-        "watermark": None,
-        "scanned_at": None,
-        "attached_threads": attached,
-        "refused_threads": [r.to_dict() for r in refused_threads(settings)],
-    }
-    if settings.attach_configured:
-        source = source_label(attach_conninfo(settings))
-        row = read_watermark(settings, source)
-        data["source"] = source
-        if row is not None:
-            data["watermark"] = row.checkpoint_id or None
-            data["scanned_at"] = row.scanned_at.isoformat()
-    if not data["configured"]:
+    status = attach_status(settings)
+    data = status.to_dict()
+    attached = status.attached_threads
+    if not status.configured:
         text = f"no platform attached (YUXI_DASH_ATTACH_CHECKPOINTER unset); {attached:,} attached"
     else:
-        last = data["scanned_at"] or "never"
+        last = status.scanned_at.isoformat() if status.scanned_at else "never"
         text = (
-            f"attached {data['source']}, scanned every {settings.attach_scan_seconds:g} s; "
-            f"last scan {last}; watermark {data['watermark'] or '-'}; "
-            f"{attached:,} attached threads"
+            f"attached {status.source} (platform {status.platform_id or '-'}), scanned every "
+            f"{settings.attach_scan_seconds:g} s; last scan {last}; "
+            f"watermark {status.watermark or '-'}; {attached:,} attached threads"
         )
-    for refused in data["refused_threads"]:
+    for entry in status.problems:
         text += (
-            f"\nrefused thread {refused['thread_id']} at {refused['refused_at']} "
-            f"(checkpoint_refused: names {refused['type']}; via {refused['via']})"
+            f"\n{entry.action} {entry.thread} at {entry.checkpoint_id or '-'}: "
+            f"{entry.reason} [{entry.code}]"
         )
     return CommandResult(data=data, text=text)
 
@@ -123,6 +127,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         action="store_true",
         help="ignore the stored watermark: list every platform thread again",
     )
+    scan.add_argument(
+        "--accept-new-platform",
+        action="store_true",
+        help="confirm the attached checkpointer is now another platform (audited)",
+    )
+    scan.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(scan)
     scan.set_defaults(handler=store_errors(_cmd_scan))
     status = actions.add_parser("status", help="what is attached and how far the last scan got")

@@ -10,8 +10,12 @@ again. `project_thread` reads the checkpoints newer than
   with the agent's settings), once per checkpoint (same thread, time, source,
   figures);
 - moves the current usage to the newest snapshot; indexes the saved tool results
-  (by path); appends each new message to the chat record (by message id, as
+  (by path; each header held to its writer's namespace, `service.saved_results`);
+  appends each new message to the chat record (by message id, as
   first written); records the newest checkpoint id.
+
+Usage that is not finite, whole, non-negative or within 32 bits is
+`ImpossibleUsage`; text with a NUL is `InvalidInput` (the scan quarantines it).
 
 The batch path is the same steps split: `service.projected_rows.load_projected`,
 `project_checkpoints` (in memory) and `ProjectionWrites.flush`, so both give the
@@ -20,22 +24,25 @@ same rows. `catch_up` is `project_thread` saying what it caught up on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from sqlalchemy.orm import Session
 
+from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state import chat_role, chat_text, is_summary_message
+from yuxi_dash.errors import ImpossibleUsage
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
+from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
 from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_sqlite
@@ -50,6 +57,7 @@ from yuxi_dash.store.models import (
     utcnow,
 )
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
+from yuxi_dash.validation import CONTEXT_WINDOW_RANGE, INT32_MAX
 
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
@@ -79,19 +87,43 @@ def split_since(
 
 
 def usage_from_values(values: Mapping[str, Any]) -> UsageSnapshot | None:
-    """The usage snapshot a checkpoint's ``token_usage`` states, None when it states none."""
+    """The usage snapshot a checkpoint's ``token_usage`` states, None when it states none.
+
+    ImpossibleUsage when it states figures no model call has (not finite, not
+    whole, negative, past a 32-bit column, a window outside 1..10,000,000):
+    such usage is refused, never drawn.
+    """
     usage = values.get(TOKEN_USAGE_KEY)
     if not isinstance(usage, Mapping) or not all(
-        isinstance(usage.get(key), int | float) for key in _MEASURED
+        isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool)
+        for key in _MEASURED
     ):
         return None
+    window_low, window_high = CONTEXT_WINDOW_RANGE
     return UsageSnapshot(
-        llm_input_tokens=int(usage["llm_input_tokens"]),
-        next_llm_input_tokens=int(usage["next_llm_input_tokens"]),
-        context_window=int(usage["context_window"]),
-        summary_trigger_tokens=int(usage.get("summary_trigger_tokens") or 0),
+        llm_input_tokens=_possible(usage["llm_input_tokens"], "llm_input_tokens"),
+        next_llm_input_tokens=_possible(usage["next_llm_input_tokens"], "next_llm_input_tokens"),
+        context_window=_possible(
+            usage["context_window"], "context_window", low=window_low, high=window_high
+        ),
+        summary_trigger_tokens=_possible(
+            usage.get("summary_trigger_tokens") or 0, "summary_trigger_tokens"
+        ),
         summary_active=bool(usage.get("summary_active")),
     )
+
+
+def _possible(value: Any, name: str, *, low: int = 0, high: int = INT32_MAX) -> int:
+    """A token figure as an int, or ImpossibleUsage (the message names the field, not the value)."""
+    whole = (
+        isinstance(value, int)
+        or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    ) and not isinstance(value, bool)
+    if not whole or not low <= value <= high:
+        raise ImpossibleUsage(
+            f"token_usage {name} must be a whole number between {low:,} and {high:,}"
+        )
+    return int(value)
 
 
 def _measured_at(values: Mapping[str, Any], checkpoint: ThreadCheckpoint) -> datetime:
@@ -160,6 +192,8 @@ class ProjectionWrites:
     links: list[tuple[int, str]] = field(default_factory=list)  # (chat row id, message id)
     tools: list[dict[str, Any]] = field(default_factory=list)
     known: set[str] = field(default_factory=set)  # threads that may hold snapshots already
+    owners: dict[str, Conversation] = field(default_factory=dict)  # thread id -> its row
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (thread id, why) not indexed
 
     def flush(self, session: Session) -> int:
         """Insert the rows (one statement per table); return the snapshots written."""
@@ -170,7 +204,9 @@ class ProjectionWrites:
             row = session.get(ChatMessage, row_id)
             if row is not None:
                 row.message_id = message_id
-        _insert(session, ToolResult, self.tools)
+        owned = owned_results(session, self.tools, self.owners, self.refused)
+        _insert(session, ToolResult, owned)
+        audit_refusals(session, self.refused)
         return len(snapshots)
 
     def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
@@ -297,7 +333,10 @@ def project_checkpoints(
             source="model_call",
             measured_at=latest.created_at or utcnow(),
         )
-    _index_saved_results(writes, conv.thread_id, latest.values.get("messages") or [], rows)
+    writes.owners[conv.thread_id] = conv
+    index_saved_results(
+        writes.tools, writes.refused, conv.thread_id, latest.values.get("messages") or [], rows
+    )
     conv.checkpoint_id = latest.checkpoint_id
     return latest
 
@@ -349,37 +388,6 @@ def _added_messages(
     ]
 
 
-def _index_saved_results(
-    writes: ProjectionWrites,
-    thread_id: str,
-    messages: Iterable[BaseMessage],
-    rows: ProjectedRows,
-) -> int:
-    added = 0
-    for message in messages:
-        if not isinstance(message, ToolMessage):
-            continue
-        saved = parse_saved_result(message.content)
-        if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
-            continue
-        approx = saved.approx_tokens or 0
-        writes.tools.append(
-            {
-                "thread_id": thread_id,
-                "tool_name": (saved.tool or message.name or "tool")[:128],
-                "tool_call_id": message.tool_call_id,
-                "sha256": saved.sha256[:64],
-                "path": saved.path[:1024],
-                "chars": saved.chars,
-                "approx_tokens": approx,
-                "created_at": utcnow(),
-            }
-        )
-        rows.tool_paths.add(saved.path)
-        added += 1
-    return added
-
-
 class ChatRecorder:
     """Appends state messages to one thread's chat record (into a `ProjectionWrites`).
 
@@ -400,11 +408,12 @@ class ChatRecorder:
         for message in messages:
             if not message.id or is_summary_message(message):
                 continue
-            message_id = str(message.id)[:128]
+            message_id = validation.text(str(message.id), "a message id")[:128]
             if message_id in rows.recorded:
                 continue
             rows.recorded.add(message_id)
-            role, text = chat_role(message), chat_text(message)
+            role = chat_role(message)
+            text = validation.text(chat_text(message), "a message's text")  # no NUL, no surrogate
             waiting = rows.unlinked.get((role, text))
             if waiting:
                 self.writes.links.append((waiting.pop(0), message_id))

@@ -142,6 +142,8 @@ class Conversation(Base):
     checkpoint_id: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     # "dashboard": its state is written here; "attached": an attached platform owns it
     origin: Mapped[str] = mapped_column(sa.String(16), default=ORIGIN_DASHBOARD)
+    # an attached thread: the platform it was projected from ("<system identifier>/<database>")
+    platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
 
 
 class AgentRun(Base):
@@ -232,6 +234,33 @@ class ScanWatermark(Base):
     checkpoint_id: Mapped[str] = mapped_column(sa.String(64), default="")
     scanned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     threads: Mapped[int] = mapped_column(sa.Integer, default=0)
+    # the platform this source was last scanned as ("<system identifier>/<database>")
+    platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+
+
+class AttachQuarantine(Base):
+    """A platform thread a scan could not project (quarantined) or projected with a warning.
+
+    ``action`` is "quarantined" (not projected; skipped until its newest
+    checkpoint changes) or "flagged" (projected; its checkpoint is dated ahead of
+    the platform database's clock). ``thread_label`` and ``checkpoint_id`` are
+    the platform's strings made printable (control characters escaped, cut);
+    ``thread_key`` is the SHA-256 of the exact thread id.
+    """
+
+    __tablename__ = "attach_quarantine"
+    __table_args__ = (sa.UniqueConstraint("source", "thread_key", "action"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(sa.String(128))
+    thread_key: Mapped[str] = mapped_column(sa.String(64))
+    thread_label: Mapped[str] = mapped_column(sa.String(256))
+    checkpoint_id: Mapped[str] = mapped_column(sa.String(64))
+    action: Mapped[str] = mapped_column(sa.String(16))
+    code: Mapped[str] = mapped_column(sa.String(64))
+    reason: Mapped[str] = mapped_column(sa.Text)
+    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class ToolResult(Base):

@@ -1,0 +1,117 @@
+"""Which platform a scan reads, and its clock: the guards a scan checks before it projects.
+
+`platform_identity` asks the platform's database, in one read-only query,
+for its system identifier (``pg_control_system()``, the same for a cluster
+and its physical replicas), its name and its ``now()``. A platform is known
+by ``"<system identifier>/<database>"``; `check_platform` refuses a scan of
+another platform than the last identified scan read (`PlatformChanged`,
+audited, nothing done) unless the operator confirms it (audited too).
+`clock_cap` is the largest checkpoint id a watermark may hold: the platform
+database's clock plus `FUTURE_SKEW_SECONDS` (checkpoint ids are UUIDv6 dated
+by the writer's clock, which may run ahead or be forged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import psycopg
+import sqlalchemy as sa
+
+from yuxi_dash.attach.ids import TICKS_PER_SECOND, UUID_EPOCH_TICKS, floor_id
+from yuxi_dash.attach.stores import PlatformStore, connect, unavailable
+from yuxi_dash.audit import record_audit
+from yuxi_dash.errors import PlatformChanged
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ScanWatermark
+
+# the platform's identity and clock, read once per scan (a read-only role may run it)
+PLATFORM_SQL = """
+SELECT (SELECT system_identifier FROM pg_control_system())::text AS system_identifier,
+    current_database() AS database, now() AS now
+"""
+FUTURE_SKEW_SECONDS = 300.0  # how far ahead of the platform database's clock an id may be dated
+SCAN_ACTION = "attach_scan"
+
+
+@dataclass(frozen=True)
+class PlatformIdentity:
+    """Which platform a scan reads (its database's system identifier and name) and its clock."""
+
+    system_identifier: str
+    database: str
+    now: datetime
+
+    @property
+    def platform_id(self) -> str:
+        return f"{self.system_identifier}/{self.database}"[:128]
+
+
+def platform_identity(conninfo: str, store: PlatformStore | None = None) -> PlatformIdentity:
+    """The platform's identity and ``now()`` (one read-only query)."""
+    if store is not None:
+        row = store.fetch(PLATFORM_SQL, {}, prepare=False)[0]
+        values = (row["system_identifier"], row["database"], row["now"])
+    else:
+        try:
+            with connect(conninfo) as conn, conn.cursor() as cursor:
+                cursor.execute(PLATFORM_SQL)
+                found = cursor.fetchone()
+        except psycopg.Error as exc:
+            raise unavailable(exc, conninfo) from None
+        assert found is not None  # one row, always
+        values = (found[0], found[1], found[2])
+    return PlatformIdentity(str(values[0]), str(values[1]), values[2].astimezone(UTC))
+
+
+def clock_cap(now: datetime, skew_seconds: float = FUTURE_SKEW_SECONDS) -> str:
+    """The largest checkpoint id a watermark may hold: the platform's clock plus ``skew``."""
+    ticks = int((now.timestamp() + skew_seconds) * TICKS_PER_SECOND) + UUID_EPOCH_TICKS
+    return floor_id(ticks)
+
+
+def expected_platform(settings: Settings) -> str | None:
+    """The platform the last identified scan read (None before any did)."""
+    with session_scope(settings) as session:
+        return session.scalar(
+            sa.select(ScanWatermark.platform_id)
+            .where(ScanWatermark.platform_id.is_not(None))
+            .order_by(ScanWatermark.scanned_at.desc())
+            .limit(1)
+        )
+
+
+def check_platform(
+    settings: Settings, source: str, identity: PlatformIdentity, *, accept: bool, actor: str
+) -> bool:
+    """PlatformChanged (audited) when this is another platform than the last scan's, unless
+    ``accept``; True when it is another one and accepted (audited too)."""
+    expected = expected_platform(settings)
+    if expected is None or expected == identity.platform_id:
+        return False
+    detail = {"source": source, "expected": expected, "found": identity.platform_id}
+    if not accept:
+        error = PlatformChanged(
+            f"{source} is platform {identity.platform_id}, not {expected} scanned before; "
+            "nothing was projected or marked deleted (confirm with --accept-new-platform)"
+        )
+        record_audit(
+            actor=actor,
+            action=SCAN_ACTION,
+            target=f"platform:{source}",
+            outcome="refused",
+            detail={**detail, "code": error.code},
+            settings=settings,
+        )
+        raise error
+    record_audit(
+        actor=actor,
+        action=SCAN_ACTION,
+        target=f"platform:{source}",
+        outcome="platform_changed",
+        detail=detail,
+        settings=settings,
+    )
+    return True

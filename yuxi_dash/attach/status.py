@@ -1,0 +1,77 @@
+"""What is attached, as `yuxi-dash attach status` and the Attached platform page show it.
+
+`attach_status(settings)` reads our own tables only (never the platform): the
+source label (host, port and database, never the URL), the platform it was
+last scanned as, the watermark and when, the attached threads, and the
+quarantined and flagged threads (`attach.quarantine`), their strings printable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from yuxi_dash.attach.quarantine import QuarantineEntry, entries
+from yuxi_dash.attach.scanner import read_watermark
+from yuxi_dash.attach.stores import attach_conninfo, source_label
+from yuxi_dash.records import Record
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
+
+
+@dataclass(frozen=True)
+class AttachStatus(Record):
+    """The attached platform as our tables know it."""
+
+    configured: bool
+    source: str | None
+    scan_seconds: float
+    watermark: str | None
+    scanned_at: datetime | None
+    attached_threads: int
+    platform_id: str | None = None
+    problems: list[QuarantineEntry] = field(default_factory=list)
+
+    @property
+    def quarantined(self) -> list[QuarantineEntry]:
+        return [p for p in self.problems if p.action == "quarantined"]
+
+    @property
+    def flagged(self) -> list[QuarantineEntry]:
+        return [p for p in self.problems if p.action == "flagged"]
+
+
+def attach_status(settings: Settings | None = None) -> AttachStatus:
+    """The status of the attached platform (from our tables; the platform is not asked)."""
+    settings = settings or get_settings()
+    with session_scope(settings) as session:
+        attached = int(
+            session.scalar(
+                sa.select(sa.func.count())
+                .select_from(Conversation)
+                .where(Conversation.origin == ORIGIN_ATTACHED)
+            )
+            or 0
+        )
+    source = watermark = platform_id = None
+    scanned_at = None
+    if settings.attach_configured:
+        source = source_label(attach_conninfo(settings))
+        row = read_watermark(settings, source)
+        if row is not None:
+            watermark = row.checkpoint_id or None
+            scanned_at = row.scanned_at
+            platform_id = row.platform_id
+    return AttachStatus(
+        configured=settings.attach_configured,
+        source=source,
+        scan_seconds=settings.attach_scan_seconds,
+        watermark=watermark,
+        scanned_at=scanned_at,
+        attached_threads=attached,
+        platform_id=platform_id,
+        problems=entries(settings, source),
+    )

@@ -1,0 +1,132 @@
+"""The tool-results index, read from saved-result headers: only the file a header's writer made.
+
+A saved-result header is a message's own text, so a tool (or a platform's
+user) can forge one. The writer names a result's file by its content alone
+(`workdir.tool_result_relpath`: the results directory, the tool's name, the
+first 16 hex digits of the content's SHA-256), and that is the namespace a
+header is held to: it is indexed only when its path is exactly the file its
+own tool and full SHA-256 name (never a history file, the marker, another
+directory, or a file of other content), and when no thread of another owner
+(another user, or the other origin: ours or an attached platform's) indexed
+that file first. A refused header is indexed nowhere and audited
+(``index_saved_result``, outcome refused, code ``saved_result_refused``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from langchain_core.messages import BaseMessage, ToolMessage
+from sqlalchemy.orm import Session
+
+from yuxi_dash import validation
+from yuxi_dash.audit import record_audit
+from yuxi_dash.compression.compaction import parse_saved_result
+from yuxi_dash.errors import InvalidInput
+from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows
+from yuxi_dash.store.models import Conversation, ToolResult, utcnow
+from yuxi_dash.workdir import tool_result_relpath
+
+PROJECTION_ACTOR = "system:projection"
+REFUSE_ACTION = "index_saved_result"
+REFUSED_CODE = "saved_result_refused"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+Refusal = tuple[str, str]  # (thread id, why)
+
+
+def refused_header(tool: str, sha256: str, path: str) -> str | None:
+    """Why a header is not indexed (None: its path is the file its tool and SHA-256 name)."""
+    if not _SHA256_HEX.fullmatch(sha256):
+        return "the header's SHA-256 is not 64 lowercase hex digits"
+    try:
+        validation.text(tool, "tool name", limit=1024)
+    except InvalidInput:
+        return "the header's tool name cannot be stored"
+    if path != tool_result_relpath(tool, sha256):
+        return "the header's path is not the file its tool and SHA-256 name"
+    return None
+
+
+def index_saved_results(
+    tools: list[dict[str, Any]],
+    refused: list[Refusal],
+    thread_id: str,
+    messages: Iterable[BaseMessage],
+    rows: ProjectedRows,
+) -> int:
+    """Index rows for the saved results ``messages`` point at (not indexed yet), into ``tools``."""
+    added = 0
+    for message in messages:
+        if not isinstance(message, ToolMessage):
+            continue
+        saved = parse_saved_result(message.content)
+        if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
+            continue
+        tool = saved.tool or message.name or "tool"
+        why = refused_header(tool, saved.sha256, saved.path)
+        if why is not None:
+            refused.append((thread_id, why))
+            continue
+        tools.append(
+            {
+                "thread_id": thread_id,
+                "tool_name": tool[:128],
+                "tool_call_id": message.tool_call_id,
+                "sha256": saved.sha256,
+                "path": saved.path[:1024],
+                "chars": saved.chars,
+                "approx_tokens": saved.approx_tokens or 0,
+                "created_at": utcnow(),
+            }
+        )
+        rows.tool_paths.add(saved.path)
+        added += 1
+    return added
+
+
+def owned_results(
+    session: Session,
+    tools: list[dict[str, Any]],
+    owners: Mapping[str, Conversation],
+    refused: list[Refusal],
+) -> list[dict[str, Any]]:
+    """``tools`` less the files a thread of another owner indexed (those go to ``refused``)."""
+    if not tools:
+        return []
+    paths = sorted({row["path"] for row in tools})
+    held: dict[str, set[tuple[str, str]]] = {}
+    for start in range(0, len(paths), THREAD_CHUNK):
+        found = session.execute(
+            sa.select(ToolResult.path, Conversation.origin, Conversation.user_id)
+            .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
+            .where(ToolResult.path.in_(paths[start : start + THREAD_CHUNK]))
+        )
+        for path, origin, user in found:
+            held.setdefault(path, set()).add((origin, user))
+    kept = []
+    for row in tools:
+        conv = owners.get(row["thread_id"])
+        mine = {(conv.origin, conv.user_id)} if conv is not None else set()
+        if held.get(row["path"], set()) - mine:
+            refused.append((row["thread_id"], "the file is another owner's saved result"))
+            continue
+        kept.append(row)
+        held.setdefault(row["path"], set()).update(mine)  # a later thread of this batch too
+    return kept
+
+
+def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
+    """One audit row per refused header, in the projection's transaction."""
+    for thread_id, why in refused:
+        record_audit(
+            actor=PROJECTION_ACTOR,
+            action=REFUSE_ACTION,
+            target=f"thread:{thread_id}",
+            outcome="refused",
+            detail={"code": REFUSED_CODE, "reason": why},
+            session=session,
+        )
