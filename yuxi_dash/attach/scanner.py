@@ -3,9 +3,7 @@
 `scan(settings)` lists the threads with a checkpoint above a floor in ONE
 read-only, parameterized query on the platform's ``checkpoints`` (root namespace,
 statement timeout), then projects them in batches of `BATCH` (`attach.projector`).
-The flow: docs/architecture.md, "An attach scan".
-
-Rules:
+The flow: docs/architecture.md, "An attach scan". Rules:
 - The floor is the stored watermark minus `attach.ids`' overlap; a listed thread
   whose newest checkpoint is already projected is skipped without a state read.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (host, port,
@@ -19,7 +17,7 @@ Rules:
 - A thread's user is its metadata's ``user_id`` (else "unknown"), its agent
   ``assistant_id`` or ``graph_id`` (else "attached").
 - ``full=True`` lists every thread and marks the vanished ones ``deleted``.
-- Nothing here writes to the platform: every transaction there is read-only.
+  Nothing here writes to the platform: every transaction there is read-only.
 """
 
 from __future__ import annotations

@@ -5,10 +5,8 @@ again. `project_thread` reads the checkpoints newer than
 `conversations.checkpoint_id` and, in the caller's transaction:
 
 - adds a `usage_snapshots` row per checkpoint whose `token_usage` changed
-  (`manual_compression` when the usage says so, `auto_compaction` when the
-  summary event changed, else `model_call`; a state with no usage is measured
-  with the agent's settings), once per checkpoint (same thread, time, source,
-  figures);
+  (`manual_compression`, `auto_compaction` or `model_call`; a state with no usage
+  is measured with the agent's settings), once per checkpoint;
 - moves the current usage to the newest snapshot; indexes the saved tool results
   (by path; each header held to its writer's namespace, `service.saved_results`);
   appends each new message to the chat record (by message id, as
