@@ -39,7 +39,8 @@ This builds on the pinned ``langgraph`` packages' table layout and internals
 ``_prepare_state_snapshot``, ``channels_from_checkpoint`` and
 ``read_channels`` on its ``stream_channels_asis``, what ``get_state_history`` calls for every
 checkpoint); `tests/attach/test_projector.py` compares the rows it gives with
-the per-thread path's.
+the per-thread path's, and `tests/attach/test_batch_internals.py` checks each
+internal by name (pyproject.toml pins langgraph to the range they ran with).
 """
 
 from __future__ import annotations
