@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.auth import Role
-from yuxi_dash.memory import service
+from yuxi_dash.memory.access import gates_for
 from yuxi_dash.memory.forget import confirmation_text
 from yuxi_dash.ui import memory as ui
 from yuxi_dash.ui import memory_support as support
@@ -27,7 +27,7 @@ if not user_id:
     st.info("Choose a user. Every bundle and every forget is audited.")
     st.stop()
 chosen: str = user_id
-ui.draw_gates(ui.guarded(lambda: service.gates_for(chosen)))
+ui.draw_gates(ui.guarded(lambda: gates_for(chosen)))
 
 st.subheader("Support bundle")
 st.caption(

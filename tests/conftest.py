@@ -1,18 +1,41 @@
 """Root test configuration: isolate every test from the developer's `var/` and `.env`.
 
 Service fixtures live in tests/fixtures/ (one module per real part) and are
-loaded as plugins here so any test directory can use them.
+loaded as plugins here so any test directory can use them. The Hypothesis
+profile (`ci` or `dev`, tests/fixtures/profiles.py) is loaded here.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures import profiles
 from yuxi_dash.settings import get_settings
 from yuxi_dash.workdir import Workdir
+
+profiles.load()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (or a run without xdist) names this run; its workers inherit the name."""
+    from tests.fixtures.app import RUN_ENV  # imported here: loaded as a plugin, asserts rewritten
+
+    if not hasattr(config, "workerinput"):
+        os.environ[RUN_ENV] = uuid.uuid4().hex[:12]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After every worker is done: drop the run's demo template database, if one was made."""
+    from tests.fixtures.app import drop_demo_template
+
+    if not hasattr(session.config, "workerinput") and session.config.option.collectonly is False:
+        drop_demo_template()
+
 
 pytest_plugins = [
     "tests.fixtures.database",

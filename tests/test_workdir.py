@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.profiles import examples
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.workdir import MARKER_NAME, SavedFile, Workdir, history_relpath
 
@@ -416,7 +417,7 @@ def test_passes_in_threads_side_by_side_share_nothing(tmp_path: Path) -> None:
 
 
 @given(st.text(max_size=40) | st.sampled_from(["..", ".", "a/../..", "x.txt", "a\\b", "-x.txt"]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 def test_the_saved_path_fast_split_agrees_with_the_general_one(name: str) -> None:
     from yuxi_dash import safe_fs
     from yuxi_dash.workdir import _split_saved_path

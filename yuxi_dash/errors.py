@@ -5,6 +5,9 @@ stable ``code`` (machine-readable), an HTTP-like ``status_code`` and the CLI
 ``exit_code`` (0 ok, 1 failure, 2 usage or invalid input, 3 not found, 4 busy,
 5 unsupported, 6 gated off). The message is one line an operator can act on;
 it never carries user data beyond the ids the caller passed in.
+
+This module is the one place for errors: every exception class in `yuxi_dash`
+is defined here and derives from `YuxiDashError` (tests/test_errors.py checks).
 """
 
 from __future__ import annotations
@@ -178,4 +181,95 @@ class PlatformChanged(YuxiDashError):
 
     code = "platform_changed"
     status_code = 409
+    exit_code = 1
+
+
+class TrackingRefused(MemoryUnavailable):
+    """The server refused the change watcher's handshake (CLIENT, SUBSCRIBE, CLIENT TRACKING)."""
+
+    code = "memory_tracking_refused"
+
+
+# --- the memory support desk: corrections (memory/corrections.py) and forget ---------------
+class InvalidFactUuid(InvalidInput):
+    code = "invalid_fact_uuid"
+
+
+class ReasonRequired(InvalidInput):
+    code = "reason_required"
+
+
+class InvalidTicket(InvalidInput):
+    code = "invalid_ticket"
+
+
+class FactNotFound(NotFound):
+    code = "fact_not_found"
+
+
+class CorrectionNotFound(NotFound):
+    code = "correction_not_found"
+
+
+class CorrectionConflict(YuxiDashError):
+    """The fact is not in a state this action applies to; nothing was changed."""
+
+    code = "correction_conflict"
+    status_code = 409
+    exit_code = 4
+
+
+class AlreadyInvalidated(CorrectionConflict):
+    code = "already_invalidated"
+
+
+class NotInvalidated(CorrectionConflict):
+    code = "not_invalidated"
+
+
+class NotTentative(CorrectionConflict):
+    code = "not_tentative"
+
+
+class FactBusy(CorrectionConflict):
+    """Another correction of the same fact holds its lock past the lock timeout."""
+
+    code = "fact_busy"
+
+
+class AlreadyUndone(CorrectionConflict):
+    code = "already_undone"
+
+
+class NotUndoable(CorrectionConflict):
+    code = "not_undoable"
+
+
+class StaleFact(StaleState):
+    """The fact changed since the correction: undoing it would overwrite someone's change."""
+
+    code = "stale_fact"
+
+
+class NotYourCorrection(Forbidden):
+    """Another operator's correction: only its author, or an admin with a reason, undoes it."""
+
+    code = "not_your_correction"
+
+
+class IndexDrift(CorrectionConflict):
+    code = "index_drift"
+
+
+class ConfirmationMismatch(InvalidInput):
+    """The typed confirmation is not exactly the user id."""
+
+    code = "confirmation_mismatch"
+
+
+class ForgetIncomplete(YuxiDashError):
+    """The check after deleting found something left."""
+
+    code = "forget_incomplete"
+    status_code = 500
     exit_code = 1

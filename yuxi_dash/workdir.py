@@ -91,10 +91,6 @@ def _decode(data: bytes) -> str:
     return data.decode(_ENCODING, _ENCODING_ERRORS)
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(encode_text(text)).hexdigest()
-
-
 def safe_name(name: str, *, fallback: str, max_length: int = 64) -> str:
     """A file-name fragment: ``[A-Za-z0-9_.-]`` only, no leading dots, never empty."""
     cleaned = _UNSAFE_NAME_CHARS.sub("_", name).lstrip(".")[:max_length]

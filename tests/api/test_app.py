@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fixtures.live_server import free_port
+from tests.fixtures.profiles import examples
 from tests.service.builders import audit_rows, history_files, seed_thread, snapshot_of_store
 from yuxi_dash.api.app import MAX_BODY_BYTES, create_app
 from yuxi_dash.api.tokens import create_token, hash_token, revoke_token
@@ -338,7 +339,9 @@ def fuzz_api(api: httpx.Client) -> tuple[httpx.Client, str]:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(body=_BODIES)
 def test_any_body_is_an_answer_of_the_contract_never_a_500(

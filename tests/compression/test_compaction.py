@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.compression.builders import kb_payload, tool_exchange
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import (
     ARG_TRUNCATION_MARKER,
     compact_messages,
@@ -55,7 +56,7 @@ def test_large_result_is_offloaded_with_exact_header(workdir: Workdir) -> None:
     assert messages[2].content == content
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     st.sampled_from(["run_command", "query_kb", "web_search"]),
     st.integers(min_value=1201, max_value=9000),
@@ -232,7 +233,7 @@ def test_short_text_blocks_stay(workdir: Workdir) -> None:
     assert compact_messages([message], workdir) == [message]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     st.lists(
         st.tuples(

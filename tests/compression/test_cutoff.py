@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from tests.compression.builders import CountingSummarizer
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import ThreadContextState, find_cutoff, force_summarize
 from yuxi_dash.workdir import Workdir
 
@@ -53,7 +54,7 @@ def _owner(messages: list[BaseMessage], result_index: int) -> int | None:
     return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(message_sequences(), st.integers(min_value=0, max_value=12), st.data())
 def test_cutoff_never_splits_a_tool_call_from_its_results(
     messages: list[BaseMessage], keep: int, data: st.DataObject
@@ -71,7 +72,7 @@ def test_cutoff_never_splits_a_tool_call_from_its_results(
     assert messages[:start] + summarized + kept == messages
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(message_sequences(), st.integers(min_value=0, max_value=8))
 def test_force_summarize_loses_no_message(
     tmp_path_factory, messages: list[BaseMessage], keep: int

@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import structured_preview, tool_result_preview
 from yuxi_dash.compression.clipping import clip_head_tail
 from yuxi_dash.compression.evidence import LEAD_BODY_CHARS
@@ -102,7 +103,7 @@ _RECORD = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.lists(_RECORD, max_size=25),
     st.integers(min_value=0, max_value=800),
@@ -146,7 +147,7 @@ def test_any_records_any_budget_every_shown_record_is_whole_and_in_order(
         assert document["results"], "the leading record fits, so it is shown"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100))
 @given(st.lists(_RECORD, min_size=1, max_size=12), st.sampled_from(["query_kb", "web_search"]))
 def test_with_room_for_everything_every_record_is_shown(records: list, tool: str) -> None:
     text = json.dumps({"results": records}, ensure_ascii=False)

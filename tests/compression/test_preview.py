@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.compression.builders import kb_payload
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
 from yuxi_dash.compression.clipping import _splits_character, clip_head_tail, cut_end, cut_start
 
@@ -126,7 +127,7 @@ def test_multibyte_text_is_never_cut_inside_a_character() -> None:
     structured.encode("utf-8")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(st.text(min_size=0, max_size=200), st.integers(min_value=0, max_value=220))
 def test_cuts_are_always_at_safe_boundaries(text: str, index: int) -> None:
     end = cut_end(text, index)
@@ -138,7 +139,7 @@ def test_cuts_are_always_at_safe_boundaries(text: str, index: int) -> None:
     assert len(clipped) <= max(1, index) or clipped == text
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100))
 @given(st.text(max_size=3000), st.integers(min_value=1, max_value=400))
 def test_preview_never_raises_and_never_exceeds_budget(text: str, limit: int) -> None:
     for tool in ("query_kb", "web_search", "run"):
@@ -277,7 +278,7 @@ _TRICKY = (
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120))
 @given(
     st.lists(st.sampled_from(_TRICKY), min_size=1, max_size=120).map("".join),
     st.integers(min_value=40, max_value=400),
@@ -339,7 +340,7 @@ _RECORD = st.dictionaries(_KEYS, _JSON_VALUES | st.dictionaries(
 ), max_size=10)  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     st.lists(_RECORD, max_size=14),
     st.dictionaries(st.sampled_from(("query", "kb_id", "response_time")), _JSON_VALUES),
@@ -421,7 +422,7 @@ def test_dashboard_rows_carry_the_common_values() -> None:
     assert [row["id"] for row in rows["records"]] == ["chunk-0", "chunk-1", "chunk-2"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(),

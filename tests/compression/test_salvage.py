@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.compression.builders import kb_payload
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
 from yuxi_dash.compression.preview import preview_salvage
 from yuxi_dash.compression.salvage import (
@@ -140,7 +141,7 @@ def test_hostile_inputs_never_raise_and_stay_in_budget_and_bounded(name: str) ->
     assert took < 5.0, took
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(st.integers(min_value=1, max_value=10), st.data())
 def test_any_prefix_of_a_result_shows_only_complete_records_in_order(
     count: int, data: st.DataObject
@@ -201,7 +202,7 @@ _LITERALS = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.lists(st.dictionaries(st.text(max_size=6), _LITERALS, max_size=5), max_size=6))
 def test_a_repr_reads_as_literal_eval_reads_it(records: list) -> None:
     """The string-operation reading of a plain repr gives what ``ast.literal_eval`` gives
@@ -331,7 +332,7 @@ _DOCUMENTS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.one_of(
         _DOCUMENTS,
@@ -358,7 +359,7 @@ def test_a_cut_document_keeps_exactly_what_is_complete_before_the_cut(
         assert parsed[0] == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.one_of(_DOCUMENTS, st.lists(_RECORD_VALUES, max_size=5)),
     st.booleans(),
@@ -382,7 +383,7 @@ def test_a_cut_value_past_the_cap_is_read_whole_when_it_closes() -> None:
     assert parsed[0]["more"] == [1]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.lists(
         st.sampled_from(

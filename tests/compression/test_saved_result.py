@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import ToolMessage
 
 from tests.compression.builders import kb_payload, tool_exchange
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression import (
     SAVED_RESULT_MARKER,
     compact_messages,
@@ -38,7 +39,7 @@ def test_what_the_writer_writes_the_reader_reads(workdir: Workdir) -> None:
     )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(st.text(min_size=1300, max_size=3000))
 def test_any_offloaded_text_round_trips_through_the_header(tmp_path_factory, text: str) -> None:
     workdir = Workdir(tmp_path_factory.mktemp("wd"))

@@ -23,16 +23,11 @@ from tests.memory.support_graphs import (
 )
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.demo.flags import write_demo_flags
-from yuxi_dash.errors import Forbidden, InvalidInput
+from yuxi_dash.errors import ConfirmationMismatch, Forbidden, InvalidInput
 from yuxi_dash.memory import distributions
 from yuxi_dash.memory.access import gates_for
 from yuxi_dash.memory.client import glob_escape
-from yuxi_dash.memory.forget import (
-    FORGET_ACTION,
-    ConfirmationMismatch,
-    forget_user,
-    hit_keys,
-)
+from yuxi_dash.memory.forget import FORGET_ACTION, forget_user, hit_keys
 from yuxi_dash.memory.groups import derive_group_id
 from yuxi_dash.memory.ratification import hits_key
 from yuxi_dash.settings import Settings, get_settings

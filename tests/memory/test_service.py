@@ -11,7 +11,9 @@ from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import Forbidden, InvalidInput, MemoryGatedOff, UserNotFound
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory import service
+from yuxi_dash.memory.access import gate_message, open_view
 from yuxi_dash.memory.client import GraphClient
+from yuxi_dash.memory.index_views import repair_indexes
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
 
@@ -47,7 +49,7 @@ def test_gated_off_runs_no_graph_query_and_is_audited(
     demo_graphs, graph_client: GraphClient, evaluator, memory_settings
 ) -> None:
     with pytest.raises(MemoryGatedOff) as caught:
-        access = service.open_view(
+        access = open_view(
             "bruno_silva", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
         service.stats(access, client=graph_client)
@@ -70,15 +72,15 @@ def test_gate_message_says_how_to_configure_launchdarkly_when_it_is_not(db_url: 
     settings = get_settings()
     unconfigured = FlagEvaluator(settings, None, "not_configured")
     gates = unconfigured.gates("alice_chen")
-    message = service.gate_message(gates)
+    message = gate_message(gates)
     assert message == (
         "memory is gated off for alice_chen: graphiti-memory is off "
         f"(LaunchDarkly is not configured); {LD_HINT}{DEMO_FLAGS_FILE})"
     )
-    assert service.gate_message(gates, communities=True) == message  # memory is the gate off
+    assert gate_message(gates, communities=True) == message  # memory is the gate off
     # what the pages and the CLI both show: the access layer's MemoryGatedOff carries it
     with pytest.raises(MemoryGatedOff) as caught:
-        service.open_view("alice_chen", "stats", actor=VIEWER, evaluator=unconfigured)
+        open_view("alice_chen", "stats", actor=VIEWER, evaluator=unconfigured)
     assert caught.value.message == message
     (row,) = audit_rows(settings, "memory:alice_chen")  # the audit row is as before
     assert (row.outcome, row.detail["reason"]) == ("gated_off", "not configured")
@@ -87,7 +89,7 @@ def test_gate_message_says_how_to_configure_launchdarkly_when_it_is_not(db_url: 
     td.update(td.flag("graphiti-memory").variation_for_all(False))
     configured = FlagEvaluator.from_test_data(settings, td)
     try:
-        off = service.gate_message(configured.gates("alice_chen"))
+        off = gate_message(configured.gates("alice_chen"))
     finally:
         configured.close()
     assert off.startswith("memory is gated off for alice_chen: graphiti-memory is off (")
@@ -97,12 +99,12 @@ def test_gate_message_says_how_to_configure_launchdarkly_when_it_is_not(db_url: 
 def test_communities_off_runs_no_community_query(
     demo_graphs, graph_client: GraphClient, evaluator, td, memory_settings
 ) -> None:
-    access = service.open_view(
+    access = open_view(
         "alice_chen", "overview", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     service.stats(access, client=graph_client)
     with pytest.raises(MemoryGatedOff):
-        service.open_view(
+        open_view(
             "alice_chen", "communities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
     with pytest.raises(MemoryGatedOff):
@@ -111,7 +113,7 @@ def test_communities_off_runs_no_community_query(
     # the overview's label count is the only statement that names Community
     assert community_statements == ["MATCH (n:Community) RETURN count(n) AS c"]
     td.update(td.flag("graphiti-communities-enabled").variation_for_all(True))
-    access = service.open_view(
+    access = open_view(
         "alice_chen", "communities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     data = service.communities(access, client=graph_client)
@@ -123,11 +125,11 @@ def test_communities_off_runs_no_community_query(
 def test_every_view_is_audited_without_query_text(
     demo_graphs, graph_client: GraphClient, evaluator, memory_settings
 ) -> None:
-    access = service.open_view(
+    access = open_view(
         "alice_chen", "entities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     service.entities(access, search="secret search text", client=graph_client)
-    access = service.open_view(
+    access = open_view(
         "alice_chen", "warm_context", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     result = service.warm_context(access, "dark mode secret", client=graph_client)
@@ -141,12 +143,12 @@ def test_bad_ids_and_missing_graphs(
     demo_graphs, graph_client: GraphClient, evaluator, memory_settings
 ) -> None:
     with pytest.raises(InvalidInput):
-        service.open_view(
+        open_view(
             "alice') DETACH DELETE n", "stats", actor=VIEWER, settings=memory_settings,
             evaluator=evaluator,
         )  # fmt: skip
     assert graph_client.queries_run == 0
-    access = service.open_view(
+    access = open_view(
         "nobody_here", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     with pytest.raises(UserNotFound):
@@ -154,7 +156,7 @@ def test_bad_ids_and_missing_graphs(
 
 
 def test_stats_shape(demo_graphs, graph_client, evaluator, memory_settings) -> None:
-    access = service.open_view(
+    access = open_view(
         "alice_chen", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     data = service.stats(access, client=graph_client)
@@ -168,12 +170,12 @@ def test_repair_is_admin_only_and_audited(
     demo_graphs, graph_client, evaluator, memory_settings
 ) -> None:
     with pytest.raises(Forbidden):
-        service.repair_indexes(
+        repair_indexes(
             "alice_chen", actor=VIEWER, settings=memory_settings, evaluator=evaluator,
             client=graph_client,
         )  # fmt: skip
     assert graph_client.queries_run == 0
-    result = service.repair_indexes(
+    result = repair_indexes(
         "alice_chen", actor=ADMIN, settings=memory_settings, evaluator=evaluator,
         client=graph_client,
     )  # fmt: skip
@@ -188,7 +190,7 @@ def test_repair_is_admin_only_and_audited(
 
 def test_ratification_episodes_and_relations(demo_graphs, graph_client, evaluator, memory_settings):
     def open_(view: str):
-        return service.open_view(
+        return open_view(
             "alice_chen", view, actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
 

@@ -37,7 +37,8 @@ from tests.fixtures.live_server import (
 )
 from tests.security.forwarder import Forwarder
 
-pytestmark = pytest.mark.browser
+# serial: three dashboards, a forwarder, a provider and Chromium with 5 s UI waits
+pytestmark = [pytest.mark.browser, pytest.mark.serial]
 
 ADMIN = "boss@example.com"
 OPERATOR = "kim@example.com"

@@ -26,6 +26,7 @@ from yuxi_dash.auth import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import InvalidInput, ThreadDeleted, ThreadNotFound
 from yuxi_dash.memory import service as memory_service
+from yuxi_dash.memory.access import open_view
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
@@ -201,7 +202,7 @@ def test_an_audit_row_holding_nul_and_nan_is_still_written(db_url: str) -> None:
 def test_memory_refusal_of_a_hostile_user_id_is_audited(db_url: str, user_id: str) -> None:
     """Before: `open_view` validated the id before auditing, so no row was written."""
     with pytest.raises(InvalidInput):
-        memory_service.open_view(user_id, "stats", actor=VIEWER)
+        open_view(user_id, "stats", actor=VIEWER)
     (row,) = audits("memory.view")
     assert (row.outcome, row.detail["code"], row.detail["view"]) == (
         "refused",
@@ -238,7 +239,7 @@ def test_memory_view_inputs_are_checked_and_audited(
     flags.update(flags.flag("graphiti-memory").variation_for_all(True))
     evaluator = FlagEvaluator.from_test_data(settings, flags)
     try:
-        access = memory_service.open_view(
+        access = open_view(
             "alice_chen", "entities", actor=VIEWER, settings=settings, evaluator=evaluator
         )
         sent = graph_client.queries_run

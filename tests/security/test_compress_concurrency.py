@@ -101,6 +101,7 @@ def _section_count(thread_id: str) -> int:
 
 
 @POSTGRES
+@pytest.mark.serial  # measures intake latency (< 2 s): needs the machine to itself
 def test_compress_and_intake_soak_loses_nothing_and_summarizes_once(db_url: str) -> None:
     rng = random.Random(8)
     trials = {f"soak{i}": _run_trial(f"soak{i}", rng) for i in range(TRIALS)}

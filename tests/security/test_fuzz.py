@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.profiles import examples
 from tests.security.test_bad_input import audits, row_counts
 from tests.service.builders import OPERATOR, import_payload, seed_thread
 from yuxi_dash import service
@@ -34,7 +35,7 @@ from yuxi_dash.tool_results import read_tool_result
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 FUZZ = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -36,6 +36,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
+from tests.fixtures.profiles import examples
 from tests.security.hostile_world import (
     CHAT_THREAD,
     DONE_THREAD,
@@ -250,7 +251,7 @@ MARKDOWN_PIECES = [*"ab1 \t\n\r\\`*_{}[]()#+-.!|<>~$:&;=\"'/@^%", *PAYLOADS]
 MARKDOWN_PIECES += ["http://", "www.", "&amp;", "&#60;", "1. ", "2) ", "    ", "- ", "```"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(st.lists(st.sampled_from(MARKDOWN_PIECES), max_size=30).map("".join))
 def test_markdown_literal_shows_any_text_as_written(text: str) -> None:
     """CommonMark renders the escaped text as exactly the text (blank lines aside), nothing else."""
@@ -285,7 +286,7 @@ def _shown_with_bold(markdown: str) -> tuple[str, list[str]]:
     return "".join(shown).replace(WORD_JOINER, ""), [b.replace(WORD_JOINER, "") for b in bold]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(
     st.lists(st.sampled_from(MARKDOWN_PIECES), max_size=30).map("".join),
     st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80)), max_size=4),

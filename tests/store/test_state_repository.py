@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
+from tests.fixtures.profiles import examples
 from yuxi_dash.compression.agent_state import SUMMARIZATION_SESSION_ID_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import StaleState
 from yuxi_dash.store.state_repository import load_state, replace_messages, write_state
@@ -86,9 +87,7 @@ def test_replace_messages_replaces_the_whole_history(db_url: str) -> None:
     assert [m.content for m in stored.state.messages] == ["new", "answer"]
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picks=st.lists(st.integers(min_value=-1, max_value=5), min_size=1, max_size=8))
 def test_a_write_lands_exactly_when_it_names_the_newest_checkpoint(picks: list[int]) -> None:
     """Any sequence of writes naming some checkpoint seen so far (-1: none): each lands iff it

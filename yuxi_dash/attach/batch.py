@@ -14,7 +14,8 @@ one (its projected checkpoint is pruned, a checkpoint is in the saver's format
 before version 4, or a blob is refused by `store.checkpoint_serde`); the
 scanner projects those alone. This uses pinned langgraph internals (the saver's
 ``_load_writes``, the graph's ``_prepare_state_snapshot``, ``read_channels``);
-`tests/attach/test_projector.py` compares its rows with the per-thread path's.
+`tests/attach/test_projector.py` compares its rows with the per-thread path's and
+`tests/attach/test_batch_internals.py` names each internal (langgraph is pinned).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CLI commands: `memory stats|entities|facts|communities|ratification USER`, `flags USER`,
 `memory index-health`, `memory repair-indexes` and `memory server status|start|stop`.
 
-Every memory command goes through `yuxi_dash.memory.service.open_view`, so it
+Every memory command goes through `yuxi_dash.memory.access.open_view`, so it
 is gated (exit 6 when LaunchDarkly says off, and no graph query runs) and
 audited under `--actor`. JSON shapes: `memory stats` prints
 {user_id, group_id, entities, episodes, communities, relates_to_edges,
@@ -28,12 +28,10 @@ from yuxi_dash.errors import MemoryGatedOff
 
 
 def _access(args: argparse.Namespace, view: str) -> Any:
-    from yuxi_dash.memory import service
+    from yuxi_dash.memory.access import VIEW_ACTION, open_view
 
-    actor = command_actor(
-        args, action=service.VIEW_ACTION, target=f"memory:{args.user}", default="cli"
-    )
-    return service.open_view(args.user, view, actor=actor)
+    actor = command_actor(args, action=VIEW_ACTION, target=f"memory:{args.user}", default="cli")
+    return open_view(args.user, view, actor=actor)
 
 
 def _value(key: str, value: Any) -> Any:
@@ -121,19 +119,19 @@ def _ratification(args: argparse.Namespace) -> CommandResult:
 
 
 def _index_health(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory import service
+    from yuxi_dash.memory import index_views
 
     if args.user is None or args.all:
         actor = command_actor(
             args, action="memory.index_health_scan", target="memory:*", default="cli"
         )
-        rows = service.index_health_scan(actor=actor, limit=args.limit)
+        rows = index_views.index_health_scan(actor=actor, limit=args.limit)
         text = _table(
             [r for r in rows if not r["gated_off"]],
             ["user_id", "index_path_facts", "label_free_facts", "drift"],
         )
         return CommandResult(rows, text, exit_code=0)
-    data = service.index_health(_access(args, "index_health"))
+    data = index_views.index_health(_access(args, "index_health"))
     text = (
         f"facts via the relationship index {count(data['index_path_facts'])}, "
         f"label-free {count(data['label_free_facts'])}, drift {count(data['drift'])}"
@@ -142,11 +140,12 @@ def _index_health(args: argparse.Namespace) -> CommandResult:
 
 
 def _repair(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory import service
+    from yuxi_dash.memory.access import REPAIR_ACTION
+    from yuxi_dash.memory.index_views import repair_indexes
 
     target = f"memory:{args.user}"
-    actor = command_actor(args, action=service.REPAIR_ACTION, target=target, default="cli")
-    data = service.repair_indexes(args.user, actor=actor)
+    actor = command_actor(args, action=REPAIR_ACTION, target=target, default="cli")
+    data = repair_indexes(args.user, actor=actor)
     text = (
         f"rebuilt {len(data['statements'])} index statements; drift "
         f"{data['before']['drift']} -> {data['after']['drift']}"
@@ -184,12 +183,11 @@ def _server(args: argparse.Namespace) -> CommandResult:
 
 def _flags(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.cli.threads import cli_refusals
-    from yuxi_dash.memory import service
-    from yuxi_dash.memory.access import launchdarkly_hint
+    from yuxi_dash.memory.access import gates_for, group_for, launchdarkly_hint
 
     with cli_refusals(args, "memory.flags", f"memory:{args.user}"):
-        service.group_for(args.user)  # a malformed user id: invalid_input, on record
-    gates = service.gates_for(args.user)
+        group_for(args.user)  # a malformed user id: invalid_input, on record
+    gates = gates_for(args.user)
     data = gates.to_dict()
     text = "\n".join(
         f"{flag.key}: {'on' if flag.value else 'off'} ({reason_text(flag.reason)})"

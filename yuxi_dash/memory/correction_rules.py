@@ -1,6 +1,6 @@
 """The rules of a memory correction, with no I/O: typed refusals, input checks, edge changes.
 
-- Refusals: `invalid_fact_uuid`, `reason_required`, `invalid_ticket` (exit 2);
+- Refusals (classes in yuxi_dash/errors.py): `invalid_fact_uuid`, `reason_required`, `invalid_ticket` (exit 2);
   `fact_not_found`, `correction_not_found` (exit 3); the `correction_conflict`
   family (`already_invalidated`, `not_invalidated`, `not_tentative`,
   `already_undone`, `not_undoable`, `fact_busy`, `stale_fact`: 409, exit 4);
@@ -24,7 +24,15 @@ from typing import Any
 from graphiti_core.edges import EntityEdge
 
 from yuxi_dash import validation
-from yuxi_dash.errors import Forbidden, InvalidInput, NotFound, StaleState, YuxiDashError
+from yuxi_dash.errors import (
+    AlreadyInvalidated,
+    InvalidFactUuid,
+    InvalidInput,
+    InvalidTicket,
+    NotInvalidated,
+    NotTentative,
+    ReasonRequired,
+)
 
 ACTIONS = ("retract", "supersede", "restore", "reject")
 UNDO = "undo"
@@ -38,76 +46,6 @@ OPERATOR_SOURCE_KIND = "operator_corrected"
 _FACT_UUID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TICKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:#/-]{0,63}")
 _DATETIME_FIELDS = ("created_at", "expired_at", "valid_at", "invalid_at", "reference_time")
-
-
-class InvalidFactUuid(InvalidInput):
-    code = "invalid_fact_uuid"
-
-
-class ReasonRequired(InvalidInput):
-    code = "reason_required"
-
-
-class InvalidTicket(InvalidInput):
-    code = "invalid_ticket"
-
-
-class FactNotFound(NotFound):
-    code = "fact_not_found"
-
-
-class CorrectionNotFound(NotFound):
-    code = "correction_not_found"
-
-
-class CorrectionConflict(YuxiDashError):
-    """The fact is not in a state this action applies to; nothing was changed."""
-
-    code = "correction_conflict"
-    status_code = 409
-    exit_code = 4
-
-
-class AlreadyInvalidated(CorrectionConflict):
-    code = "already_invalidated"
-
-
-class NotInvalidated(CorrectionConflict):
-    code = "not_invalidated"
-
-
-class NotTentative(CorrectionConflict):
-    code = "not_tentative"
-
-
-class FactBusy(CorrectionConflict):
-    """Another correction of the same fact holds its lock past the lock timeout."""
-
-    code = "fact_busy"
-
-
-class AlreadyUndone(CorrectionConflict):
-    code = "already_undone"
-
-
-class NotUndoable(CorrectionConflict):
-    code = "not_undoable"
-
-
-class StaleFact(StaleState):
-    """The fact changed since the correction: undoing it would overwrite someone's change."""
-
-    code = "stale_fact"
-
-
-class NotYourCorrection(Forbidden):
-    """Another operator's correction: only its author, or an admin with a reason, undoes it."""
-
-    code = "not_your_correction"
-
-
-class IndexDrift(CorrectionConflict):
-    code = "index_drift"
 
 
 # --- input ------------------------------------------------------------------

@@ -36,7 +36,19 @@ from graphiti_core.edges import EntityEdge
 from yuxi_dash import validation
 from yuxi_dash.audit import audited_refusals, record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, MemoryGatedOff, UserNotFound
+from yuxi_dash.errors import (
+    AlreadyUndone,
+    CorrectionNotFound,
+    FactBusy,
+    FactNotFound,
+    IndexDrift,
+    InvalidInput,
+    MemoryGatedOff,
+    NotUndoable,
+    NotYourCorrection,
+    StaleFact,
+    UserNotFound,
+)
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory import correction_rules as rules
 from yuxi_dash.memory import provenance_queries as pq
@@ -87,11 +99,11 @@ def _door(
 def _missing(client: GraphClient, group_id: str, fact: str, user_id: str) -> Exception:
     """Why graphiti-core did not find the fact: not there, or hidden by the index drift."""
     if pq.fact_by_uuid(client, group_id, fact) is not None:
-        return rules.IndexDrift(
+        return IndexDrift(
             "the fact is in the graph but the relationship index does not see it "
             "(index drift): run `yuxi-dash memory repair-indexes USER` first"
         )
-    return rules.FactNotFound(f"no fact {fact} in {user_id}'s memory")
+    return FactNotFound(f"no fact {fact} in {user_id}'s memory")
 
 
 def _hits_before(conn: redis.Redis, user_id: str, fact: str) -> int:
@@ -123,7 +135,7 @@ def _fact_lock(settings: Settings, group_id: str, fact: str) -> Iterator[Any]:
             yield session
     except sa.exc.OperationalError as exc:
         if is_lock_failure(exc):
-            raise rules.FactBusy(
+            raise FactBusy(
                 f"fact {fact} is being corrected by another operator; try again shortly"
             ) from exc
         raise
@@ -305,7 +317,7 @@ def reject(user_id: str, fact_uuid: str, **kw: Any) -> dict[str, Any]:
 def _may_undo_others(actor: Actor) -> None:
     """Undoing another operator's correction needs the admin role (`NotYourCorrection`)."""
     if actor.role < Role.ADMIN:
-        raise rules.NotYourCorrection(
+        raise NotYourCorrection(
             "this correction was made by another operator: only its author, or an admin "
             "with a reason, may undo it"
         )
@@ -334,7 +346,7 @@ def undo_correction(
             found = rows.by_audit_id(session, wanted)
             original = rows.correction_dict(found) if found else None
         if original is None:
-            raise rules.CorrectionNotFound(f"audit row {wanted} is not a memory correction")
+            raise CorrectionNotFound(f"audit row {wanted} is not a memory correction")
     user_id = original["user_id"]
     target = audit_target(user_id)
     own = original["actor"] == actor.id
@@ -352,9 +364,9 @@ def undo_correction(
             _may_undo_others(actor)
             reason = rules.reason(reason)
         if original["action"] == rules.UNDO:
-            raise rules.NotUndoable("an undo cannot be undone; correct the fact again instead")
+            raise NotUndoable("an undo cannot be undone; correct the fact again instead")
         if original["undone_by_audit_id"] is not None:
-            raise rules.AlreadyUndone(
+            raise AlreadyUndone(
                 f"this correction was undone already (audit row {original['undone_by_audit_id']})"
             )
         group_id, client = _door(
@@ -373,7 +385,7 @@ def undo_correction(
                     current = {u: _snap(await load_edge(driver, u)) for u in left_after}
                     for uuid, snap in left_after.items():
                         if rules.comparable(current[uuid]) != rules.comparable(snap):
-                            raise rules.StaleFact(
+                            raise StaleFact(
                                 f"fact {uuid} changed since this correction; nothing was undone"
                             )
                     return _Plan(
@@ -410,7 +422,7 @@ def undo_correction(
 
                 def mark(session: Any, undo_audit_id: int) -> None:
                     if not rows.mark_undone(session, original["id"], undo_audit_id, moment):
-                        raise rules.AlreadyUndone("this correction was undone already")
+                        raise AlreadyUndone("this correction was undone already")
 
                 return await _write(
                     driver,

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from yuxi_dash.audit import record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, YuxiDashError
+from yuxi_dash.errors import ConfirmationMismatch, ForgetIncomplete, YuxiDashError
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.access import audit_target, group_for
 from yuxi_dash.memory.client import GraphClient, get_client, glob_escape, hits_connection
@@ -49,20 +49,6 @@ CONFIRMATION_TEXT = (
 )
 
 COUNT_EDGES = "MATCH ()-[e]->() RETURN count(e) AS c"
-
-
-class ConfirmationMismatch(InvalidInput):
-    """The typed confirmation is not exactly the user id."""
-
-    code = "confirmation_mismatch"
-
-
-class ForgetIncomplete(YuxiDashError):
-    """The check after deleting found something left."""
-
-    code = "forget_incomplete"
-    status_code = 500
-    exit_code = 1
 
 
 @dataclass(frozen=True)

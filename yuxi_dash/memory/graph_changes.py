@@ -31,7 +31,7 @@ from typing import Any
 import redis
 from redis.connection import AbstractConnection
 
-from yuxi_dash.errors import MemoryUnavailable
+from yuxi_dash.errors import MemoryUnavailable, TrackingRefused
 from yuxi_dash.memory import queries
 from yuxi_dash.memory.client import GraphClient
 from yuxi_dash.memory.groups import GROUP_PREFIX
@@ -52,10 +52,6 @@ Version = tuple[int, int]  # (epoch, the graph's change counter)
 
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-class TrackingRefused(Exception):
-    """The server refused the watcher's handshake (CLIENT, SUBSCRIBE, CLIENT TRACKING)."""
 
 
 class GraphChangeWatcher:

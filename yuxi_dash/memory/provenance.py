@@ -24,11 +24,11 @@ from typing import Any
 
 import redis
 
+from yuxi_dash.errors import FactNotFound
 from yuxi_dash.memory import provenance_queries as pq
 from yuxi_dash.memory.access import MemoryAccess, graph_for, view_refusals
 from yuxi_dash.memory.chat_compare import STOPWORDS, words
 from yuxi_dash.memory.client import GraphClient, hits_connection
-from yuxi_dash.memory.correction_rules import FactNotFound
 from yuxi_dash.memory.correction_rules import fact_uuid as check_fact_uuid
 from yuxi_dash.memory.ratification import parse_time, read_hits
 from yuxi_dash.memory.service import parse_envelope

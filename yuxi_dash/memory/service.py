@@ -6,8 +6,7 @@ takes the `MemoryAccess` that only `open_view` hands out, so no view can skip
 the gate or the audit, and reads through `graph_for`, which checks the view's
 own inputs before any query. The door itself (`open_view`, the gates, the audit
 target, `list_memory_users`) is in `memory.access`; the index views and the
-admin-only, audited repair are in `memory.index_views`. Both are re-exported
-here, so `service.open_view`, `service.repair_indexes` and the rest still work.
+admin-only, audited repair are in `memory.index_views`.
 """
 
 from __future__ import annotations
@@ -18,64 +17,27 @@ from typing import Any
 
 from yuxi_dash.errors import MemoryGatedOff, UserNotFound
 from yuxi_dash.memory import queries
-from yuxi_dash.memory.access import (
-    COMMUNITY_VIEWS,
-    MAX_SEARCH_CHARS,
-    REPAIR_ACTION,
-    VIEW_ACTION,
-    VIEWS,
-    MemoryAccess,
-    audit_target,
-    gate_message,
-    gates_for,
-    graph_for,
-    group_for,
-    list_memory_users,
-    open_view,
-)
+from yuxi_dash.memory.access import MemoryAccess, gate_message, graph_for
 from yuxi_dash.memory.chat_compare import compare_facts
 from yuxi_dash.memory.client import GraphClient, hits_connection
 from yuxi_dash.memory.communities import rebuild_decision
 from yuxi_dash.memory.distributions import counts as distribution_counts
 from yuxi_dash.memory.distributions import parts as distribution_parts
 from yuxi_dash.memory.distributions import relations as distribution_relations
-from yuxi_dash.memory.index_views import (
-    index_health,
-    index_health_scan,
-    index_probe,
-    repair_indexes,
-)
 from yuxi_dash.memory.ratification import assess, read_hits
 from yuxi_dash.memory.warm_context import build_warm_context
 
 __all__ = [
-    "COMMUNITY_VIEWS",
     "LARGE_EPISODE_BYTES",
-    "MAX_SEARCH_CHARS",
-    "REPAIR_ACTION",
-    "VIEWS",
-    "VIEW_ACTION",
-    "MemoryAccess",
-    "audit_target",
     "chat_vs_memory",
     "communities",
     "entities",
     "entity_detail",
     "episodes",
     "facts",
-    "gate_message",
-    "gates_for",
-    "graph_for",
-    "group_for",
-    "index_health",
-    "index_health_scan",
-    "index_probe",
-    "list_memory_users",
-    "open_view",
     "parse_envelope",
     "ratification",
     "relations",
-    "repair_indexes",
     "stats",
     "warm_context",
 ]

@@ -61,14 +61,3 @@ def mark_undone(session: Session, correction_id: str, audit_id: int, at: datetim
         .execution_options(synchronize_session=False)
     )
     return bool(getattr(result, "rowcount", 0))
-
-
-def recent_corrections(
-    session: Session, user_id: str, *, fact_uuid: str | None = None, limit: int = 50
-) -> list[dict[str, Any]]:
-    """The user's corrections, newest first (one fact's when given)."""
-    query = sa.select(MemoryCorrection).where(MemoryCorrection.user_id == user_id)
-    if fact_uuid is not None:
-        query = query.where(MemoryCorrection.fact_uuid == fact_uuid)
-    query = query.order_by(MemoryCorrection.at.desc(), MemoryCorrection.id).limit(limit)
-    return [correction_dict(r) for r in session.scalars(query)]

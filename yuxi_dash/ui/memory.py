@@ -2,7 +2,7 @@
 
 Every memory page starts with `open_memory_page(view)`: identity, the
 searchable picker over existing user graphs, the gate panel (both flags with
-LaunchDarkly's reason) and `memory.service.open_view`, which checks the gate
+LaunchDarkly's reason) and `memory.access.open_view`, which checks the gate
 and writes the audit row on every render. Only after that do the cached
 loaders run; they take the `MemoryAccess` (unhashed) plus the user id and
 parameters as their cache key, so a cached result is only ever reachable
@@ -22,8 +22,8 @@ import streamlit as st
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import MemoryGatedOff, YuxiDashError
 from yuxi_dash.flags import MemoryGates
-from yuxi_dash.memory import service
-from yuxi_dash.memory.service import MemoryAccess
+from yuxi_dash.memory import index_views, service
+from yuxi_dash.memory.access import MemoryAccess, gates_for, list_memory_users, open_view
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.ui.format import MarkdownSafe, code, literal, md, reason_text
@@ -56,7 +56,7 @@ def guarded(load: Callable[[], T]) -> T:
 # --- picker and gates -------------------------------------------------------
 @settings_cached
 def _memory_users(server: str, search: str) -> tuple[list[str], int]:
-    return service.list_memory_users(search=search, limit=PICKER_LIMIT)
+    return list_memory_users(search=search, limit=PICKER_LIMIT)
 
 
 def user_picker() -> tuple[str | None, bool]:
@@ -90,7 +90,7 @@ def user_picker() -> tuple[str | None, bool]:
 
 
 def _gates(user_id: str) -> MemoryGates:
-    return guarded(lambda: service.gates_for(user_id))
+    return guarded(lambda: gates_for(user_id))
 
 
 def draw_gates(gates: MemoryGates) -> None:
@@ -130,7 +130,7 @@ def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
         st.stop()
     gates = _gates(user_id)
     draw_gates(gates)
-    access = guarded(lambda: service.open_view(user_id, view, actor=actor))
+    access = guarded(lambda: open_view(user_id, view, actor=actor))
     return actor, access
 
 
@@ -144,8 +144,8 @@ def clear_memory_caches() -> None:
 # the view's name (each view still has its own cache entries).
 _PLAIN_VIEWS: dict[str, Callable[[MemoryAccess], dict[str, Any]]] = {
     "stats": service.stats,
-    "index_health": service.index_health,
-    "index_probe": service.index_probe,
+    "index_health": index_views.index_health,
+    "index_probe": index_views.index_probe,
     "facts": service.relations,
     "ratification": service.ratification,
     "communities": service.communities,
@@ -249,14 +249,14 @@ def load_warm_context(access: MemoryAccess, query: str) -> dict[str, Any]:
 
 def index_health_scan(actor: Actor) -> list[dict[str, Any]]:
     """Every user graph's index health (operator+, audited as one scan; not cached)."""
-    return guarded(lambda: service.index_health_scan(actor=actor))
+    return guarded(lambda: index_views.index_health_scan(actor=actor))
 
 
 def repair_indexes(actor: Actor, user_id: str) -> dict[str, Any] | None:
     """The admin-only repair (the service checks the role again and audits it)."""
     if actor.role < Role.ADMIN:
         return None
-    result = guarded(lambda: service.repair_indexes(user_id, actor=actor))
+    result = guarded(lambda: index_views.repair_indexes(user_id, actor=actor))
     clear_memory_caches()
     return result
 

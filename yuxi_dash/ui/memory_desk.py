@@ -28,10 +28,10 @@ from streamlit.errors import StreamlitAPIException
 from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.memory import corrections
-from yuxi_dash.memory.access import open_view
+from yuxi_dash.memory.access import MemoryAccess, open_view
 from yuxi_dash.memory.correction_rules import INVALIDATED_STATUSES
 from yuxi_dash.memory.provenance import fact_provenance
-from yuxi_dash.memory.service import MemoryAccess, facts
+from yuxi_dash.memory.service import facts
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.ui.format import MarkdownSafe, code, error_line, highlighted, literal, md
 from yuxi_dash.ui.memory import clear_memory_caches, guarded, server_key
