@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     workdir_sweep_grace_seconds: float = Field(
         3600.0, ge=60, validation_alias=_env("YUXI_DASH_WORKDIR_SWEEP_GRACE_SECONDS")
     )
+    # how often `yuxi-dash serve` sweeps (0: never)
+    workdir_sweep_seconds: float = Field(
+        3600.0, ge=0, validation_alias=_env("YUXI_DASH_WORKDIR_SWEEP_SECONDS")
+    )
 
     # --- an attached platform's LangGraph checkpointer (read-only) ---------
     # a secret (it may hold a password): SecretStr keeps it out of reprs and logs

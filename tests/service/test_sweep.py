@@ -232,3 +232,27 @@ def test_writing_a_kept_copy_again_restarts_its_grace_period(db_url: str) -> Non
     assert time.time() - (Path(workdir.root) / saved.path).stat().st_mtime < 60
     report = sweep_workdir(actor=ADMIN, settings=get_settings())
     assert (report.files, report.young) == ([], 1)
+
+
+def test_serve_sweeps_on_a_timer_as_its_own_admin_actor(db_url: str) -> None:
+    from yuxi_dash.service.sweep_loop import SWEEP_ACTOR, SweepLoop
+
+    assert SweepLoop.wanted(get_settings())
+    assert not SweepLoop.wanted(Settings(workdir_sweep_seconds=0))
+    assert not SweepLoop.wanted(Settings(attach_checkpointer="postgresql://r@platform.invalid/a"))
+    seed_thread()
+    orphan = Workdir(get_settings().workdir).save_tool_result("run_command", "timer " * 700)
+    _age(orphan.path)
+    said: list[str] = []
+    loop = SweepLoop(get_settings(), interval=0.2, report=said.append).start()
+    try:
+        deadline = time.monotonic() + 30
+        while orphan.path in _files() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        loop.stop()
+    assert orphan.path not in _files()
+    assert said == ["workdir sweep removed 1 orphaned offloaded files"]
+    rows = _sweep_rows()
+    assert rows and {row.actor for row in rows} == {SWEEP_ACTOR.id}
+    assert rows[-1].detail["removed_files"] == [orphan.path]
