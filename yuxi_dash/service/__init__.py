@@ -10,7 +10,8 @@ and `from yuxi_dash.service import X` both work.
 - `compress`: manual compression in three phases and its read-only preview.
 - `usage_writes`: usage snapshots and current usage, the tool-results index,
   the chat record.
-- `leftovers`: offloaded files of a compress that did not commit.
+- `leftovers`: offloaded files of a compress that did not commit; the files lock.
+- `sweep`, `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
 - `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
 - `threads`: agents, thread rows, thread status, and `import_thread`.
 

@@ -8,12 +8,10 @@ running (its agent may be offloading the same result). `created_files` tells
 which planned files an attempt creates; `unindexed` which of a list no index row
 names; `sweep_created` removes what a failed attempt created and says what it
 did (the attempt's audit row carries it); files a committed checkpoint names
-(SQLite's own file) are not the attempt's to sweep. A compress killed outright sweeps
-nothing: its files sit under the same names the thread's next compress plans, and
-that compress indexes them (its audit row lists them as `adopted_files`); if
-none comes, the workdir sweep (`service.sweep`) removes them after its grace
-period. Phase 3 holds `hold_files_shared` (PostgreSQL), the sweep the same lock
-exclusively, so no sweep decides while a compress is between its files and its commit.
+(SQLite's own file) are not the attempt's to sweep. A compress killed outright
+sweeps nothing: the thread's next compress indexes its files (`adopted_files`),
+else the workdir sweep (`service.sweep`) removes them. Phase 3 holds the files lock
+shared (`hold_files_shared`), the sweep exclusively: it never decides mid-commit.
 """
 
 from __future__ import annotations

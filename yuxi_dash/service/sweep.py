@@ -1,19 +1,17 @@
 """The workdir sweep: offloaded files no index row names, removed after a grace period.
 
 A compress killed between its files and its commit leaves files no `tool_results`
-row names (`service.leftovers` adopts them only if the thread is compressed again).
-`sweep_workdir` (admin only; every run, dry or not, and every refusal is one audit
-row with counts and paths, never content) removes a file of the results directory
-only when all of these hold: its name is one our writers make (a content-addressed
-result, or a writer's temp file); it is a regular file (a symlink is never
-followed nor removed); it is older than `workdir_sweep_grace_seconds` (a kept copy
-is touched when written again); no `tool_results` row of any thread names it; no
-thread's newest checkpoint that the projection has not caught up on names it.
-The last three are checked again, and the files removed, holding the files lock
-exclusively (`leftovers.hold_files_exclusive`; SQLite's write lock), so no compress
-is between its files and its commit meanwhile. With an attached platform the
-workdir is the platform's too, and files only its checkpoints name are not in our
-index: nothing is removed (`held: attached_platform`).
+row names. `sweep_workdir` (admin only; each run and each refusal is one audit row
+with counts and paths, never content) removes a results-directory file only when:
+its name is one our writers make (a content-addressed result, a writer's temp
+file); it is a regular file (a symlink is never followed nor removed); it is older
+than `workdir_sweep_grace_seconds` (a kept copy written again is touched); no
+`tool_results` row names it; no newest checkpoint the projection has not caught up
+on names it. The last two are checked again, and the files removed, under the files
+lock held exclusively (`leftovers.hold_files_exclusive`; SQLite's write lock), so no
+compress is between its files and its commit meanwhile. With an attached platform
+the workdir is the platform's too and only its checkpoints name its files: nothing
+is removed (`held: attached_platform`).
 """
 
 from __future__ import annotations
