@@ -130,6 +130,7 @@ def test_files_of_a_killed_compress_are_swept_and_audited(db_url: str, step: str
     assert [row.outcome for row in rows] == ["completed", "completed"]
     detail = rows[0].detail  # newest first: the real run
     assert detail["dry_run"] is False and rows[1].detail["dry_run"] is True
+    assert sorted(rows[1].detail["would_remove_files"]) == expected
     assert detail["removed"] == len(expected) and sorted(detail["removed_files"]) == expected
     assert rows[0].actor == ADMIN.id
     if named:  # the next compress catches the row up and indexes them

@@ -113,7 +113,8 @@ def _audit_detail(report: SweepReport) -> dict[str, Any]:
     counts = report.to_dict()
     files = counts.pop("files")
     counts.pop("dry_run")
-    return {**counts, "removed": 0 if report.dry_run else len(files), "removed_files": files[:50]}
+    key = "would_remove" if report.dry_run else "removed"
+    return {**counts, key: len(files), f"{key}_files": files[:50]}
 
 
 def _sweep(workdir: Workdir, *, settings: Settings, dry_run: bool) -> SweepReport:
