@@ -230,3 +230,39 @@ def replace_file(dir_fd: int, name: str, data: bytes, *, durable: bool = False) 
         raise
     if durable:
         os.fsync(dir_fd)
+
+
+def list_entries(dir_fd: int) -> list[tuple[str, bool, float]]:
+    """(name, is a regular file, mtime) of every entry of ``dir_fd``, no link followed.
+
+    A symlink is reported as itself (not a regular file), whatever it points at.
+    """
+    entries: list[tuple[str, bool, float]] = []
+    with os.scandir(dir_fd) as scan:  # scandir works on a duplicate: dir_fd stays open
+        for entry in scan:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            entries.append((entry.name, stat.S_ISREG(info.st_mode), info.st_mtime))
+    return entries
+
+
+def unlink_if_stale(dir_fd: int, name: str, older_than: float) -> bool:
+    """Unlink regular file ``name`` in ``dir_fd`` if its mtime is before ``older_than``.
+
+    The entry is checked without following a link (``lstat``) and ``unlink`` never
+    follows one, so a symlink (or whatever it points at) is never removed. False
+    when it is not there, not a regular file, or modified since ``older_than``.
+    """
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_mtime >= older_than:
+        return False
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True

@@ -37,6 +37,14 @@ class Settings(BaseSettings):
         5.0, gt=0, validation_alias=_env("YUXI_DASH_LOCK_TIMEOUT_SECONDS")
     )
     cache_ttl_seconds: int = Field(30, ge=0, validation_alias=_env("YUXI_DASH_CACHE_TTL_SECONDS"))
+    # an offloaded file younger than this is never swept (a write may be about to commit)
+    workdir_sweep_grace_seconds: float = Field(
+        3600.0, ge=60, validation_alias=_env("YUXI_DASH_WORKDIR_SWEEP_GRACE_SECONDS")
+    )
+    # how often `yuxi-dash serve` sweeps (0: never)
+    workdir_sweep_seconds: float = Field(
+        3600.0, ge=0, validation_alias=_env("YUXI_DASH_WORKDIR_SWEEP_SECONDS")
+    )
 
     # --- an attached platform's LangGraph checkpointer (read-only) ---------
     # a secret (it may hold a password): SecretStr keeps it out of reprs and logs

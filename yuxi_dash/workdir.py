@@ -7,6 +7,7 @@ The on-disk layout:
   creates the root.
 - ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt``: one file per
   distinct content; the file is the truth, its SHA-256 is in the saved-result header.
+  Writing a copy that is already there touches it (the orphan sweep's clock).
 - ``outputs/conversation_history/session_<id>.md``: a thread's summarized parts
   as keyed sections (:meth:`Workdir.write_history_section`).
 
@@ -404,6 +405,28 @@ class Workdir:
             return "missing"
         return "ok" if actual == sha256.lower() else "mismatch"
 
+    def tool_result_entries(self) -> list[tuple[str, bool, float]]:
+        """(name, is a regular file, mtime) of each entry of the results directory, links not
+        followed ([] when the directory is not there yet)."""
+        try:
+            with self._dir_fd(_TOOL_RESULTS_PARTS) as dir_fd:
+                return safe_fs.list_entries(dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def remove_stale_tool_results(self, names: list[str], older_than: float) -> list[str]:
+        """Unlink these results-directory files not modified since ``older_than``; the
+        workdir paths of those removed (a link or a file touched since is left)."""
+        removed: list[str] = []
+        try:
+            with self._dir_fd(_TOOL_RESULTS_PARTS) as dir_fd:
+                for name in names:
+                    if safe_fs.unlink_if_stale(dir_fd, name, older_than):
+                        removed.append(_TOOL_RESULTS_PREFIX + name)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        return removed
+
     def remove_file(self, relative_path: str) -> bool:
         """Unlink one file (never through a link on its path); False if it was not there."""
         *dirs, name = safe_fs.split_relative(relative_path)
@@ -430,20 +453,30 @@ def _split_saved_path(relative_path: str) -> tuple[tuple[str, ...], str]:
 
 
 def _publish(dir_fd: int, name: str, sha256: str, data: bytes) -> None:
-    """``data`` under ``name`` in ``dir_fd``, whole: kept if an intact copy is there."""
+    """``data`` under ``name`` in ``dir_fd``, whole: kept if an intact copy is there.
+
+    A kept copy is touched (its mtime set to now): the orphan sweep's grace period
+    then counts from this write, not from whoever wrote the copy first.
+    """
     if safe_fs.link_new_file(dir_fd, name, data):
         return
-    if _sha256_at(dir_fd, name) != sha256:
+    if _sha256_at(dir_fd, name, touch_if=sha256) != sha256:
         # a tampered (or old partial) copy: replace it whole
         safe_fs.replace_file(dir_fd, name, data)
 
 
-def _sha256_at(dir_fd: int, name: str) -> str:
+def _sha256_at(dir_fd: int, name: str, *, touch_if: str | None = None) -> str:
+    """The file's SHA-256; with ``touch_if``, its mtime set to now when the digest is that."""
     digest = hashlib.sha256()
     fd = safe_fs.open_regular(dir_fd, name)
     try:
         while chunk := os.read(fd, _HASH_CHUNK):
             digest.update(chunk)
+        if touch_if is not None and digest.hexdigest() == touch_if:
+            try:
+                os.utime(fd)
+            except OSError:  # another owner's file: kept as it is
+                pass
     finally:
         os.close(fd)
     return digest.hexdigest()

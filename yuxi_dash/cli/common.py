@@ -1,7 +1,7 @@
 """What every `yuxi-dash` command module shares: results, exit codes, flags, the actor.
 
-The command modules (`cli.db`, `cli.threads`, `cli.tool_results`, `cli.simulate`,
-`cli.memory`, `cli.attach`, `cli.serve`) import these from here, never from the
+The command modules (`cli.db`, `cli.threads`, `cli.tool_results`, `cli.workdir`,
+`cli.simulate`, `cli.memory`, `cli.attach`, `cli.serve`) import these from here, never from the
 `yuxi_dash.cli` package, whose `main` registers them: that way no command module
 and the entry point import each other.
 """

@@ -10,8 +10,11 @@ before the dashboard, and when the dashboard exits or `serve` gets SIGTERM,
 SIGINT or SIGHUP (also while migrating or seeding), Streamlit and then the
 server are stopped, unless that server was already running (or is external).
 
-With `YUXI_DASH_ATTACH_CHECKPOINTER` set, it also runs the attach scan in a
-background thread (`yuxi_dash.attach.loop`); a failed scan is one line.
+With `YUXI_DASH_ATTACH_CHECKPOINTER` set, `serve` also scans the attached
+platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
+thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
+Without one, it sweeps orphaned offloaded files every
+`YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`yuxi_dash.service.sweep_loop`; 0: never).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from yuxi_dash.settings import Settings, get_settings
 if TYPE_CHECKING:
     from yuxi_dash.attach.loop import ScanLoop
     from yuxi_dash.memory.server import ServerLease
+    from yuxi_dash.service.sweep_loop import SweepLoop
 
 LOOPBACK = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -175,6 +179,7 @@ class _Supervisor:
 
 def run_serve(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory.server import ServerLease
+    from yuxi_dash.service.sweep_loop import SweepLoop
 
     settings = get_settings()
     streamlit_args = [arg for arg in args.streamlit_args if arg != "--"]
@@ -184,6 +189,7 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
     previous = {sig: signal.signal(sig, supervisor) for sig in STOP_SIGNALS if on_main_thread}
     lease = ServerLease(settings)  # before seeding, which may start the embedded server
     scanner: ScanLoop | None = None
+    sweeper: SweepLoop | None = None
     try:
         prepared = prepare(settings, demo=args.demo)
         extra_env = demo_environment(settings) if args.demo else {}
@@ -198,6 +204,8 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
             from yuxi_dash.attach.loop import ScanLoop
 
             scanner = ScanLoop(settings, report=say).start()
+        elif SweepLoop.wanted(settings):  # orphaned offloaded files, every N seconds
+            sweeper = SweepLoop(settings, report=say).start()
         sys.stdout.flush()
         sys.stderr.flush()
         supervisor.child = subprocess.Popen(command, env={**os.environ, **extra_env})
@@ -212,6 +220,8 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
         supervisor.end()
         if scanner is not None:
             scanner.stop()
+        if sweeper is not None:
+            sweeper.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if lease.release():

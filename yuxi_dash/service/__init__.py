@@ -6,8 +6,10 @@ One module per job, the public names re-exported here, so both
 - `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and the
   refusals checked under it; the audit target of a thread.
 - `compress`: manual compression in three phases and its read-only preview.
-- `usage_writes`: usage snapshots, current usage, the tool-results index, chat.
-- `leftovers`: offloaded files of a compress that did not commit.
+- `usage_writes`: usage snapshots and current usage, the tool-results index,
+  the chat record.
+- `leftovers`: offloaded files of a compress that did not commit; the files lock.
+- `sweep`, `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
 - `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
 - `threads`: agents, thread rows, thread status, and `import_thread`.
 - `projection`, `projected_rows`, `bulk_rows`: checkpoints into our tables.

@@ -49,7 +49,12 @@ from yuxi_dash.errors import (
     YuxiDashError,
 )
 from yuxi_dash.records import Record
-from yuxi_dash.service.leftovers import created_files, sweep_created, unindexed
+from yuxi_dash.service.leftovers import (
+    created_files,
+    hold_files_shared,
+    sweep_created,
+    unindexed,
+)
 from yuxi_dash.service.locking import (
     require_agent,
     require_idle,
@@ -366,6 +371,7 @@ def _write_locked(
     with thread_lock(thread_id, settings=settings) as (session, conv):
         conv = require_thread(conv, thread_id, user_id=user_id)
         _check_compressible(session, conv, thread_id, user_id=user_id)
+        hold_files_shared(session)  # no workdir sweep decides until this commits
         locked = locked_store(session, store)
         latest = locked.latest(thread_id)
         if (latest.checkpoint_id if latest else None) != plan.stored.checkpoint_id:

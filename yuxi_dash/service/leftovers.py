@@ -8,13 +8,15 @@ running (its agent may be offloading the same result). `created_files` tells
 which planned files an attempt creates; `unindexed` which of a list no index row
 names; `sweep_created` removes what a failed attempt created and says what it
 did (the attempt's audit row carries it); files a committed checkpoint names
-(SQLite's own file) are not the attempt's to sweep. A compress killed outright sweeps
-nothing: its files sit under the same names the thread's next compress plans, and
-that compress indexes them (its audit row lists them as `adopted_files`).
+(SQLite's own file) are not the attempt's to sweep. A compress killed outright
+sweeps nothing: the thread's next compress indexes its files (`adopted_files`),
+else the workdir sweep (`service.sweep`) removes them. Phase 3 holds the files lock
+shared (`hold_files_shared`), the sweep exclusively: it never decides mid-commit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -24,6 +26,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash.compression.compaction import PendingOffload
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import busy_reason
 from yuxi_dash.workdir import Workdir
@@ -31,6 +34,29 @@ from yuxi_dash.workdir import Workdir
 log = logging.getLogger(__name__)
 
 SWEEP_WAIT_SECONDS = 2.0  # a sweep never queues behind a long lock: the files stay, and say so
+# A fixed signed 64-bit key: compress phase 3 holds it shared, the workdir sweep exclusively.
+FILES_LOCK_KEY = int.from_bytes(
+    hashlib.sha256(b"yuxi-dash offloaded files").digest()[:8], "big", signed=True
+)
+
+
+def hold_files_shared(session: Session) -> None:
+    """In phase 3's transaction: no workdir sweep decides until it commits or rolls back.
+
+    PostgreSQL: a shared transaction advisory lock (compresses never wait for each
+    other; the wait for a sweep is bounded by the session's lock_timeout). SQLite:
+    nothing to take, the write lock (`BEGIN IMMEDIATE`) already excludes the sweep.
+    """
+    if not is_sqlite(session):
+        session.execute(
+            sa.text("SELECT pg_advisory_xact_lock_shared(:key)"), {"key": FILES_LOCK_KEY}
+        )
+
+
+def hold_files_exclusive(session: Session) -> None:
+    """In the sweep's transaction: wait for every phase 3 in flight, and keep new ones out."""
+    if not is_sqlite(session):
+        session.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": FILES_LOCK_KEY})
 
 
 def created_files(

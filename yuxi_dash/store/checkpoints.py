@@ -35,7 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from yuxi_dash.compression.agent_state import CompressedContextState, context_state
@@ -45,6 +45,10 @@ from yuxi_dash.resources import CHECKPOINT_STORES, get_resources
 from yuxi_dash.store.checkpoint_serde import checkpoint_serializer
 
 WRITER_NODE = "model"
+_NEWEST_IDS = (
+    "SELECT thread_id, max(checkpoint_id) FROM checkpoints "
+    "WHERE checkpoint_ns = '' GROUP BY thread_id"
+)
 _SETUP_LOCK = 730116  # advisory lock key of the PostgreSQL saver's setup
 
 
@@ -174,6 +178,27 @@ class CheckpointStore:
     def latest(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's newest checkpoint, or None when it has none."""
         return _checkpoint(thread_id, self.graph.get_state(_config(thread_id)))
+
+    def newest_ids(self) -> dict[str, str]:
+        """Each thread's newest checkpoint id (root namespace), read from the saver's table.
+
+        The saver orders a thread's checkpoints by id (``ORDER BY checkpoint_id DESC``),
+        so the greatest id is the one ``latest`` reads. One statement for every thread.
+        """
+        if isinstance(self.saver, SqliteSaver):
+            with self.saver.cursor(transaction=False) as cur:
+                rows = cur.execute(_NEWEST_IDS).fetchall()
+            return {str(thread_id): str(checkpoint_id) for thread_id, checkpoint_id in rows}
+        if not isinstance(self.saver, PostgresSaver):  # pragma: no cover - our two savers
+            raise TypeError("no newest ids for this saver")
+        conn = self.saver.conn
+        if isinstance(conn, ConnectionPool):
+            with conn.connection() as pooled, pooled.cursor(row_factory=tuple_row) as cur:
+                rows = cur.execute(_NEWEST_IDS).fetchall()
+        else:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                rows = cur.execute(_NEWEST_IDS).fetchall()
+        return {str(thread_id): str(checkpoint_id) for thread_id, checkpoint_id in rows}
 
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None

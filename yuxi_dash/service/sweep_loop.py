@@ -1,0 +1,77 @@
+"""The workdir sweep on a timer, for `yuxi-dash serve`: a background thread until serve stops.
+
+`SweepLoop` runs `service.sweep.sweep_workdir` every `workdir_sweep_seconds`
+(0: never), the first run one interval after start, as the actor `serve:sweep`
+with the admin role (the process is the operator's own deployment). Each run is
+audited like a manual one. A run that fails is one log line with the error's
+code, and the loop carries on. It is not started when a platform is attached:
+the sweep would remove nothing there (`held: attached_platform`). Replicas may
+each run it; the files lock and the checks made under it keep two sweeps (and a
+compress) from ever removing a file something names.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SWEEP_ACTOR = Actor(id="serve:sweep", role=Role.ADMIN, via="serve")
+STOP_WAIT_SECONDS = 30.0
+
+
+class SweepLoop:
+    """Runs the workdir sweep every ``interval`` seconds in a daemon thread."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        interval: float | None = None,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.interval = float(interval if interval is not None else settings.workdir_sweep_seconds)
+        self.report = report
+        self.runs = 0
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="yuxi-dash-sweep", daemon=True)
+
+    @staticmethod
+    def wanted(settings: Settings) -> bool:
+        """Whether `serve` runs it: an interval is set and no platform shares the workdir."""
+        return settings.workdir_sweep_seconds > 0 and not settings.attach_configured
+
+    def start(self) -> SweepLoop:
+        self._thread.start()
+        return self
+
+    def stop(self, wait_seconds: float = STOP_WAIT_SECONDS) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(wait_seconds)
+
+    def sweep_once(self) -> None:
+        from yuxi_dash.service.sweep import sweep_workdir
+
+        try:
+            result = sweep_workdir(actor=SWEEP_ACTOR, settings=self.settings)
+        except Exception as exc:  # noqa: BLE001 - one line; the next run retries
+            self.failures += 1
+            reason = f"[{exc.code}]" if isinstance(exc, YuxiDashError) else type(exc).__name__
+            log.warning("workdir sweep failed: %s", reason)
+            return
+        self.runs += 1
+        if self.report is not None and result.files:
+            self.report(f"workdir sweep removed {len(result.files)} orphaned offloaded files")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sweep_once()
