@@ -273,3 +273,9 @@ class ForgetIncomplete(YuxiDashError):
     code = "forget_incomplete"
     status_code = 500
     exit_code = 1
+
+
+class SweepHeld(YuxiDashError):
+    """The workdir sweep stopped before removing anything; its message is the reason (reported, not raised)."""
+
+    code = "sweep_held"

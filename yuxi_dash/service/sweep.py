@@ -31,7 +31,7 @@ from yuxi_dash import safe_fs
 from yuxi_dash.audit import audited_refusals, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression.compaction import parse_saved_result
-from yuxi_dash.errors import PathRefused, WorkdirUnavailable, YuxiDashError
+from yuxi_dash.errors import PathRefused, SweepHeld, WorkdirUnavailable, YuxiDashError
 from yuxi_dash.records import Record
 from yuxi_dash.service.leftovers import SWEEP_WAIT_SECONDS, hold_files_exclusive, unindexed
 from yuxi_dash.settings import Settings
@@ -160,8 +160,8 @@ def _sweep(workdir: Workdir, *, settings: Settings, dry_run: bool) -> SweepRepor
                 files = [_PREFIX + name for name in chosen]
             else:
                 files = workdir.remove_stale_tool_results(chosen, older_than)
-    except _Held as held:
-        return replace(report, held=held.reason)
+    except SweepHeld as held:
+        return replace(report, held=held.message)
     return replace(
         report,
         files=files,
@@ -169,12 +169,6 @@ def _sweep(workdir: Workdir, *, settings: Settings, dry_run: bool) -> SweepRepor
         named_by_checkpoint=len(named),
         young=report.young + len(chosen) - len(files),  # touched (or gone) meanwhile
     )
-
-
-class _Held(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _decision_session(settings: Settings, *, dry_run: bool) -> AbstractContextManager[Session]:
@@ -191,7 +185,7 @@ def _exclusive(settings: Settings) -> Iterator[Session]:
             yield session
     except sa.exc.OperationalError as exc:
         if is_lock_failure(exc):
-            raise _Held("files_busy") from exc
+            raise SweepHeld("files_busy") from exc
         raise
 
 
@@ -243,7 +237,7 @@ def _named_by_unprojected(
         try:
             checkpoint = store.latest(thread_id)
         except YuxiDashError as exc:
-            raise _Held("unreadable_checkpoint") from exc
+            raise SweepHeld("unreadable_checkpoint") from exc
         for message in (checkpoint.values.get("messages") or []) if checkpoint else []:
             if not isinstance(message, ToolMessage):
                 continue
