@@ -26,6 +26,7 @@ OPERATIONS = [
     ("threads.py", f"Threads ≥ {SUGGESTION_LABEL}", ":material/compress:", Role.VIEWER),
     ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
     ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
+    ("alerts.py", "Alerts", ":material/notifications_active:", Role.VIEWER),
     ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),
 ]
 MEMORY = [

@@ -96,7 +96,17 @@ def _print_json(payload: Any) -> None:
 
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     """The `yuxi-dash` parser; ``json_errors``: usage errors are printed as JSON."""
-    from yuxi_dash.cli import api, attach, db, memory, serve, simulate, threads, tool_results
+    from yuxi_dash.cli import (
+        alerts,
+        api,
+        attach,
+        db,
+        memory,
+        serve,
+        simulate,
+        threads,
+        tool_results,
+    )
 
     parser = _Parser(
         prog="yuxi-dash",
@@ -106,7 +116,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (db, threads, tool_results, simulate, memory, attach, serve, api):
+    for module in (db, threads, tool_results, simulate, memory, attach, serve, api, alerts):
         module.register(sub)
     return parser
 
