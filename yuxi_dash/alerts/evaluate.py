@@ -8,7 +8,7 @@ configured, one outbox row per firing or resolved notice, in the same
 transaction, so a notice exists exactly when its change does. Resolved rows
 are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for a while)
 and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One evaluator at a time: a PostgreSQL transaction-level
-advisory lock (SQLite: its one writer). Delivery runs after the commit.
+advisory lock (SQLite: its one writer). Delivery, when asked, runs after the commit.
 """
 
 from __future__ import annotations
@@ -102,12 +102,16 @@ def _take_lock(session: Session) -> None:
 
 
 def evaluate(
-    settings: Settings | None = None, *, now: datetime | None = None, deliver: bool = True
+    settings: Settings | None = None,
+    *,
+    now: datetime | None = None,
+    deliver: bool = True,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> EvaluationReport:
     """One pass of every rule; then (``deliver``) Alertmanager and the webhook outbox."""
     settings = settings or get_settings()
     started = time.perf_counter()
-    with locked_session(settings, wait_seconds=LOCK_WAIT_SECONDS) as session:
+    with locked_session(settings, wait_seconds=wait_seconds) as session:
         _take_lock(session)
         report = _evaluate_locked(session, settings, now or utcnow())
     if deliver:

@@ -1,9 +1,13 @@
 """The one-line calls that keep alerts current: after a usage write, after an attach scan.
 
-Both run an evaluation pass (and its delivery) and never raise: an alerting
-failure is one log line with the error's type, never a failed compress or
-scan. `after_attach_scan` also records how long the scan took (``scan_timings``,
-read by /metrics).
+Both run an evaluation pass that only writes: state rows, audit rows and
+outbox rows, in one transaction. Nothing here sends anything: Alertmanager
+and the webhook are reached from the background pass (`alerts.loop`, in
+`yuxi-dash serve`) or `yuxi-dash alerts evaluate`, so a slow or unreachable
+receiver never holds a compress, a finished run, an import or a scan. The
+hooks never raise: an alerting failure is one log line with the error's
+type. `after_attach_scan` also records how long the scan took
+(``scan_timings``, read by /metrics).
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ import sqlalchemy as sa
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import AlertRule, AlertState, ScanTiming, utcnow
+from yuxi_dash.store.models import AlertOutbox, AlertRule, AlertState, ScanTiming, utcnow
 
 log = logging.getLogger(__name__)
+
+HOOK_WAIT_SECONDS = (
+    5.0  # a write waits this long at most for a running pass; the next pass catches up
+)
 
 
 class ScanFigures(Protocol):
@@ -32,19 +40,23 @@ class ScanFigures(Protocol):
     def projected(self) -> int: ...
 
 
-def _anything_to_do(settings: Settings) -> bool:
+def anything_to_do(settings: Settings) -> bool:
+    """A rule, an alert or an unsent notice exists (else a pass has nothing to read or send)."""
     with session_scope(settings) as session:
         return bool(
             session.scalar(sa.select(AlertRule.id).limit(1))
             or session.scalar(sa.select(AlertState.id).limit(1))
+            or session.scalar(
+                sa.select(AlertOutbox.id).where(AlertOutbox.sent_at.is_(None)).limit(1)
+            )
         )
 
 
 def evaluate_quietly(settings: Settings) -> None:
-    """One evaluation pass; a failure is logged, never raised."""
+    """One evaluation pass that sends nothing; a failure is logged, never raised."""
     try:
-        if _anything_to_do(settings):
-            evaluate(settings)
+        if anything_to_do(settings):
+            evaluate(settings, deliver=False, wait_seconds=HOOK_WAIT_SECONDS)
     except Exception as exc:  # noqa: BLE001 - alerting must not fail the write it follows
         log.warning("alert evaluation failed: %s", type(exc).__name__)
 

@@ -1,19 +1,15 @@
 """`GET /metrics`: fleet aggregates for Prometheus, read from the database at scrape time.
 
-`router` is a FastAPI APIRouter the application includes. A custom collector
-(`DatabaseCollector`, on a registry of its own) runs a few bounded GROUP BY
-queries per scrape; every label has few values (band, agent, platform,
-outcome, code, channel, rule, state, source): never a thread or user id.
-
-- ``yuxi_dash_threads{band,agent,platform}``: threads per pressure band
-- ``yuxi_dash_thread_summary_pressure``: a histogram of the pressure
-- ``yuxi_dash_compress_total{outcome,code}``: compress attempts, from the audit log
-- ``yuxi_dash_attach_scan_duration_seconds{source}``, ``..._scan_age_seconds``,
-  ``..._watermark_lag_seconds``: the last attach scan, how long ago, how far behind
-- ``yuxi_dash_alerts{rule,severity,state}``, ``yuxi_dash_alert_notification_failures_total
-  {channel}``, ``..._sent_total``, ``yuxi_dash_alert_channel_paused{channel}``,
-  ``yuxi_dash_alert_outbox_unsent``
-- ``yuxi_dash_metrics_database_up``: 0 when the database could not be read
+`router` is included by `api.app.create_app`. A scrape needs a service token of
+any role (`Authorization: Bearer`, as Prometheus' `authorization` block sends
+it): the labels name agents, rules and the attached platform's host. A refused
+scrape is 401 and not audited (a scraper retries every interval); 503 when the
+database cannot check the token. `DatabaseCollector` (a registry per scrape)
+runs a few bounded GROUP BY queries: thread bands and pressure histogram,
+compress outcomes (audit log), attach scan timing and lag, alerts and their
+channels; `yuxi_dash_metrics_database_up` is 0 when they fail. Every label has
+few values (band, agent, platform, outcome, code, channel, rule, state,
+source): never a thread or user id. docs/operations.md lists the names.
 """
 
 from __future__ import annotations
@@ -23,7 +19,8 @@ import time
 from collections.abc import Iterator
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -34,8 +31,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
 
+from yuxi_dash.api.tokens import authenticate, bearer_token
 from yuxi_dash.attach.ids import checkpoint_time
-from yuxi_dash.settings import get_settings
+from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
+from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
     ORIGIN_ATTACHED,
@@ -186,12 +185,15 @@ def _alerts(session: Session) -> Iterator[Metric]:
 class DatabaseCollector(Collector):
     """Reads the aggregates at scrape time; a database that fails gives `..._database_up 0`."""
 
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
     def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         families: list[Metric] = []
         up = 1.0
         try:
-            with session_scope(get_settings()) as session:
+            with session_scope(self.settings) as session:
                 for part in (_threads, _compress, _attach, _alerts):
                     families.extend(part(session))
         except Exception as exc:  # noqa: BLE001 - a scrape reports the failure as a metric
@@ -208,13 +210,33 @@ class DatabaseCollector(Collector):
         )
 
 
-REGISTRY = CollectorRegistry(auto_describe=False)
-REGISTRY.register(DatabaseCollector())
+def exposition(settings: Settings) -> bytes:
+    """The Prometheus text of the aggregates (a registry per call: nothing kept between scrapes)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DatabaseCollector(settings))
+    return generate_latest(registry)
+
+
+def _authorize(authorization: list[str], settings: Settings) -> None:
+    if len(authorization) != 1:
+        raise Unauthorized("send one Authorization header with a bearer token")
+    try:
+        authenticate(bearer_token(authorization[0]), settings)  # any role may read aggregates
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise StoreUnavailable("database unavailable; check YUXI_DASH_DATABASE_URL") from exc
+
 
 router = APIRouter()
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics() -> Response:
-    """The Prometheus text exposition of the aggregates."""
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+def metrics(request: Request) -> Response:
+    """The Prometheus text exposition of the aggregates, for a caller with a token."""
+    settings: Settings = request.app.state.settings
+    try:
+        _authorize(request.headers.getlist("authorization"), settings)
+    except YuxiDashError as exc:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        body = {"detail": {"code": exc.code, "message": exc.message}}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+    return Response(exposition(settings), media_type=CONTENT_TYPE_LATEST)

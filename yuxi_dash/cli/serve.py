@@ -16,6 +16,9 @@ same way.
 With `YUXI_DASH_ATTACH_CHECKPOINTER` set, `serve` also scans the attached
 platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
 thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
+Every `YUXI_DASH_ALERT_EVALUATE_SECONDS` (default 30; 0: off) it also runs the
+alert pass that fires pending alerts whose time has come and sends the
+notices (`yuxi_dash.alerts.loop`), on one replica at a time.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from yuxi_dash.errors import InvalidInput, YuxiDashError
 from yuxi_dash.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from yuxi_dash.alerts.loop import AlertLoop
     from yuxi_dash.attach.loop import ScanLoop
     from yuxi_dash.memory.server import ServerLease
 
@@ -188,6 +192,7 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
     previous = {sig: signal.signal(sig, supervisor) for sig in STOP_SIGNALS if on_main_thread}
     lease = ServerLease(settings)  # before seeding, which may start the embedded server
     scanner: ScanLoop | None = None
+    alerter: AlertLoop | None = None
     try:
         prepared = prepare(settings, demo=args.demo)
         extra_env = demo_environment(settings) if args.demo else {}
@@ -202,6 +207,10 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
             from yuxi_dash.attach.loop import ScanLoop
 
             scanner = ScanLoop(settings, report=say).start()
+        if settings.alert_evaluate_seconds > 0:  # pending alerts fire on time; notices are sent
+            from yuxi_dash.alerts.loop import AlertLoop
+
+            alerter = AlertLoop(settings, report=say).start()
         sys.stdout.flush()
         sys.stderr.flush()
         supervisor.child = subprocess.Popen(command, env={**os.environ, **extra_env})
@@ -216,6 +225,8 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
         supervisor.end()
         if scanner is not None:
             scanner.stop()
+        if alerter is not None:
+            alerter.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if lease.release():
