@@ -12,6 +12,7 @@ from yuxi_dash.store.models import ORIGIN_DASHBOARD, AuditEntry, Conversation
 ADMIN = Actor(id="admin@example.com", role=Role.ADMIN)
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
 TRIGGER = 8 * 1024
+SECRET = "s3cret-for-tests"  # the webhook's shared secret in tests
 
 
 def put_thread(
@@ -44,3 +45,14 @@ def alert_audit() -> list[tuple[str, str]]:
             sa.select(AuditEntry).where(AuditEntry.action == "alert").order_by(AuditEntry.id)
         ).all()
         return [(row.target, row.outcome) for row in rows]
+
+
+def hot_compressible_thread(thread_id: str = "t1") -> None:
+    """A real thread (agent, checkpoint) whose projected pressure is over the line."""
+    from tests.service.builders import seed_thread
+
+    seed_thread(thread_id)
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        conv.summary_trigger_tokens = TRIGGER
+        conv.summary_pressure_ratio = 0.95

@@ -19,9 +19,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.alerts.builders import OPERATOR, add_rule, put_thread
+from tests.alerts.builders import OPERATOR, SECRET, add_rule, hot_compressible_thread, put_thread
 from tests.fixtures.monitoring import WebhookReceiver
-from tests.service.builders import seed_thread
 from yuxi_dash import service
 from yuxi_dash.alerts.delivery import PAUSE_AFTER, drain_webhook
 from yuxi_dash.alerts.evaluate import evaluate
@@ -32,7 +31,6 @@ from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertOutbox, AuditEntry, Conversation, utcnow
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-SECRET = "s3cret-for-tests"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -52,15 +50,6 @@ def use_webhook(monkeypatch: pytest.MonkeyPatch, receiver: WebhookReceiver) -> N
     monkeypatch.setenv("YUXI_DASH_ALERT_WEBHOOK_URL", receiver.url)
     monkeypatch.setenv("YUXI_DASH_ALERT_WEBHOOK_SECRET", SECRET)
     get_settings.cache_clear()
-
-
-def hot_compressible_thread(thread_id: str = "t1") -> None:
-    """A real thread (agent, checkpoint) whose projected pressure is over the line."""
-    seed_thread(thread_id)
-    with session_scope() as session:
-        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
-        conv.summary_trigger_tokens = 8 * 1024
-        conv.summary_pressure_ratio = 0.95
 
 
 def test_alertmanager_gets_the_labels_and_a_compress_resolves_one_rule_not_the_other(
@@ -93,6 +82,8 @@ def test_alertmanager_gets_the_labels_and_a_compress_resolves_one_rule_not_the_o
         )
     assert after < 0.80
     assert [(a.rule, a.state) for a in current_alerts()] == [("sticky", "firing")]
+    assert len(active_alerts(alertmanager)) == 2  # the compress itself sends nothing
+    assert evaluate().alertmanager_posted == 2  # the next pass (serve's loop, `alerts evaluate`)
     assert [a["rule"] for a in active_alerts(alertmanager)] == ["sticky"]
 
 
@@ -112,7 +103,9 @@ def test_webhook_signed_once_per_change_and_resolved_after_a_compress(
     assert (first["kind"], first["thread_id"], first["rule"]) == ("firing", "t1", "hot")
     assert request["headers"]["X-Yuxi-Dash-Event"] == first["event_id"]
 
-    service.compress_thread_context("t1", actor=OPERATOR)  # the hook evaluates and delivers
+    service.compress_thread_context("t1", actor=OPERATOR)  # the hook evaluates, sends nothing
+    assert len(webhook_receiver.requests) == 1
+    assert evaluate().notified == 1  # the next pass sends the resolved notice
     kinds = [e["kind"] for e in webhook_receiver.events()]
     assert kinds == ["firing", "resolved"]
     assert len({e["event_id"] for e in webhook_receiver.events()}) == 2
