@@ -1,7 +1,8 @@
 """CLI commands `yuxi-dash alerts rule add|list|update|delete`, `alerts evaluate`, `alerts list`.
 
 Rule writes need the admin role (YUXI_DASH_CLI_ROLE=admin) and are audited by
-`yuxi_dash.alerts.rules`; `evaluate` runs one pass and prints the counts of
+`yuxi_dash.alerts.rules`; `evaluate` runs one pass, sends (Alertmanager, the
+webhook outbox) as `serve`'s background pass does, and prints the counts of
 firing, pending, resolved and notified; `list` prints the current alerts.
 """
 
