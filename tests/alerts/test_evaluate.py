@@ -66,6 +66,20 @@ def test_for_seconds_pending_first_and_a_drop_while_pending_never_fires(db_url: 
     assert alert_audit().count(("thread:t2", "cancelled")) == 1
 
 
+def test_a_pass_for_one_thread_leaves_the_others_alone(db_url: str) -> None:
+    add_rule("hot")
+    put_thread("t1", 0.95)
+    put_thread("t2", 0.95)
+    assert evaluate(thread_id="t1").fired == 1  # what a hook runs after t1's write
+    assert states() == {("hot", "t1"): "firing"}
+    put_thread("t1", 0.10)
+    report = evaluate(thread_id="t2")
+    assert (report.fired, report.resolved) == (1, 0)  # t1 moved, but it was not asked
+    assert states() == {("hot", "t1"): "firing", ("hot", "t2"): "firing"}
+    assert evaluate().resolved == 1  # the full pass catches up
+    assert states() == {("hot", "t2"): "firing"}
+
+
 def test_two_deleted_rules_on_one_thread_both_resolve(db_url: str) -> None:
     add_rule("a")
     add_rule("b", fire_at=0.9, clear_at=0.5)

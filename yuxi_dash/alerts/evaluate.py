@@ -1,14 +1,16 @@
 """One evaluation pass: every rule against the threads it could concern, in one transaction.
 
 Reads only what can change: per enabled rule the threads at or above its
-``fire_at`` (the pressure index), plus every alert row that exists. Each
-(rule, thread) goes through `machine.decide`; the changes are written in bulk
-with one audit row per transition (action ``alert``) and, when the webhook is
-configured, one outbox row per firing or resolved notice, in the same
-transaction, so a notice exists exactly when its change does. Resolved rows
-are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for a while)
-and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One evaluator at a time: a PostgreSQL transaction-level
-advisory lock (SQLite: its one writer). Delivery, when asked, runs after the commit.
+``fire_at`` (the pressure index), plus every alert row that exists; a hook
+after one thread's write passes ``thread_id`` and reads that thread's only.
+Each (rule, thread) goes through `machine.decide`; the changes are written in
+bulk with one audit row per transition (action ``alert``) and, when the
+webhook is configured, one outbox row per firing or resolved notice, in the
+same transaction, so a notice exists exactly when its change does. Resolved
+rows are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for a
+while) and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One
+evaluator at a time: a PostgreSQL transaction-level advisory lock (SQLite: its
+one writer). Delivery, when asked, runs after the commit.
 """
 
 from __future__ import annotations
@@ -107,13 +109,14 @@ def evaluate(
     now: datetime | None = None,
     deliver: bool = True,
     wait_seconds: float = LOCK_WAIT_SECONDS,
+    thread_id: str | None = None,
 ) -> EvaluationReport:
-    """One pass of every rule; then (``deliver``) Alertmanager and the webhook outbox."""
+    """One pass of every rule (over one thread, if named); then (``deliver``) the sends."""
     settings = settings or get_settings()
     started = time.perf_counter()
     with locked_session(settings, wait_seconds=wait_seconds) as session:
         _take_lock(session)
-        report = _evaluate_locked(session, settings, now or utcnow())
+        report = _evaluate_locked(session, settings, now or utcnow(), thread_id)
     if deliver:
         sent = deliver_all(settings, now=now)
         report = EvaluationReport(
@@ -128,9 +131,13 @@ def evaluate(
     )
 
 
-def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> EvaluationReport:
+def _evaluate_locked(
+    session: Session, settings: Settings, now: datetime, only: str | None
+) -> EvaluationReport:
     rules = {r.id: r for r in session.scalars(sa.select(AlertRule)).all()}
     live = Conversation.thread_id == AlertState.thread_id
+    one_state = sa.true() if only is None else AlertState.thread_id == only
+    one_thread = sa.true() if only is None else Conversation.thread_id == only
     rows = session.execute(  # plain rows, not ORM objects: thousands are read every pass
         sa.select(
             *AlertState.__table__.c,
@@ -139,7 +146,9 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
             Conversation.agent_slug.label("live_agent"),
             Conversation.origin.label("live_origin"),
             Conversation.status.label("live_status"),
-        ).outerjoin(Conversation, live)
+        )
+        .outerjoin(Conversation, live)
+        .where(one_state)
     ).all()
     # a deleted rule's rows (rule_id NULL) may share a thread: they are never looked up by key
     existing: dict[tuple[int | None, str], Any] = {
@@ -156,6 +165,7 @@ def _evaluate_locked(session: Session, settings: Settings, now: datetime) -> Eva
                 Conversation.summary_pressure_ratio >= rule.fire_at,
                 Conversation.status != "deleted",
                 _scope_filter(rule),
+                one_thread,
             )
         ).all()
         for thread_id, pressure, trigger, agent, origin, _status in candidates:

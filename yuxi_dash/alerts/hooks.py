@@ -52,18 +52,21 @@ def anything_to_do(settings: Settings) -> bool:
         )
 
 
-def evaluate_quietly(settings: Settings) -> None:
-    """One evaluation pass that sends nothing; a failure is logged, never raised."""
+def evaluate_quietly(settings: Settings, thread_id: str | None = None) -> None:
+    """One evaluation pass (of one thread, if named) that sends nothing; failures are logged."""
     try:
         if anything_to_do(settings):
-            evaluate(settings, deliver=False, wait_seconds=HOOK_WAIT_SECONDS)
+            evaluate(settings, deliver=False, wait_seconds=HOOK_WAIT_SECONDS, thread_id=thread_id)
     except Exception as exc:  # noqa: BLE001 - alerting must not fail the write it follows
         log.warning("alert evaluation failed: %s", type(exc).__name__)
 
 
-def after_usage_write(settings: Settings) -> None:
-    """After a usage write of one of our own threads (a compress, a projection) committed."""
-    evaluate_quietly(settings)
+def after_usage_write(settings: Settings, thread_id: str | None = None) -> None:
+    """After a usage write of one of our own threads (a compress, a run, an import) committed.
+
+    With ``thread_id``, only that thread's alerts are evaluated (the others did not move).
+    """
+    evaluate_quietly(settings, thread_id)
 
 
 def after_attach_scan(settings: Settings, report: ScanFigures) -> None:

@@ -195,7 +195,7 @@ def compress_thread_context(
         _audit_safely(
             actor.id, target, result.status, _result_detail(audit_detail, result), settings
         )
-    after_usage_write(settings)  # alerts: a compress moves the thread's pressure
+    after_usage_write(settings, thread_id)  # alerts: a compress moves the thread's pressure
     return result
 
 

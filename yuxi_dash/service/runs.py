@@ -246,7 +246,7 @@ def finish_run(
         if status not in FINAL_RUN_STATUSES:
             raise InvalidInput(f"{status!r} is not a final run status")
         info = _finish_locked(run_id, status=status, settings=settings)
-    after_usage_write(settings or get_settings())  # alerts: the run's usage was projected
+    after_usage_write(settings or get_settings(), info.thread_id)  # alerts: usage projected
     return info
 
 

@@ -291,7 +291,7 @@ def import_thread(
         detail={"checkpoint_id": checkpoint_id, "created": created, "messages": len(messages)},
         settings=settings,
     )
-    after_usage_write(settings)  # alerts: an import sets the thread's current usage
+    after_usage_write(settings, thread_id)  # alerts: an import sets the thread's usage
     return ImportResult(
         thread_id=thread_id, checkpoint_id=checkpoint_id, created=created, messages=len(messages)
     )
