@@ -1,26 +1,19 @@
 """The audit log: who did what to which target, and how it ended.
 
-`record_audit` is the one writer of `audit_log`. It writes in the caller's
-session when given one (same transaction), otherwise in its own short
-transaction, so a refused or failed attempt is recorded even when the work it
-guarded was rolled back. `detail` is for ids, codes and counts only: keys that
-could carry user content or query parameters are dropped before writing.
+`record_audit` is the one writer of `audit_log`: in the caller's session when
+given one (same transaction), else in its own short transaction, so a refused or
+failed attempt is recorded even when its work was rolled back.
 
-`record_audit_eventually` is for refusals that happen while another writer
-holds the database (SQLite has one writer at a time): when the write lock
-cannot be had now, the row is handed to a background writer that retries
-until the lock is free, so even a "thread is locked" refusal is recorded. The
-writer is started on first need by the resource owner (`yuxi_dash.resources`),
-which at exit lets its rows land (a bounded wait) and then stops it.
-`audited_refusals` wraps an entry point so every typed refusal it raises is
-one audit row.
-
-A refusal of hostile input must still be writable: every string that goes
-into a row (actor, target, detail keys and values) is made storable first — a
-NUL byte becomes the four characters backslash, x, 0, 0 and a lone surrogate
-its backslash escape (PostgreSQL text cannot hold the one, UTF-8 cannot encode
-the other), then the string is clipped to its column; a non-finite float
-becomes its name (JSON has no NaN).
+Rules:
+- `detail` holds ids, codes and counts only: keys that could carry user content
+  or query parameters are dropped before writing.
+- `record_audit_eventually` hands a row to a background writer when the write
+  lock cannot be had now (SQLite), so a "thread is locked" refusal is recorded
+  too; the resource owner (`yuxi_dash.resources`) starts it and drains it at exit.
+- `audited_refusals` makes every typed refusal of an entry point one audit row.
+- Every string is made storable first (a NUL becomes the four characters
+  backslash, x, 0, 0; a lone surrogate its escape), then clipped to its column;
+  a non-finite float becomes its name.
 """
 
 from __future__ import annotations

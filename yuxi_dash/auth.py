@@ -1,25 +1,19 @@
 """Who is asking and what they may do: identities, roles from allowlists, the role check.
 
-The role check lives here and is called by the service layer on every write
-(and by memory views), so hiding a button in a page is never the only guard.
-This module maps an email to a role, builds the command line's actor
-(`cli_actor`, whose role is only what `YUXI_DASH_CLI_ROLE` says) and decides
-who a dashboard request is (`resolve_identity`). It never imports Streamlit:
-`yuxi_dash.ui.identity` reads what a request carries and hands it here.
+The service layer calls the role check on every write (and memory views), so a
+hidden button is never the only guard. This module maps an email to a role,
+builds the CLI's actor (`cli_actor`: its role is `YUXI_DASH_CLI_ROLE`) and
+decides who a dashboard request is (`resolve_identity`). It never imports
+Streamlit: `yuxi_dash.ui.identity` hands it what a request carries.
 
 Dashboard modes (settings.auth_mode):
-- local: the one operator named in settings (`local_operator`); role from the
-  allowlists, or ADMIN when no list names them. Nobody is signed in unless the
-  address Streamlit actually bound (its runtime config: the last of repeated
-  `--server.address` options, or the config file, or the environment) is
-  loopback AND this session's peer is loopback. `streamlit run app.py` with
-  no address binds every interface and is refused.
-- oidc: `st.login()` / `st.user` (needs `[auth]` in .streamlit/secrets.toml);
-  the signed-in email must be on an allowlist (and not marked unverified).
-- proxy: the email in `proxy_user_header`. With `proxy_secret` set, the request
-  must carry `proxy_secret_header` equal to it, always, whatever the bind.
-  With no secret set, the header is believed only on a loopback bind, and the
-  banner says that anyone on this host can then claim any identity.
+- local: `local_operator`, role from the allowlists or ADMIN. Nobody is signed
+  in unless Streamlit's bound address (the last ``--server.address``, config or
+  environment) is loopback AND the peer is loopback.
+- oidc: `st.user`; the email must be on an allowlist and not marked unverified.
+- proxy: the email in `proxy_user_header`, believed only with
+  `proxy_secret_header` equal to `proxy_secret` when one is set, else only on a
+  loopback bind (with a warning banner).
 """
 
 from __future__ import annotations

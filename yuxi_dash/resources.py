@@ -1,27 +1,19 @@
 """The one owner of the process's long-lived resources, and the order they are closed in.
 
-A process (the dashboard, one CLI command, a test run) holds a few things that
-outlive a single call: SQLAlchemy engines, the LangGraph checkpoint stores of
-our own database, FalkorDB graph clients, the handles of FalkorDB servers this
-process started, LaunchDarkly flag evaluators, the audit log's background
-writer, the memory views' cached distribution summaries, the watchers of
-which graphs changed and the threads that split a fact scan. Each is created
-here lazily, on its first use, under a key made of the settings that matter
-for it (a database URL, a server address, a flag file and its mtime), and
-registered with the function that closes it.
+A process (the dashboard, a CLI command, a test run) holds things that outlive a
+call: engines, our checkpoint stores, graph clients, FalkorDB servers it
+started, flag evaluators, the audit log's background writer, the distribution
+cache and its shared store, the graph-change watchers, the split-scan threads.
+Each is created here lazily on first use, under a key of the settings that
+matter for it, and registered with the function that closes it.
 
-`close_all()` closes everything, newest first: a graph client is closed before
-the server it talks to is let go, the audit writer drains its queue while the
-engine it writes through is still open. A failing close is logged (its type
-only: a message could carry a URL or a query) and never stops the others; a
-second `close_all()` finds nothing and does nothing. It runs once at exit
-(`atexit`, registered when the first resource is created, never at import);
-tests and reset helpers (`store.db.forget_engines`, `memory.client.close_clients`)
-close one kind with `close_kind`.
-
-The modules keep thin accessors (`store.db.get_engine`, `memory.client.get_client`,
-`flags.get_flag_evaluator`, ...) that delegate here, so call sites never see the
-owner. Importing this module creates nothing and reads no settings.
+Rules:
+- `close_all()` closes newest first (a client before its server; the audit writer
+  drains while its engine is open), logs a failing close by type only and goes
+  on; a second call does nothing. It runs once at exit (`atexit`, registered on
+  first use); `close_kind` closes one kind (tests, reset helpers).
+- Modules keep thin accessors (`store.db.get_engine`, `memory.client.get_client`,
+  ...) that delegate here. Importing this module creates nothing.
 """
 
 from __future__ import annotations

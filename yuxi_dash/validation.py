@@ -1,24 +1,16 @@
 """The input rules: what a well-formed id, text, integer or JSON document is, in one place.
 
-Every service entry point (compress, intake, the run lifecycle, import, tool
-results, memory views) and every CLI handler calls these before it touches a
-store, inside the block that audits its refusals, so bad input is always one
-`InvalidInput` (code ``invalid_input``, exit 2) with an audit row and nothing
-changed, never a driver error from the database. This module owns:
+Every service entry point and CLI handler calls these before it touches a store,
+inside the block that audits its refusals: bad input is one `InvalidInput`
+(``invalid_input``, exit 2), audited, nothing changed, never a driver error.
 
-- identifiers (thread ids, and the user ids and agent slugs stored beside
-  them): a string of 1 to 128 characters (``conversations.thread_id`` is
-  VARCHAR(128)), not only whitespace, with no control character (NUL, newline,
-  tab, ...) and no lone surrogate (it cannot be encoded as UTF-8);
-- text (intake content, titles, search strings): a string with no NUL
-  (PostgreSQL text cannot store it) and no lone surrogate, optionally capped;
-- integers: real ints, never bools; database integers fit a signed 64-bit
-  column; an agent's ``context_window`` is 1..10,000,000 tokens and its other
-  sizes have ranges that fit their 32-bit columns (see `AGENT_INT_RANGES`);
-- JSON documents (imports, request payloads): nested at most `MAX_JSON_DEPTH`
-  levels, string keys, every string under the text rule, every integer within
-  a signed 64-bit range (a checkpoint's msgpack holds no larger one). The walk is
-  iterative, so a hostile depth cannot exhaust the interpreter's stack.
+- identifiers (thread ids, user ids, agent slugs): 1 to 128 characters, not
+  only whitespace, no control character, no lone surrogate;
+- text: no NUL, no lone surrogate, optionally capped;
+- integers: real ints, never bools, within a signed 64-bit column; an agent's
+  sizes within `AGENT_INT_RANGES`;
+- JSON documents: at most `MAX_JSON_DEPTH` levels (walked iteratively), string
+  keys, strings under the text rule, integers within signed 64 bits.
 
 Messages name the field and the rule, never the value: the value may be hostile.
 """

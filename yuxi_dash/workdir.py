@@ -1,28 +1,19 @@
 """The agent workdir: offloaded tool results and conversation history files.
 
-Owns the on-disk layout the compression engine writes to:
+The on-disk layout:
 
-- ``.yuxi-dash-workdir`` — the marker :meth:`Workdir.initialize` writes on first
-  set-up (``yuxi-dash db upgrade``, the demo). A root without it (a shared volume
-  that failed to mount, a removed directory) is ``workdir_unavailable``; nothing
-  but ``initialize`` ever creates the root.
-- ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt`` — one file per
-  distinct tool-result content (content-addressed: the same content twice is one
-  file); the file is the truth, its SHA-256 is recorded in the saved-result header.
-- ``outputs/conversation_history/session_<id>.md`` — the summarized parts of a
-  thread as keyed sections (see :meth:`Workdir.write_history_section`).
+- ``.yuxi-dash-workdir``: the marker :meth:`Workdir.initialize` writes on first
+  set-up; a root without it is ``workdir_unavailable``, and only ``initialize``
+  creates the root.
+- ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt``: one file per
+  distinct content; the file is the truth, its SHA-256 is in the saved-result header.
+- ``outputs/conversation_history/session_<id>.md``: a thread's summarized parts
+  as keyed sections (:meth:`Workdir.write_history_section`).
 
-Every read and write below the root goes through :mod:`yuxi_dash.safe_fs`: each
-path component is opened relative to its parent's directory descriptor with
-``O_NOFOLLOW``, so a symlink anywhere (even one swapped in mid-operation) is
-refused with ``PathRefused`` and nothing outside the root is read or written.
-A compaction pass (:meth:`Workdir.writing_pass`) walks to each directory it
-writes into once and keeps that descriptor for every file of the pass, so the
-walk is paid per pass, not per file.
-:meth:`Workdir.resolve` only validates and displays a relative path; nothing
-opens the path it returns. A missing root raises ``WorkdirUnavailable``; other
-write failures surface as ``OSError`` so the engine can leave the message it was
-offloading untouched.
+Every path below the root is opened through :mod:`yuxi_dash.safe_fs` (each
+component relative to its parent's descriptor, ``O_NOFOLLOW``): a symlink is
+``PathRefused``. A pass (:meth:`Workdir.writing_pass`) walks to a directory once.
+Other write failures are ``OSError``, so the engine leaves that message as it was.
 """
 
 from __future__ import annotations

@@ -1,45 +1,20 @@
 """Reading many platform threads' new checkpoints in a few queries, as `ProjectionReader` reads one.
 
-`read_new_checkpoints(store, since)` takes the threads of a scan batch with
-the checkpoint each was projected up to (None: never projected) and reads
-them from the platform's saver tables in two or three read-only queries for
-the whole batch: `ROWS_SQL`, every root checkpoint of those threads at or
-above that id (joined to the batch's ``unnest(threads, since)`` pairs), with
-its pending writes of no task; then `BLOBS_SQL`, the blobs of the channel
-versions those checkpoints name, each (thread, channel, version) once. Each
-row becomes a `ThreadCheckpoint` exactly as ``get_state_history`` makes it
-(the saver's row loading rebuilt on those blobs, then the values the state
-graph's snapshot states: read straight from the channels when the checkpoint
-has no writes of no task, else through the whole snapshot), each thread's checkpoints are folded as `attach.reader.fold`
-folds them and split at the projected one (`service.projection.split_since`):
-the same input `project_thread` would get.
+`read_new_checkpoints(store, since)` reads a scan batch's threads from the
+checkpoint each was projected up to, in two or three read-only queries:
+`ROWS_SQL` (the root checkpoints and their pending writes of no task), then
+`BLOBS_SQL` (each (thread, channel, version) blob once). Each thread comes back
+as `project_thread` would get it: folded as `attach.reader.fold` folds and split
+at the projected checkpoint (`service.projection.split_since`).
 
-Fetching and decoding blobs is what a read costs, so it is done once and
-only where needed (`_plan`): each thread is folded on its ``token_usage``
-blobs alone and only the kept checkpoints' other blobs are fetched and
-decoded; of the projected checkpoint only ``token_usage`` and the summary
-event are read (what the projection measures a step against; the messages it
-recorded are known by id from the chat record), and a newer checkpoint whose
-messages version is still the projected one's is read without its messages
-(it adds none) when the newest states its usage; a blob several checkpoints
-share is fetched and decoded once; of the pending writes only those of no
-task are read: they are the ones that change the values read (the others
-name the next tasks, which a projection never looks at), and a thread with
-such writes is read whole, every channel, before folding.
-
-A thread comes back as None when this read cannot stand in for the
-per-thread one: its projected checkpoint is gone (the platform pruned it: the
-per-thread read projects what is left from scratch) or a checkpoint is in the
-saver's format before version 4 (pending sends kept elsewhere), or a blob of
-it names a type outside the allow-list (`store.checkpoint_serde`: the
-per-thread read refuses it as that thread's). The scanner projects those alone.
-
-This builds on the pinned ``langgraph`` packages' table layout and internals
-(the saver's ``serde`` and ``_load_writes``, the graph's
-``_prepare_state_snapshot``, ``channels_from_checkpoint`` and
-``read_channels`` on its ``stream_channels_asis``, what ``get_state_history`` calls for every
-checkpoint); `tests/attach/test_projector.py` compares the rows it gives with
-the per-thread path's.
+Rules: blobs are fetched and decoded once, and only where needed (`_plan`);
+of the projected checkpoint only ``token_usage`` and the summary event are read.
+A thread comes back as None when this read cannot stand in for the per-thread
+one (its projected checkpoint is pruned, a checkpoint is in the saver's format
+before version 4, or a blob is refused by `store.checkpoint_serde`); the
+scanner projects those alone. This uses pinned langgraph internals (the saver's
+``_load_writes``, the graph's ``_prepare_state_snapshot``, ``read_channels``);
+`tests/attach/test_projector.py` compares its rows with the per-thread path's.
 """
 
 from __future__ import annotations

@@ -1,37 +1,19 @@
 """Projecting a batch of moved platform threads into our tables: together, or one by one.
 
-`run_batch` gets a batch of threads the scan found moved and projects them
-in ONE transaction of our database and two or three queries on the platform:
+`run_batch` projects a batch in ONE transaction of our database and two or
+three queries on the platform (the flow: docs/architecture.md, "An attach scan"):
+rows for new threads are inserted (``ON CONFLICT DO NOTHING``), the batch's rows
+locked ``FOR UPDATE SKIP LOCKED``, the new checkpoints read (`attach.batch`),
+what we hold read (`service.projected_rows`), and one statement per table writes.
 
-1. rows for the threads we never saw are inserted (origin "attached", user
-   "unknown", agent "attached"; ``ON CONFLICT DO NOTHING``: another scanner
-   may have made one);
-2. the batch's rows are locked with ``FOR UPDATE SKIP LOCKED``: a row another
-   transaction holds (a compress, another scanner) is not waited for here: that
-   thread is left to be projected alone afterwards, under the service's
-   `thread_lock`, which waits the lock timeout and fails with
-   ``thread_busy`` alone if the row stays busy;
-3. `attach.batch.read_new_checkpoints` reads every locked thread's
-   checkpoints from its projected one on (the rows, then each blob once);
-4. `service.projected_rows.load_projected` reads what our tables hold of them
-   (one statement per table), `project_checkpoints` projects each thread in
-   memory, and `ProjectionWrites.flush` plus one ``UPDATE`` of
-   ``conversations`` write the batch: one statement per table.
-
-The rows it projects are the rows the per-thread path gives (`project_one`:
-`thread_lock`, `ProjectionReader`, `project_thread`); anything the batch
-cannot stand for (a pruned projected checkpoint, an old checkpoint format)
-and any failure of the whole transaction go through that path, thread by
-thread, so a failure stays with its thread.
-
-A thread whose checkpoint names a type outside the allow-list
-(`CheckpointRefused`) is read alone, refused there, audited
-(`attach.refusals`) and counted in `Tally.refused`; it does not hold the
-watermark back (reading it again gives the same refusal) and the others go on.
-A thread id that already belongs to one of our own (origin "dashboard")
-threads is never mixed with the platform's: it is skipped and counted as a
-conflict. A projected thread we had marked deleted (the platform had
-dropped it) and that has checkpoints again is active again.
+Rules:
+- A row another transaction holds, a thread the batch cannot stand for, and
+  every thread of a failed batch go through `project_one` (`thread_lock`,
+  `ProjectionReader`, `project_thread`), so a failure stays with its thread.
+- A refused checkpoint (`CheckpointRefused`) is audited (`attach.refusals`),
+  counted in `Tally.refused` and does not hold the watermark back.
+- A thread id of one of our own threads is skipped and counted as a conflict.
+- A thread marked deleted that has checkpoints again is active again.
 """
 
 from __future__ import annotations

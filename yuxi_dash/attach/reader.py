@@ -1,21 +1,17 @@
 """How `project_thread` reads a platform thread: newest first, in pages, one step per model call.
 
-`service.projection.project_thread` walks a thread's history newest first
-until it meets the checkpoint it projected last, then projects the newer ones
-oldest first: a usage snapshot for each whose ``token_usage`` changed, and the
-messages each added. `ProjectionReader` is the platform store as it sees it:
+`service.projection.project_thread` walks a thread's history newest first until
+it meets the checkpoint it projected last, then projects the newer ones oldest
+first. `ProjectionReader` is the platform store as it sees it:
 
-- in growing pages (2, 8, 32, ... 256 checkpoints): a thread that moved by
-  one step costs one query, for the new checkpoint and the projected one;
-- only the checkpoints that matter: the newest, the projected one, and each
-  whose ``token_usage`` differs from the one before it (a model call; an
-  automatic or manual compaction writes its usage in the same step). The
-  steps in between (the input, the tool calls) are folded into the next model
-  call: their messages are recorded with it, in order, stamped with its time.
-  The usage timeline is exactly the one every step would give; an agent turn
-  of five checkpoints is projected as two;
-- counted: how many checkpoints were read, and how many of them were newer
-  than the projected one.
+- in growing pages (2, 8, 32, ... 256 checkpoints): a thread that moved by one
+  step costs one query;
+- only the checkpoints that matter: the newest, the projected one, and each whose
+  ``token_usage`` differs from the one before (a model call or a compaction).
+  The steps in between are folded into the next model call (`fold`): their
+  messages are recorded with it, in order, at its time. The usage timeline is
+  the one every step would give;
+- counted: checkpoints read, and how many were newer than the projected one.
 
 It never writes: a write is ThreadAttached.
 """

@@ -1,51 +1,21 @@
 """The incremental scan: project an attached platform's threads into the dashboard's tables.
 
-`scan(settings)` finds the platform's threads that have a checkpoint newer
-than the last scan with ONE read-only, parameterized query on its
-``checkpoints`` table (root namespace only, with a statement timeout):
+`scan(settings)` lists the threads with a checkpoint above a floor in ONE
+read-only, parameterized query on the platform's ``checkpoints`` (root namespace,
+statement timeout), then projects them in batches of `BATCH` (`attach.projector`).
+The flow: docs/architecture.md, "An attach scan".
 
-    SELECT thread_id, max(checkpoint_id), count(*) FROM checkpoints
-    WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s GROUP BY thread_id
-
-(on the platform store's pool once a scan of this process has opened it,
-else on a connection of its own). The floor is the stored watermark (the
-newest checkpoint id seen) minus an overlap (`attach.ids`): checkpoint ids
-are UUIDv6, ordered by the creating
-process's clock, so a checkpoint committed late or by a replica whose clock
-runs behind can carry an id below the watermark; the overlap keeps reading
-those. A thread the window returns whose newest checkpoint is the one already
-projected (``conversations.checkpoint_id``) is skipped without reading its
-state, so the overlap costs one row per thread, not a state read.
-
-The threads that moved are projected in batches of `BATCH` (`attach.projector`):
-per batch two or three queries read the new checkpoints of all its threads from the
-platform and one statement per table writes their projection here, in one
-transaction holding the batch's row locks (``FOR UPDATE SKIP LOCKED``); a
-thread whose row another transaction holds, or that the batch cannot stand
-for, is projected alone afterwards under the service's `thread_lock` (as is
-every thread of a batch whose transaction failed), so a failure stays with
-its thread. Each thread's user id comes from the checkpoint metadata's
-``user_id`` (else "unknown"), its agent from ``assistant_id`` or ``graph_id``
-(else "attached"). A thread id that already belongs to one of our own
-(origin "dashboard") threads is skipped and counted as a conflict.
-
-A full scan (``full=True``) lists every thread the platform holds; a
-projected thread that is not among them any more (the platform deleted it) is
-marked ``deleted`` (with ``deleted_at``): the lists leave it out and its
-detail says it is deleted, instead of showing it as last seen. If the
-platform writes to it again, the next scan projects it and it is active again.
-
-The watermark is stored in ``scan_watermarks`` under `source_label` (host,
-port and database; never the URL or password), during long scans too: the
-threads are projected in the order of their newest checkpoint, so a scan
-stopped half way resumes where it was. A thread that failed (its row lock busy, say) holds
-the watermark back to its checkpoint, so the next scan reads it again. A
-thread whose checkpoint names a type outside the allow-list is refused
-(`CheckpointRefused`, audited by `attach.refusals`, counted in ``refused``)
-without calling anything it names, and does not hold the watermark back.
-
-Nothing here writes to the platform: the query and the store run in
-read-only transactions, and the platform store refuses writes.
+Rules:
+- The floor is the stored watermark minus `attach.ids`' overlap; a listed thread
+  whose newest checkpoint is already projected is skipped without a state read.
+- The watermark is stored in ``scan_watermarks`` under `source_label` (host, port,
+  database; never the URL) as the scan goes, threads in order of their newest
+  checkpoint, so a stopped scan resumes. A failed thread holds it back; a
+  refused one (`CheckpointRefused`, audited by `attach.refusals`) does not.
+- A thread's user is its metadata's ``user_id`` (else "unknown"), its agent
+  ``assistant_id`` or ``graph_id`` (else "attached").
+- ``full=True`` lists every thread and marks the vanished ones ``deleted``.
+- Nothing here writes to the platform: every transaction there is read-only.
 """
 
 from __future__ import annotations

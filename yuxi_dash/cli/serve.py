@@ -1,24 +1,19 @@
 """CLI command `yuxi-dash serve [--demo] [STREAMLIT ARGS...]`: run the dashboard.
 
-Applies pending migrations, seeds the demo data when asked and the database is
-empty, pins the bind address to 127.0.0.1 in local auth mode (one operator,
-no sign-in: it must not be reachable from the network), then runs
-`streamlit run <repo>/app.py` plus the extra arguments as its child.
+Applies pending migrations, seeds the demo when asked and the database is empty,
+pins the bind address to 127.0.0.1 in local auth mode (no sign-in: it must not
+be reachable from the network), then runs `streamlit run <repo>/app.py` plus the
+extra arguments as its child.
 
-The embedded FalkorDB server runs in a session of its own, so it would outlive
-the dashboard. `serve` therefore holds a `ServerLease` from the start: it starts
-the embedded server before the dashboard, and when the dashboard exits, or
-`serve` gets SIGTERM, SIGINT (Ctrl-C) or SIGHUP, it stops Streamlit and then the
-server, unless that server was already running when `serve` began (or is an
-external one). A signal that arrives while migrating or seeding stops `serve` the
-same way.
+It holds a `ServerLease` from the start: the embedded FalkorDB server starts
+before the dashboard, and when the dashboard exits or `serve` gets SIGTERM,
+SIGINT or SIGHUP (also while migrating or seeding), Streamlit and then the
+server are stopped, unless that server was already running (or is external).
 
-With `YUXI_DASH_ATTACH_CHECKPOINTER` set, `serve` also scans the attached
-platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
-thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
-Every `YUXI_DASH_ALERT_EVALUATE_SECONDS` (default 30; 0: off) it also runs the
-alert pass that fires pending alerts whose time has come and sends the
-notices (`yuxi_dash.alerts.loop`), on one replica at a time.
+With `YUXI_DASH_ATTACH_CHECKPOINTER` set, it also runs the attach scan in a
+background thread (`yuxi_dash.attach.loop`); a failed scan is one line.
+It also runs the alert pass every `YUXI_DASH_ALERT_EVALUATE_SECONDS` (0: off)
+in a background thread (`yuxi_dash.alerts.loop`), on one replica at a time.
 """
 
 from __future__ import annotations

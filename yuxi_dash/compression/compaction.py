@@ -1,22 +1,16 @@
 """Deterministic compaction: offload large tool results, truncate long file-write args.
 
-- ``offload_tool_results``: every ToolMessage whose text is over the limit
+- ``offload_tool_results``: a ToolMessage whose text is over the limit
   (ceil(chars/4) > limit) is saved to the workdir (content-addressed) and
-  replaced by the saved-result header carrying the full SHA-256, the path and a
-  preview. Messages already saved are skipped. A failed write (OSError) or no
-  workdir leaves that message exactly as it was. This change is persisted in
-  the state. A message's text is its string content, or the joined text of a
-  content-block list made only of text blocks (as MCP tools return); a list
-  holding anything else (an image) is left as it is. One pass writes as it
-  goes (each result encoded once: those bytes are hashed and written); the
-  engine's summary path splits it into ``plan_offload`` (no I/O) and
-  ``write_offloads`` so a failed summary writes nothing. Both write inside one
-  ``Workdir.writing_pass``: the results directory is walked once per pass.
-- ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments longer
-  than the limit are shown as their first 20 chars plus a marker. This is the
-  model's view only; the stored messages keep the full arguments.
-- ``compact_messages``: both, the public one-call form.
-- ``parse_saved_result``: the one reader of the saved-result header written here.
+  replaced by the saved-result header (full SHA-256, path, preview); this is
+  persisted in the state. A message's text is its string content, or the joined
+  text of a list made only of text blocks; anything else is left as it is, and
+  so is a message whose write fails (OSError) or that has no workdir. The summary
+  path splits it into ``plan_offload`` (no I/O) and ``write_offloads``; every
+  pass writes inside one ``Workdir.writing_pass``.
+- ``truncate_tool_args``: ``write_file`` / ``edit_file`` string arguments over the
+  limit shown as their first 20 chars plus a marker, in the model's view only.
+- ``compact_messages``: both; ``parse_saved_result``: the one reader of the header.
 
 No model is called here and input messages are never mutated.
 """

@@ -1,20 +1,15 @@
 """Fitting whole records into a structured preview's budget (query_kb / web_search).
 
-1. Records in their original order, each whole (``records.citation``), until the
-   next whole record no longer fits; ``omitted_results`` counts the rest. The
-   leading record keeps ``LEAD_BODY_CHARS`` of its body (head…tail; all of a
-   shorter one), or as much as fits beside it.
-2. The header's optional fields (``query``, ``kb_id``: the query is also in the
-   tool call), as room allows.
-3. Pieces that every shown record has with the same value (two records or more)
-   are written once in the header's ``common`` object, nested as in a record:
-   read a record as ``common`` overlaid with the record.
-4. The other kept fields (``records.extras``), one field at a time, record by
-   record, as room allows.
-5. The spare characters to the bodies, evenly: a record that had none gets one
-   of at least ``MIN_BODY_CHARS`` characters (or its whole body).
+1. Records in order, each whole (``records.citation``), until the next does not
+   fit; ``omitted_results`` counts the rest. The leading record keeps
+   ``LEAD_BODY_CHARS`` of its body (head…tail), or as much as fits.
+2. The header's optional fields (``query``, ``kb_id``), as room allows.
+3. Values every shown record shares (two or more) are written once in
+   ``common``, nested as in a record: a record reads as ``common`` overlaid.
+4. The other kept fields (``records.extras``), field by field, as room allows.
+5. The spare characters to the bodies, evenly (at least ``MIN_BODY_CHARS`` each).
 
-Every size is the length of the text rendered, so no preview is over its budget.
+Every size is the rendered text's length, so no preview is over its budget.
 None when not even the leading record fits (the generic preview says more).
 """
 

@@ -2,33 +2,19 @@
 
 ``ContextCompressionMiddleware`` runs before every model call: under the summary
 trigger the call passes through (long file-write arguments shortened in the
-model's view only); at or over it the large tool
-results are offloaded to the workdir first (byte-exact files, evidence-keeping
-previews), the input is counted again, and a summary is made only if it is
-still at or over the threshold, or when the provider answers with a
-``ContextOverflowError`` (then once, and the call is retried). What changed
-goes back into the state as deepagents 0.7 keeps it (``agent_state``):
-offloaded messages replace the originals by id, the summary is the
-``_summarization_event``. Messages are never removed from the state.
+model's view only); at or over it large tool results are offloaded first, the
+input counted again, and a summary made only if still at or over the trigger,
+or once when the provider raises ``ContextOverflowError`` (then the call is
+retried). Changes go back into the state as deepagents 0.7 keeps it
+(``agent_state``); messages are never removed.
 
-``TokenUsageMiddleware`` runs inside it and writes the usage snapshot of every
-model call (what was sent, what the next call will send, both ratios) into
-the state's ``token_usage``.
+``TokenUsageMiddleware`` runs inside it and writes every model call's usage
+snapshot into the state's ``token_usage``.
 
-The trigger is given in one of two units, by name: ``summary_threshold_k``
-(thousands of tokens, x 1024: the agent row's ``summary_threshold``) or
-``summary_trigger_tokens`` (tokens). A trigger above the context window cannot
-be meant and is refused (``InvalidInput``, the message names the unit).
-
-It is langchain's ``AgentMiddleware``, not a subclass of deepagents' (whose hooks are
-private); the state it writes is deepagents' format, checked by the tests.
-
-    agent = create_agent(
-        model, tools, checkpointer=saver,
-        middleware=context_compression_middleware(
-            workdir="/data/workdir", context_window=128_000, summary_trigger_tokens=100_000
-        ),
-    )
+The trigger is given once, by name: ``summary_threshold_k`` (x 1024 tokens) or
+``summary_trigger_tokens``; one above the context window is ``InvalidInput``.
+It is langchain's ``AgentMiddleware`` (deepagents' hooks are private); the state
+it writes is deepagents' format, checked by the tests. Usage: the README.
 """
 
 from __future__ import annotations

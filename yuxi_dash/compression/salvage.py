@@ -1,39 +1,21 @@
 """Reading a tool result's JSON records, and salvaging them from text that is not JSON.
 
-``parse_records_text`` is the one parse of a structured result: the text decoded once
-(``json.JSONDecoder.raw_decode``, the call ``json.loads`` makes), and when that
-fails, the leading complete records recovered from what the text starts with.
-Text that cannot be one document (it does not end with ``}`` or ``]``) and is
-not a repr skips the whole decode: it is read once, container by container, with
-the same result. The salvages:
+``parse_records_text`` decodes the text once (``json.JSONDecoder.raw_decode``);
+when that fails it recovers the leading complete records. The salvages:
 
-- ``"trailing_text"``: a whole JSON document followed by other text (a server's
-  note after the JSON);
-- ``"cut"``: JSON cut short (an output cap): every complete value before the
-  cut is kept, the cut one dropped. Objects are read key by key and a cut object
-  or list value is read the same way, down to ``MAX_SALVAGE_DEPTH`` levels (an
-  envelope, its ``data``, its ``results``); list items are read whole or not at
-  all, so a record is either complete or absent, and at most
-  ``MAX_SALVAGED_ITEMS`` of them (the count shown is then a lower bound, as for
-  any cut text), as are at most ``MAX_SALVAGED_ITEMS`` key/value pairs of a cut
-  object (a Python loop each: a hostile result cannot make it run long);
-- ``"python_repr"``: a Python literal (``str(dict)`` of a result: single quotes,
-  ``True``/``None``). A plain repr (no ``"``, no backslash) is turned into JSON
-  text with string operations and decoded like JSON (so a cut one keeps its
-  complete records too: ``"python_repr_cut"``); any other is read with
-  ``ast.literal_eval`` (literals only, never code), whole texts only, up to
-  ``MAX_LITERAL_CHARS`` and ``MAX_LITERAL_ITEMS`` separators (``,`` and ``:``:
-  the parse tree, not the characters, is what costs, about 10 µs per item);
-  literal nesting is capped by Python's own parser.
+- ``"trailing_text"``: a whole JSON document followed by other text;
+- ``"cut"``: JSON cut short: every complete value before the cut is kept. Cut
+  objects and lists are read down to ``MAX_SALVAGE_DEPTH`` levels; list items
+  are whole or absent, at most ``MAX_SALVAGED_ITEMS`` of them (and of a cut
+  object's pairs);
+- ``"python_repr"`` (``"python_repr_cut"`` when cut): a Python literal. A plain
+  repr is turned into JSON with string operations; any other is read with
+  ``ast.literal_eval`` (never code), whole only, within ``MAX_LITERAL_CHARS`` and
+  ``MAX_LITERAL_ITEMS``.
 
-Bounded: each JSON decode is linear in the text. A cut text is read once; a
-container past the item cap is read again whole (``json`` may read it whole), so
-a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times; over-deep
-nesting (``RecursionError``), a value too large for memory and any other parse
-error give None (the caller shows the generic preview). Never raises. (Within a
-level or two of the interpreter's recursion limit, where the answer already
-depends on the caller's stack depth, a cut text read once may keep a deep record
-that the earlier whole-decode-then-partial reading gave up on.)
+Bounded: a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times,
+each linear. Too deep, too large or unparseable gives None (the caller shows the
+generic preview). Never raises.
 """
 
 from __future__ import annotations

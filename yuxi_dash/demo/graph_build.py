@@ -1,26 +1,18 @@
 """One demo user's Graphiti graph, built in memory from that user's own demo chat messages.
 
-Owns `build_demo_graph` and the `DemoGraph` it returns. The graph is made of
-what the user and the assistant said in the first turn of each of the user's
-threads (`yuxi_dash.demo.plan.first_exchanges`, word for word as the chat
-record holds them): each message is an episode (a JSON envelope with
-memory_kind and source_kind, or a "role: text" message) naming its thread, so
-a fact's provenance finds the message it came from.
+Owns `build_demo_graph` and the `DemoGraph` it returns. Each message of the first
+turn of each of the user's threads (`yuxi_dash.demo.plan.first_exchanges`, word
+for word) is an episode naming its thread, so a fact's provenance finds it:
 
-- `user_asserted` facts: the statement in the user's message (`yuxi_dash.demo.story`),
-  from that message's episode; plus the planted one the user never said, from a
-  message that does not say it (`planted_facts`);
-- `assistant_derived` facts: each point of the assistant's answer ("<user> was
-  told about <topic>: <point>"), from the answer's episode;
-- `tool_observed` facts: the answer's last point, which its tools found, from
-  the answer's episode (the replay does not know the tool messages' text).
+- `user_asserted` facts come from the user's message (plus a planted one the user
+  never said, `planted_facts`);
+- `assistant_derived` facts from the points of the assistant's answer;
+- `tool_observed` facts from the answer's last point.
 
-Episodes are spread over the last 100 days (not the threads' story times), so
-tentative facts can be old. Every fact's text names its source and target. The variety the memory pages
-need: all ratification statuses (tentative ones of known ages with Redis hits),
-duplicates (a statement said twice, a twin entity), mirrored edges,
-communities, one episode over 64 KB when asked. No time lies after `now`.
-Deterministic per user id.
+Episodes are spread over the last 100 days; every fact's text names its source
+and target. It holds the variety the memory pages need: every ratification
+status, duplicates, mirrored edges, communities, one episode over 64 KB when
+asked. No time lies after `now`. Deterministic per user id.
 """
 
 from __future__ import annotations

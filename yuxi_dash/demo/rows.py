@@ -1,19 +1,13 @@
 """What a demo thread's story adds to the rows its agent's checkpoints are projected into.
 
-The checkpoints, usage snapshots, chat record and tool-results index of a demo
-thread come from its agent run and `project_thread`, as on a live platform.
-The demo plays days of conversations in seconds, so what the platform would
-have stamped with the time of day gets the story's time instead:
+A demo thread's checkpoints and projected rows come from its agent run and
+`project_thread`, as on a live platform; only the times are the story's:
 
-- the user's message goes to the chat record as intake writes it
-  (`record_intake`), at the story time of the turn;
-- LangGraph stamps checkpoints with the wall clock, so the chat rows the
-  projection wrote for a turn are moved to the story time of the model call
-  that produced them (`stamp_turn`), and each indexed tool result to the story
-  time of the model call that offloaded it (`stamp_tool_results`, from
-  `yuxi_dash.demo.clock.OffloadClock`);
-- the run lifecycle (one dispatched request and one run per turn, a queued
-  request for a queued thread) is written with story times (`write_runs`);
+- the user's message is recorded as intake writes it (`record_intake`);
+- the chat rows of a turn move to the story time of the model call that made
+  them (`stamp_turn`), and each indexed tool result to the time of the call that
+  offloaded it (`stamp_tool_results`, from `yuxi_dash.demo.clock.OffloadClock`);
+- the run lifecycle is written with story times (`write_runs`);
 - the thread's final status (`finish_conversation`).
 
 Owns `BuiltThread`, what the seeder keeps of a played thread.

@@ -1,27 +1,18 @@
 """The demo's cast and its one story: who the demo users are, and what each tells the assistant.
 
-A leaf: it imports nothing of yuxi_dash, so the simulator, the thread seeder and
-the graph seeder can all read it. `DEMO_USERS` is the cast (30 user ids). For
-every user id the story yields a few *statements* (preferences, rules, facts
-about themselves and their work, e.g. "I prefer answers in German.", "Our
-staging cluster is eu-west-2."):
+A leaf: it imports nothing of yuxi_dash. `DEMO_USERS` is the cast (30 user ids).
+Each user gets a few *statements* ("I prefer answers in German."):
 
-- the thread seeder (`yuxi_dash.demo.threads`, through the simulator's user
-  messages) puts them into the user's own chat messages (`remark_for`): the
-  first turn of each of the user's threads states one, every third turn after
-  it repeats another, so every statement is in every user's chat record;
-- the graph seeder (`yuxi_dash.demo.graphs`) turns each statement into a
-  `user_asserted` fact (`Statement.fact_for`) whose key terms are the user's
-  own words, so the "Memory vs chat" page finds it supported.
+- the thread seeder puts them into the user's own chat messages (`remark_for`):
+  the first turn of each thread states one, every third turn repeats another;
+- the graph seeder turns each into a `user_asserted` fact (`Statement.fact_for`)
+  in the user's own words, so "Memory vs chat" finds it supported.
 
-It also describes what support staff must be able to spot: a `user_asserted`
-fact about something the user never said (`never_said`: its key terms occur
-nowhere in the demo chats) and an `assistant_derived` fact restating what the
-assistant told the user (`told_fact`; `yuxi_dash.demo.plan.planted_facts`
-replays the user's first demo answer to find it).
+It also plants what support staff must spot: a `user_asserted` fact the user
+never said (`never_said`) and an `assistant_derived` fact restating the
+assistant (`told_fact`).
 
-Everything is a pure function of the user id (a SHA-256 of it picks the
-values), so any id gets a stable story and the demo users get varied ones.
+Everything is a pure function of the user id (a SHA-256 of it picks the values).
 """
 
 from __future__ import annotations

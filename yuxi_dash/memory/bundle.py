@@ -1,25 +1,18 @@
 """The support bundle: one download for a ticket about a user's memory, streamed.
 
-`write_bundle` writes, to a text stream, the user's flag states with
-LaunchDarkly's reasons in words, a snapshot of every fact (status, validity,
-graph-level provenance: the uuids of the episodes it came from, hit counter),
-the newest N episodes, the correction history (`memory_corrections` with each
-correction's audit row), and for each of their threads the current pressure,
-the last summary and the offloaded tool results with the SHA-256 check of each
-file. JSON in the shape of `bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md)
-or Markdown for people (`bundle_render`).
+`write_bundle` writes the user's flags with their reasons, every fact (status,
+validity, episode uuids, hit counter), the newest N episodes, the correction
+history, and each thread's pressure, last summary and checked tool results. JSON
+in the shape of `bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md), or
+Markdown (`bundle_render`).
 
-It streams: facts are read a page at a time by keyset on the uuid
-(`bundle_sources.iter_facts`) and written as they come, so a 200,000-fact user
-never sits in memory. `bundle_to_file` writes to a temporary file beside the
-target and renames it when complete, so a failed bundle leaves no half file.
-
-Access follows the memory view rules: `open_view(user, "bundle")` (viewer or
-higher; its own audit row). A user whose memory is gated off still gets a
-bundle — flags with reasons, threads, corrections — with no facts or episodes
-and the gate's message, because "why is memory off for me" is a common ticket.
-Every bundle is one more audit row, action `memory.bundle`, with what it holds
-(counts only); a bad format or episode count is refused, audited, and writes nothing.
+Rules:
+- Facts are read a page at a time by keyset (`bundle_sources.iter_facts`) and
+  written as they come; `bundle_to_file` renames a complete temporary file.
+- Access is `open_view(user, "bundle")` (viewer or higher). A gated-off user
+  still gets flags, threads and corrections, with the gate's message.
+- Every bundle is one audit row, `memory.bundle`, with counts only; bad input is
+  refused, audited, and writes nothing.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """The rules of a memory correction, with no I/O: typed refusals, input checks, edge changes.
 
-- Refusals have stable codes: `invalid_fact_uuid`, `reason_required`,
-  `invalid_ticket` (bad input, exit 2), `fact_not_found`, `correction_not_found`
-  (exit 3), `correction_conflict` subclasses `already_invalidated`,
-  `not_invalidated`, `not_tentative`, `already_undone`, `not_undoable`,
-  `fact_busy` (another correction of the fact holds its lock) and
-  `stale_fact` (409, exit 4), and `index_drift` (the fact is in the graph but
-  graphiti-core's index path cannot see it: repair the indexes first), and
-  `not_your_correction` (403, exit 1: undoing another operator's correction
-  needs the admin role).
-- A fact uuid is 1-64 letters, digits, '-' or '_' (graphiti-core writes uuid4 strings).
-- A reason has at least 3 words and 15 characters (at most 1,000); a ticket is
-  an id like `SUP-1234` or `ZD#5521` (at most 64 characters of
-  ``[A-Za-z0-9_.:#/-]``, starting with a letter or digit).
-- `snapshot` / `edge_from_snapshot` turn a graphiti-core `EntityEdge` into a JSON
-  document holding every property (the embedding too) and back, so an undo
-  puts back exactly the edge that was there.
-- `retracted`, `rejected`, `restored`, `superseded` build the changed edges the
-  way Graphiti invalidates an edge (invalid_at = when it stopped being true,
-  expired_at = now), with the ratification status beside it.
+- Refusals: `invalid_fact_uuid`, `reason_required`, `invalid_ticket` (exit 2);
+  `fact_not_found`, `correction_not_found` (exit 3); the `correction_conflict`
+  family (`already_invalidated`, `not_invalidated`, `not_tentative`,
+  `already_undone`, `not_undoable`, `fact_busy`, `stale_fact`: 409, exit 4);
+  `index_drift` (repair the indexes first); `not_your_correction` (403, exit 1).
+- A fact uuid is 1-64 letters, digits, '-' or '_'. A reason has at least 3 words
+  and 15 characters (at most 1,000). A ticket is like `SUP-1234` (at most 64
+  characters of ``[A-Za-z0-9_.:#/-]``, starting with a letter or digit).
+- `snapshot` / `edge_from_snapshot` turn an `EntityEdge` into JSON with every
+  property (the embedding too) and back, so an undo restores the exact edge.
+- `retracted`, `rejected`, `restored`, `superseded` change edges as Graphiti
+  invalidates (invalid_at, expired_at = now), with the ratification status.
 """
 
 from __future__ import annotations

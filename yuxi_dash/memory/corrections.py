@@ -1,40 +1,21 @@
 """Corrections of a user's memory, each audited with the exact edges before and after.
 
-`correct(action, user_id, fact_uuid, actor=..., reason=..., ticket=..., text=...)`
-with action `retract`, `supersede`, `restore` or `reject` (and the four
-shorthands), and `undo_correction(audit_id, actor=...)`. Every call:
+`correct(action, user_id, fact_uuid, ...)` (`retract`, `supersede`, `restore`,
+`reject`) and `undo_correction(audit_id, actor=...)`. Every call:
 
-1. checks, inside one audited block (every typed refusal is one audit row
-   with its code, and nothing is changed): the fact uuid, the reason (3 words,
-   15 characters) and ticket, the operator role, the user id and the user's
-   `graphiti-memory` gate, that the user has a graph;
-2. reads the fact with graphiti-core (its record parser through a
-   `FalkorDriver` pointed at the user's graph, `memory.fact_writer.load_edge`,
-   so a fact of another user's graph is simply not found) and checks that the
-   action applies to it;
-3. in one database transaction that holds the fact's lock (on PostgreSQL a
-   transaction advisory lock keyed by group and fact, on SQLite the database
-   write lock; waiting longer than the lock timeout is 409 `fact_busy`), so
-   two operators correcting one fact are applied one after the other, each on
-   what the other left: the fact read and the action checked against it (step
-   2), the audit row (ids only: fact uuid, group,
-   correction id, action, ticket; outcome ok), the graph write through
-   graphiti-core's `save` / `delete`, the edges read back, and the
-   `memory_corrections` row holding the full edges before and after and the
-   reason. If the transaction then fails to commit, the edges are put back.
-4. clears the fact's Redis ratification hit counter after a retract or a reject
-   (the count is kept in the row, and an undo sets it again).
+1. checks input, role, user and gate in one audited block (`correction_rules`);
+2. reads the fact through `memory.fact_writer` on the user's own graph;
+3. in one transaction holding the fact's lock (PostgreSQL advisory lock,
+   SQLite write lock; too long is `fact_busy`): the fact read and the action
+   checked again, the audit row (ids only), the graph write, the edges read
+   back, the `memory_corrections` row (edges before and after, reason). A failed
+   commit puts the edges back;
+4. clears the fact's Redis hit counter after a retract or reject.
 
-`undo_correction` puts back exactly the edges a correction found (every
-property, the embedding included; a fact a supersede created is deleted),
-after checking that the actor made the correction, or else is an admin
-(`not_your_correction`) and gives a reason (`reason_required`; the audit row
-says whose correction it undid and whether it was the actor's own), that the
-correction was not undone already (`already_undone`),
-is not itself an undo (`not_undoable`), and that the edges are still exactly as
-the correction left them (`stale_fact`). graphiti-core's `save` also stores
-`source_uuid` / `target_uuid`, its own copies of the two ends; snapshots leave
-those two out.
+An undo restores exactly the edges a correction found (a superseding fact is
+deleted). Its author may undo; another operator needs admin and a reason
+(`not_your_correction`, `reason_required`). Refused: `already_undone`,
+`not_undoable` (an undo), `stale_fact` (the edges changed since).
 """
 
 from __future__ import annotations

@@ -1,64 +1,23 @@
 """The memory views' distributions, computed once per graph state and kept process-wide.
 
-The distributions (facts by status x source kind x live, facts per relation
-name, the same triple, the same fact text, mirrored pairs; and the newest facts
-the memory-vs-chat comparison reads, sorted across all facts) each read every fact
-label-free: a few hundred milliseconds on 200,000 facts, and no index may help
-(the relationship index drifts after a FalkorDB restart, docs/operations.md).
-One pass computing all three at once measured no better than the separate
-passes (0.8x-1.1x of them on the bench graph, before even reading the
-triples' end names), and would make the overview and ratification, which need
-only the breakdown, pay for the duplicates too; running the parts
-concurrently measured 0.6x-0.8x (slower) on a busy 2-core machine. Splitting
-one part's scan into two node-id ranges run at once is what helps: 1.62x-1.92x
-faster with the server's cores free, about even (0.95x-1.11x) with them busy
-(`memory.split_scans`, used below). Cheaper groupings (the same triple grouped on end
-ids with the names read afterwards, 0.77x-0.91x, or on the end pair first,
-0.50x-0.68x; every fact text sorted in one list, 0.91x-0.99x) lost to the
-statements below: the per-fact aggregation is the floor (bench/memory.py
---alternatives). So:
+The parts (facts by status x source kind x live, per relation name, the same
+triple, the same fact text, mirrored pairs, the newest facts) each read every
+fact label-free, one read-only statement of `memory.queries` each; no index may
+serve them (the index drift, docs/operations.md). The caching rules:
 
-- Cold: each part the view needs is one read-only statement from
-  `memory.queries`, so the rows are exactly those statements'. On a graph of
-  `split_scans.SPLIT_MIN_FACTS` facts or more, the breakdown, the names, the same
-  triple and the newest facts run as `falkordb_scan_splits` source node-id ranges
-  at once on the server's threads, merged into the same rows (`memory.split_scans`),
-  while the watcher vouches for the graph's own version: read again after the
-  ranges, a moved version (a write between two ranges) reads the part once more
-  in one statement.
-  Views of the same part arriving together (after a write) share one run of
-  it: the first holds the part's gate while computing, the others wait and
-  take its rows when their fingerprint is the same (one part at a time).
-- Warm: each part is kept in the process's `SummaryCache` (owned by
-  `yuxi_dash.resources`) under (server, graph, part, limit), with what it was
-  kept under read *before* it was computed: the graph's own version while the
-  server's change watcher vouches for it (`memory.graph_changes`: a write to
-  another graph leaves it), else the server-wide fingerprint. A view reads it
-  again (one INFO, two O(1) counts and the watcher's two PINGs, about a
-  millisecond) and uses the kept rows only when it is the same; a write during
-  a computation therefore leaves rows under an older version, which the next
-  view sees as stale. Rows kept under the fingerprint before the watcher was live
-  (a process's first view) serve a view under the version while the fingerprint
-  is unchanged, and are kept under the version from then on.
-- Shared: when `YUXI_DASH_REDIS_URL` is set, each computed part is also kept
-  in that Redis (`SharedStore`, its connection held by `yuxi_dash.resources`)
-  beside the same fingerprint, for SHARED_TTL_SECONDS. A process that misses
-  its own cache reads it there (one MGET) before scanning, so a new replica or
-  a restarted dashboard is served without a scan while the graph server has
-  not changed; rows are served only under a fingerprint equal to the current
-  one, exactly as in-process. Never the FalkorDB server itself (a SET there
-  would move the write counter the fingerprint is made of: refused by run id).
-  The copies hold entity names and fact excerpts: forgetting a user
-  (`memory.forget`) deletes the graph's copies with `SharedStore.forget` and
-  checks none is left.
-
-The server-wide fingerprint (`graph_changes.fingerprint`) is the server's own
-write counter plus the graph's node and fact counts: no write leaves it as it
-was, but a write to any graph on the server makes every graph's parts stale.
-The shared store always uses it (a process cannot know what changed before it
-started watching); this process's cache uses the per-graph version whenever the
-watcher is live. A server that refuses INFO (an ACL) gets no caching at all:
-every view computes (logged once, by error type only).
+- Kept: each part is kept in the process's `SummaryCache` under (server, graph,
+  part, limit) with the mark read *before* computing it: the graph's own version
+  while `memory.graph_changes`' watcher vouches for it, else the server-wide
+  fingerprint. A view reads the mark again and reuses rows only when unchanged.
+- Together: views of one part share one computation (the part's gate; one
+  part at a time, so no deadlock).
+- Split: on graphs of `split_scans.SPLIT_MIN_FACTS` or more, some parts run as
+  node-id ranges at once (`memory.split_scans`) while the watcher vouches; a
+  version that moved meanwhile reads the part again in one statement.
+- Shared: with `YUXI_DASH_REDIS_URL`, parts are also kept there (`SharedStore`,
+  SHARED_TTL_SECONDS) under the server-wide fingerprint only, never on the
+  FalkorDB server itself; `memory.forget` deletes a graph's copies.
+- A server that refuses INFO gets no caching: every view computes.
 """
 
 from __future__ import annotations

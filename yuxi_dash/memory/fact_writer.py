@@ -1,18 +1,14 @@
 """Reading and writing one user's facts with graphiti-core's own classes and driver.
 
-Every correction writes through `EntityEdge.get_by_uuid(driver, uuid)`,
-`edge.save(driver)` and `edge.delete(driver)` on graphiti-core's
-`FalkorDriver`, pointed at the user's graph: FalkorDriver selects the graph by
-its `database` argument, so the driver is built with
-`database=derive_group_id(user_id)` over an asyncio FalkorDB connection to the
-same server as the read client (unix socket or host/port, `ServerHandle`).
+Every correction writes through `edge.save(driver)` / `edge.delete(driver)` on
+graphiti-core's `FalkorDriver` built with `database=derive_group_id(user_id)`
+(the user's graph) over an asyncio connection to the read client's server.
 
-An edge is read with graphiti-core's own return columns and record parser
-(`get_entity_edge_from_record`) plus its embedding, through the driver, by a
-MATCH the relationship index serves (see `EDGE_BY_UUID`), falling back to
-`EntityEdge.get_by_uuid` + `load_fact_embedding`. `save` writes
-`vecf32(fact_embedding)`, so an edge is always read with its embedding before
-it is saved: a correction never drops it.
+An edge is read with graphiti-core's return columns and record parser
+(`get_entity_edge_from_record`) plus its embedding, by a MATCH the relationship
+index serves (`EDGE_BY_UUID`), falling back to `EntityEdge.get_by_uuid` +
+`load_fact_embedding`. `save` writes `vecf32(fact_embedding)`, so an edge is
+always read with its embedding first: a correction never drops it.
 
 `FactWriter.run(work)` runs one async job on a fresh event loop and closes the
 connection at its end (the dashboard and the CLI are synchronous).

@@ -1,36 +1,19 @@
 """Forget everything about a user, verified: their graph (communities included), their hit
 counters, their correction rows and the shared copies of their memory distributions.
 
-`forget_user` is admin only (checked here, not only in the page) and needs a
-typed confirmation equal to the user id exactly. It then
+`forget_user` is admin only (checked here) and needs a typed confirmation equal
+to the user id. It counts what the graph holds, then deletes:
 
-1. counts what the user's graph holds (nodes, edges, entities, episodes,
-   communities, facts, mentions, community memberships),
-2. drops the whole graph with GRAPH.DELETE (the graph *is* the user: one graph
-   per user, named by `derive_group_id`; its communities — Community nodes and
-   HAS_MEMBER edges — and its indexes go with it; community data lives nowhere
-   else),
-3. deletes every ratification hit counter under the user's prefix
-   (`mem:hits:{user_id}:`, see `ratification.hits_key`) with SCAN MATCH on the
-   glob-escaped prefix, never KEYS,
-4. deletes the user's `memory_corrections` rows: they keep full copies of the
-   corrected facts (before and after), so they are memory too (the audit rows
-   they point at stay: those hold ids and counts only),
-5. deletes the copies of the user's memory distributions kept for other
-   dashboard processes (`memory.distributions.SharedStore`, only when
-   YUXI_DASH_REDIS_URL is set: they hold entity names and fact texts),
-6. verifies: the graph key is gone and not listed by GRAPH.LIST, SCAN finds
-   no key under the prefix nor any shared distribution of the graph, and no
-   correction row is left. Only then is the outcome `ok`.
+1. the whole graph (GRAPH.DELETE: one graph per user, `derive_group_id`);
+2. every hit counter under ``mem:hits:{user_id}:`` (SCAN MATCH on the escaped
+   prefix, never KEYS);
+3. the user's `memory_corrections` rows (they copy facts; their audit rows stay);
+4. the shared distribution copies (`SharedStore.forget`, with YUXI_DASH_REDIS_URL);
 
-The audit row (action `memory.forget`) records the counts deleted and that the
-check passed; a check that finds anything left is `failed` and raises
-`ForgetIncomplete`. Refusals (a missing role, a malformed user id, a wrong
-confirmation) are typed, audited as `refused`, and change nothing.
-
-The memory flag is not consulted: erasure is the user's right whether or not
-memory is on for them. Chat records, thread state and offloaded tool results
-are not memory and are left alone (`LEFT_ALONE`); so is the audit log.
+then verifies none is left before the outcome is `ok` (else `failed`,
+`ForgetIncomplete`). One audit row, `memory.forget`, with the counts. Refusals
+are typed, audited and change nothing. The memory flag is not consulted (erasure
+is a right); chat records, thread state, tool results and the audit log stay.
 """
 
 from __future__ import annotations

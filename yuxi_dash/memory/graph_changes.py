@@ -1,51 +1,21 @@
 """Whether a graph may have changed since a part of it was read: per graph, or server-wide.
 
-FalkorDB marks a graph key modified on every GRAPH.QUERY that writes to it (even a
-write that changes nothing, a SET to the same value), on GRAPH.DELETE and on
-FLUSHALL; never on a read (GRAPH.RO_QUERY, a read-only GRAPH.QUERY, EXPLAIN,
-PROFILE), on a write to another graph or on a write that failed. Redis's
-client-side caching turns that mark into an invalidation message naming the key
-(measured on the embedded server; docs/operations.md). So a cached distribution
-of one graph need not go stale when another graph is written.
+FalkorDB marks a graph key modified on every write to it (never on a read or on a
+write to another graph), and Redis client-side caching turns the mark into an
+invalidation naming the key (docs/operations.md).
 
-`GraphChangeWatcher` holds two connections made like the graph client's own:
+`GraphChangeWatcher` holds two connections: the listener (subscribed to
+``__redis__:invalidate``, read by a daemon thread that counts messages per graph;
+a flush starts a new epoch) and the tracker (``CLIENT TRACKING ON REDIRECT
+<listener> BCAST PREFIX user_``). `version(graph)` is (epoch, count), or None
+when the watcher cannot vouch: it checks the tracker's CLIENT ID, then a PING
+barrier on the listener (every write finished before the call is counted). Any
+failure voids the epoch; a server that refuses the handshake leaves it idle.
 
-- the listener, subscribed to ``__redis__:invalidate`` (its CLIENT ID read first),
-  read by a daemon thread: each message adds one to the counter of every graph it
-  names; a flush (no key list) starts a new epoch, which voids every counter;
-- the tracker, which turned on ``CLIENT TRACKING ON REDIRECT <listener> BCAST
-  PREFIX user_`` (every user graph's key, ``memory.groups.GROUP_PREFIX``; no read is
-  needed to arm it) and stays open: the tracking lives with it. A graph named
-  otherwise has no version.
-
-`version(graph)` is (epoch, counter) as of the call, or None when the watcher cannot
-vouch for it. It first proves the tracking is on (the tracker answers CLIENT ID with
-the id it had when it turned tracking on: redis-py reconnects a dropped connection
-silently, and a new connection tracks nothing), then sends a PING with a token on
-the listener and waits for its reply: the server
-queues the invalidations of every write it applied before that PING ahead of the
-reply, so when the reply is read, every write finished before the call is counted.
-A caller reads the version *before* reading the graph and keeps what it read under
-it; a later write moves the counter. No reply within BARRIER_SECONDS gives that
-caller None; any failure of either connection voids the epoch (the thread connects
-again after RECONNECT_SECONDS), and so does a listener that leaves the thread's own
-PING, sent every HEALTH_SECONDS, unanswered that long. A server that refuses the
-handshake (CLIENT, SUBSCRIBE or CLIENT TRACKING: an ACL, a proxy) leaves the
-watcher idle for good: `version` is
-always None and callers use the server-wide fingerprint.
-
-The server-wide fingerprint (`fingerprint`). Nothing O(1) in a graph's content
-changes when a fact is updated in place (graphiti-core invalidates a fact by SET
-on the same edge: same count, no new created_at), and the newest created_at is
-itself a full scan. So it is the server's own write counter: `run_id` (new on
-every start), `rdb_saves` and `rdb_last_save_time` (new on every save) and
-`rdb_changes_since_last_save` (FalkorDB adds one for every GRAPH.QUERY that
-changed a graph; reads leave it alone), plus the graph's node and RELATES_TO
-counts (O(1), label-free). Within one server run the counter only grows between
-saves and every save moves `rdb_saves`, so no write leaves it as it was; but a
-write to any graph moves it for every graph. `change_marks` gives the per-graph
-`GraphVersion` instead while the watcher vouches for the graph. Errors are
-logged by type only.
+`fingerprint` is the server-wide fallback: INFO's `run_id`, `rdb_saves`,
+`rdb_last_save_time`, `rdb_changes_since_last_save`, plus the graph's O(1) node
+and fact counts. No write leaves it unchanged, but any graph's write moves it.
+`change_marks` gives the version while the watcher vouches. Errors log by type.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """Index health: is the relationship index still telling the truth?
 
 After a restart from the RDB, FalkorDB's relationship range index can lose the
-outgoing edges of internal node 0 (often the user, a hub). The check counts
-the user's facts twice: through the index path graphiti-core takes (labeled,
-group_id-filtered) and label-free (`()-[e:RELATES_TO]->()`); any difference
-is drift. That full index-path count is slow (1.7-3 s on 200,000 facts), so
-pages open with `probe_index_health`: the same two counts for internal node 0
-only — the node whose outgoing edges the index loses — in under a millisecond;
-the full check runs on request. The repair — admin only and audited, in `memory.service` — drops
-every RELATIONSHIP index listed by `CALL db.indexes()` and builds it again,
-then waits for the new indexes to become operational.
+outgoing edges of internal node 0 (often the user, a hub). The check counts the
+user's facts twice: through the index path graphiti-core takes (labeled,
+group_id-filtered) and label-free (`()-[e:RELATES_TO]->()`); any difference is
+drift. The full index-path count is slow, so pages open with
+`probe_index_health`: the same two counts for node 0 only; the full check runs
+on request. The repair (admin only, audited, in `memory.service`) drops every
+RELATIONSHIP index listed by `CALL db.indexes()`, builds it again and waits for
+the new indexes to become operational.
 """
 
 from __future__ import annotations

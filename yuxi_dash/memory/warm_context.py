@@ -1,15 +1,10 @@
 """The warm-context preview: the exact `<temporal_context>` block the agent would get.
 
 The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS)
-plus the last 5 episodes. yuxi-dash has no embedder and no LLM, so the fact
-search here is the BM25 fulltext search graphiti-core's `edge_fulltext_search`
-runs on FalkorDB (its query builder, its `RELATES_TO` fulltext index, the same
-statement, sorted before its filter: the same rows) — the honest fallback, and
-the page says so. The statement goes
-through our own client, not graphiti-core's driver: that driver sends
-write-capable GRAPH.QUERY with no timeout and logs the query parameters (the
-operator's search text) when a query fails, while `GraphClient.ro_rows` sends
-GRAPH.RO_QUERY with the per-query timeout and logs no parameters. Format:
+plus the last 5 episodes. With no embedder, the fact search here is the BM25
+statement graphiti-core's `edge_fulltext_search` runs on FalkorDB (the same
+rows), and the page says so. It goes through `GraphClient.ro_rows` (read-only,
+timed out, parameters never logged), not graphiti-core's driver. Format:
 
     <temporal_context>
     <FACTS>
@@ -20,10 +15,7 @@ GRAPH.RO_QUERY with the per-query timeout and logs no parameters. Format:
     </RECENT_EPISODES>
     </temporal_context>
 
-Each fact also says whether it is still live (`not_live`: its status when retracted,
-rejected, superseded or contradicted, else "forgotten" or "expired" when so marked,
-else None): the block gives the agent what the search finds, live or not, and a
-support user needs to see which of those the user's memory no longer holds true.
+Each fact also says whether it is still live (`not_live`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
 """The locked service core: every write to a thread goes through this package.
 
-Mirrors `yuxi_dash.memory`: one module per job, the public names re-exported
-here, so `from yuxi_dash import service; service.compress_thread_context(...)`
-and `from yuxi_dash.service import X` both work.
+One module per job, the public names re-exported here, so both
+`service.compress_thread_context(...)` and `from yuxi_dash.service import X` work.
 
-- `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and
-  the refusals checked under it (`require_thread`, `require_agent`,
-  `require_idle`); the audit target of a thread.
+- `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and the
+  refusals checked under it; the audit target of a thread.
 - `compress`: manual compression in three phases and its read-only preview.
-- `usage_writes`: usage snapshots and current usage, the tool-results index,
-  the chat record.
+- `usage_writes`: usage snapshots, current usage, the tool-results index, chat.
 - `leftovers`: offloaded files of a compress that did not commit.
 - `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
 - `threads`: agents, thread rows, thread status, and `import_thread`.
+- `projection`, `projected_rows`, `bulk_rows`: checkpoints into our tables.
 
-The lock is held for checks and writes only, never across a model call
-(docs/architecture.md, "The lock protocol").
+The lock protocol: docs/architecture.md, "A compress click (the lock protocol)".
 """
 
 from yuxi_dash.service.compress import (

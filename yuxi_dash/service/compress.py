@@ -1,28 +1,17 @@
 """Manual compression: `compress_thread_context` and its read-only `preview_compression`.
 
-A compress runs in three phases (docs/architecture.md, "The lock protocol"):
-1. under the lock: role -> exists / owned / not deleted (404) -> idle (409
-   thread_busy, never queued) -> agent (404) -> capability (422; an attached
-   platform's thread is 422 thread_attached) -> the checkpoint the operator saw
-   (409 stale_state) -> catch the projection up on checkpoints it has not seen
-   (the audit row's `caught_up`) -> read the state; release. Workdir present and
-   writable (503).
-2. no lock: plan the offloads and call the summarizer.
-3. under the lock again: still idle and still at the checkpoint phase 1 read
-   (else 409 thread_busy / stale_state, nothing written) -> offloaded files and
-   the history section -> a new checkpoint -> its projection: a
-   `manual_compression` snapshot, the current-usage columns, the tool-results
-   index, the checkpoint id, the audit row -> commit. On PostgreSQL the checkpoint
-   is written on the lock's own connection (`state_repository.locked_store`): all
-   of it commits with the lock or none of it does; a lost connection is 503
-   store_unavailable.
-   Files created by an attempt that then fails are swept (`service.leftovers`).
-Every attempt leaves one audit row: completed, no_op, refused (with the error
-code) or failed, with what was caught up, swept, left or adopted. A summarizer
-failure writes nothing. `on_step` is called at each phase-3 step (tests).
+A compress runs in three phases: checks and a read under the thread's lock, the
+summary with no lock, the writes under the lock again. The protocol (each
+check, its error code, what lands together): docs/architecture.md, "A compress
+click (the lock protocol)".
 
-The preview locks nothing, summarizes nothing and writes nothing: it asks the
-engine for its estimate of the same plan.
+Rules:
+- Every attempt leaves one audit row: completed, no_op, refused (with the error
+  code) or failed, with what was caught up, swept, left or adopted.
+- A summarizer failure writes nothing; files of an attempt that then fails are
+  swept (`service.leftovers`). `on_step` is called at each phase-3 step (tests).
+- The preview locks nothing, summarizes nothing and writes nothing: it asks the
+  engine for its estimate of the same plan.
 """
 
 from __future__ import annotations

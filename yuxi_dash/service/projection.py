@@ -1,37 +1,21 @@
 """Projecting checkpoints into the dashboard's tables: usage timeline, current usage, index, chat.
 
-The checkpoint is the truth; the dashboard's rows are a projection of it that
-can always be made again. `project_thread` reads the checkpoints newer than
-the one the conversation row last saw (`conversations.checkpoint_id`) and, in
-the caller's transaction:
+The checkpoint is the truth; our rows are a projection that can always be made
+again. `project_thread` reads the checkpoints newer than
+`conversations.checkpoint_id` and, in the caller's transaction:
 
-- adds a `usage_snapshots` row for each checkpoint whose `token_usage`
-  changed: source `manual_compression` when the usage says so (our compress
-  writes it), `auto_compaction` when the summary event changed in that step,
-  else `model_call`; a state with no usage at all (a platform without the
-  token-usage middleware) is measured here with the agent's settings;
-- moves the thread's current usage to the newest snapshot;
-- indexes every saved tool result its messages point at (`tool_results`);
-- appends each message a step added to the chat record, as it was first
-  written (a tool result before it was offloaded), unless already recorded;
-- records the newest checkpoint id.
+- adds a `usage_snapshots` row per checkpoint whose `token_usage` changed
+  (`manual_compression` when the usage says so, `auto_compaction` when the
+  summary event changed, else `model_call`; a state with no usage is measured
+  with the agent's settings), once per checkpoint (same thread, time, source,
+  figures);
+- moves the current usage to the newest snapshot; indexes the saved tool results
+  (by path); appends each new message to the chat record (by message id, as
+  first written); records the newest checkpoint id.
 
-Own threads are projected by the service right after it writes a checkpoint
-(under the row lock); attached threads by the scanner, many threads at once:
-`service.projected_rows.load_projected` reads what the projection needs from
-our tables for a whole batch (one statement per table), `project_checkpoints` projects one thread's
-new checkpoints in memory into a `ProjectionWrites`, and
-`ProjectionWrites.flush` writes the batch (one statement per table).
-`project_thread` is the same three steps for one thread, so the two paths
-give the same rows; `catch_up` is `project_thread` saying what it caught up
-on (a compress puts that in its audit row).
-
-A usage snapshot is written once per checkpoint: a snapshot the table already
-holds (same thread, time, source and figures; the time is the checkpoint's own,
-from its ``token_usage`` or its creation) is not written again, so a thread
-projected again from scratch (its projected checkpoint pruned by the platform,
-say) gets no duplicates. The chat record (by message id) and the tool-results
-index (by path) were idempotent already.
+The batch path is the same steps split: `service.projected_rows.load_projected`,
+`project_checkpoints` (in memory) and `ProjectionWrites.flush`, so both give the
+same rows. `catch_up` is `project_thread` saying what it caught up on.
 """
 
 from __future__ import annotations

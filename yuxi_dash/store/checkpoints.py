@@ -1,24 +1,17 @@
 """Thread state in a LangGraph checkpointer: the savers, the state graph, reads and writes.
 
-A thread's state is the checkpoint an agent built with ``create_agent`` and the
-compression middleware keeps (``compression.agent_state`` says which channels).
-The embedded default keeps checkpoints with ``langgraph-checkpoint-sqlite`` in
-a file beside the SQLite database (``<name>.checkpoints.sqlite``: a separate
-file, so the row lock's ``BEGIN IMMEDIATE`` on the database never blocks a
-checkpoint write); PostgreSQL keeps them with ``langgraph-checkpoint-postgres``
-in the same database, in the saver's own tables, created by the saver's own
-``setup()`` when our migrations run. Every saver here reads and writes with
-`store.checkpoint_serde.checkpoint_serializer()` (an allow-list set in code),
-the attached platform's included: a blob naming another type is
-`CheckpointRefused`, never a call.
+A thread's state is the checkpoint a ``create_agent`` agent with our middleware
+keeps (``compression.agent_state``). SQLite: ``langgraph-checkpoint-sqlite`` in a
+separate file beside the database (``<name>.checkpoints.sqlite``, so the row
+lock's ``BEGIN IMMEDIATE`` never blocks a checkpoint write). PostgreSQL:
+``langgraph-checkpoint-postgres`` in the same database, its tables made by its
+own ``setup()`` when we migrate. Every saver, the platform's too, uses
+`store.checkpoint_serde.checkpoint_serializer()` (the allow-list).
 
-Nothing here writes a checkpoint table. Reads are ``get_state`` /
-``get_state_history`` and writes ``update_state`` of a compiled graph whose
-state has the same channels and reducers as the agent's (``messages`` with
-``add_messages``, the summary event, the session id, the token usage), so
-reducers, channel versions and metadata stay the checkpointer's business, and
-channels this graph does not know (a deep agent's todos or files) are kept.
-A write names the ``model`` node, as the agent's own model call would.
+Nothing here writes a checkpoint table: reads are ``get_state`` /
+``get_state_history``, writes ``update_state`` (as the ``model`` node) of a
+compiled graph with the agent's channels and reducers, so channels it does not
+know (a deep agent's todos or files) are kept.
 """
 
 from __future__ import annotations

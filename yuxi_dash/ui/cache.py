@@ -1,10 +1,9 @@
 """`st.cache_data` with the configured TTL, decided when a loader first runs, not at import.
 
-`settings.cache_ttl_seconds` used to be read when the loader modules were
-imported, so importing them read the environment and the `.env` file. A loader
-decorated with `settings_cached` reads the TTL on each call and wraps the
-function with `st.cache_data` for that TTL on first use; the cache key and the
-unhashed `_`-prefixed parameters are Streamlit's, as before.
+A loader decorated with `settings_cached` reads `settings.cache_ttl_seconds` on
+each call and wraps the function with `st.cache_data` for that TTL on first use,
+so importing the loader modules reads no environment and no `.env` file. The
+cache key and the unhashed `_`-prefixed parameters are Streamlit's.
 """
 
 from __future__ import annotations
