@@ -27,6 +27,7 @@ OPERATIONS = [
     ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
     ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
     ("attach_status.py", "Attached platform", ":material/link:", Role.VIEWER),
+    ("alerts.py", "Alerts", ":material/notifications_active:", Role.VIEWER),
     ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),
 ]
 MEMORY = [

@@ -42,6 +42,7 @@ pytest_plugins = [
     "tests.fixtures.graph",
     "tests.fixtures.desk",
     "tests.fixtures.app",
+    "tests.fixtures.monitoring",
 ]
 
 _ISOLATED_ENV = (
@@ -61,6 +62,10 @@ _ISOLATED_ENV = (
     "YUXI_DASH_CLI_ROLE",
     "YUXI_DASH_CLI_ACTOR",
     "YUXI_DASH_API_ALLOW_NETWORK",
+    "YUXI_DASH_ALERTMANAGER_URL",
+    "YUXI_DASH_ALERT_WEBHOOK_URL",
+    "YUXI_DASH_ALERT_WEBHOOK_SECRET",
+    "YUXI_DASH_PUBLIC_URL",
     "LAUNCHDARKLY_SDK_KEY",
     "GRAPHITI_FALKORDB_HOST",
     "GRAPHITI_FALKORDB_PORT",
@@ -95,6 +100,8 @@ _SERVICE_FIXTURES = frozenset(
         "platform",  # tests/attach: an attached platform's own PostgreSQL database
         "falkordb_server",
         "falkordb_dir",
+        "alertmanager",  # tests/alerts: a real Alertmanager on loopback
+        "prometheus",  # tests/api: a real Prometheus scraping /metrics
     }
 )
 

@@ -94,6 +94,20 @@ class Settings(BaseSettings):
     )
     redis_url: str | None = Field(None, validation_alias=_env("YUXI_DASH_REDIS_URL"))
 
+    # --- alerts: Alertmanager, the signed webhook, the dashboard's public address ---
+    alertmanager_url: str | None = Field(None, validation_alias=_env("YUXI_DASH_ALERTMANAGER_URL"))
+    alert_webhook_url: str | None = Field(
+        None, validation_alias=_env("YUXI_DASH_ALERT_WEBHOOK_URL")
+    )
+    alert_webhook_secret: SecretStr | None = Field(
+        None, validation_alias=_env("YUXI_DASH_ALERT_WEBHOOK_SECRET")
+    )
+    public_url: str = Field("http://localhost:8501", validation_alias=_env("YUXI_DASH_PUBLIC_URL"))
+    # `serve`'s background pass: evaluate (a pending alert fires with no new write) and send
+    alert_evaluate_seconds: float = Field(
+        30.0, ge=0, validation_alias=_env("YUXI_DASH_ALERT_EVALUATE_SECONDS")
+    )  # 0: no background pass (run `yuxi-dash alerts evaluate` from cron instead)
+
     # --- LaunchDarkly -------------------------------------------------------
     launchdarkly_sdk_key: str | None = Field(None, validation_alias=_env("LAUNCHDARKLY_SDK_KEY"))
     ld_flags_file: Path | None = Field(None, validation_alias=_env("YUXI_DASH_LD_FLAGS_FILE"))

@@ -1,8 +1,9 @@
 """The FastAPI application of `yuxi-dash api serve`: `create_app()`.
 
 Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's compress
-contract, over our own threads), `GET /healthz` (the process answers) and
-`GET /readyz` (the database answers and the workdir is writable; else 503).
+contract, over our own threads), `GET /healthz` (the process answers),
+`GET /readyz` (the database answers and the workdir is writable; else 503),
+and `GET /metrics` (`api.metrics`, Prometheus text; a token of any role).
 Compress needs `Authorization: Bearer <token>` (`yuxi_dash.api.tokens`); the
 body is optional JSON `{"expected_checkpoint_id": ...}`, at most 64 KiB,
 other keys ignored. The answer is the result the CLI prints for `compress
@@ -29,6 +30,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from yuxi_dash.api.metrics import router as metrics_router
 from yuxi_dash.api.tokens import authenticate, bearer_token
 from yuxi_dash.audit import audited_refusals
 from yuxi_dash.auth import Actor
@@ -215,4 +217,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # --- routers: each feature's APIRouter is included here, one line each ---------
     # (a feature module of this package exposes `router`, e.g. yuxi_dash.api.metrics)
     app.include_router(router)  # compress, /healthz, /readyz
+    app.include_router(metrics_router)  # /metrics (a token of any role)
     return app

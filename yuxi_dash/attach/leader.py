@@ -9,7 +9,9 @@ and the next try of another replica takes it. Before each scan the leader
 checks that its session is still alive; if it is not, it stops scanning, sits
 one turn out and then competes again. An advisory lock belongs to one database, so dashboards on
 other databases of the same server never contend. SQLite serves one process
-(one `serve`), so there `lead()` is always True and no lock is taken.
+(one `serve`), so there `lead()` is always True and no lock is taken. Other
+background jobs (the alert pass, `alerts.loop`) lead the same way on a key and
+a label of their own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ CONNECT_TIMEOUT_SECONDS = 5
 class ScanLeadership:
     """The scan lock of one replica: `lead()` before each scan, `release()` when it stops."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, *, key: int = SCAN_LOCK_KEY, label: str = "attach scan"
+    ) -> None:
+        self.key = key
+        self.label = label  # names the job in log lines
         self.url = normalize_url(settings.database_url)
         self.needs_lock = not is_sqlite(self.url)
         self._engine: sa.Engine | None = None
@@ -53,7 +59,7 @@ class ScanLeadership:
         if self._conn is not None:
             if self._alive():
                 return True
-            log.warning("attach scan: lost the scan lock's connection; competing again")
+            log.warning("%s: lost the lock's connection; competing again", self.label)
             self._drop()
             return False  # sit this turn out: a replica that kept its session goes first
         return self._try_take()
@@ -78,14 +84,14 @@ class ScanLeadership:
                 )
             conn = self._engine.connect()
         except sa.exc.DBAPIError:
-            log.warning("attach scan: the database is unavailable; not scanning")
+            log.warning("%s: the database is unavailable; not running", self.label)
             self.unavailable = True
             return False
         self.unavailable = False
         try:
             taken = bool(
                 conn.execute(
-                    sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": SCAN_LOCK_KEY}
+                    sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": self.key}
                 ).scalar()
             )
             pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar()
@@ -102,9 +108,7 @@ class ScanLeadership:
         """Give up the lock (if held) and close its connection; another replica takes over."""
         if self._conn is not None:
             try:
-                self._conn.execute(
-                    sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCAN_LOCK_KEY}
-                )
+                self._conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": self.key})
             except sa.exc.DBAPIError:
                 pass  # the session is gone, and the lock with it
         self._drop()

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from yuxi_dash.alerts.hooks import after_attach_scan
 from yuxi_dash.attach.leader import ScanLeadership
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.settings import Settings
@@ -74,6 +75,7 @@ class ScanLoop:
             log.warning("attach scan failed: %s", describe_failure(exc))
             return
         self.scans += 1
+        after_attach_scan(self.settings, result)  # alerts: the platform's threads moved
         if self.report is not None and (self.scans == 1 or result.failed or result.quarantined):
             self.report(
                 f"attached platform {result.source}: {result.projected} threads projected, "

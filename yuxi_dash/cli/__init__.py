@@ -97,6 +97,7 @@ def _print_json(payload: Any) -> None:
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     """The `yuxi-dash` parser; ``json_errors``: usage errors are printed as JSON."""
     from yuxi_dash.cli import (
+        alerts,
         api,
         attach,
         db,
@@ -116,7 +117,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (db, threads, tool_results, workdir, simulate, memory, attach, serve, api):
+    for module in (db, threads, tool_results, workdir, simulate, memory, attach, serve, api, alerts):
         module.register(sub)
     return parser
 

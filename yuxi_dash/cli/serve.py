@@ -15,6 +15,8 @@ platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
 thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
 Without one, it sweeps orphaned offloaded files every
 `YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`yuxi_dash.service.sweep_loop`; 0: never).
+It also runs the alert pass every `YUXI_DASH_ALERT_EVALUATE_SECONDS` (0: off)
+in a background thread (`yuxi_dash.alerts.loop`), on one replica at a time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from yuxi_dash.errors import InvalidInput, YuxiDashError
 from yuxi_dash.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from yuxi_dash.alerts.loop import AlertLoop
     from yuxi_dash.attach.loop import ScanLoop
     from yuxi_dash.memory.server import ServerLease
     from yuxi_dash.service.sweep_loop import SweepLoop
@@ -190,6 +193,7 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
     lease = ServerLease(settings)  # before seeding, which may start the embedded server
     scanner: ScanLoop | None = None
     sweeper: SweepLoop | None = None
+    alerter: AlertLoop | None = None
     try:
         prepared = prepare(settings, demo=args.demo)
         extra_env = demo_environment(settings) if args.demo else {}
@@ -206,6 +210,10 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
             scanner = ScanLoop(settings, report=say).start()
         elif SweepLoop.wanted(settings):  # orphaned offloaded files, every N seconds
             sweeper = SweepLoop(settings, report=say).start()
+        if settings.alert_evaluate_seconds > 0:  # pending alerts fire on time; notices are sent
+            from yuxi_dash.alerts.loop import AlertLoop
+
+            alerter = AlertLoop(settings, report=say).start()
         sys.stdout.flush()
         sys.stderr.flush()
         supervisor.child = subprocess.Popen(command, env={**os.environ, **extra_env})
@@ -222,6 +230,8 @@ def run_serve(args: argparse.Namespace) -> CommandResult:
             scanner.stop()
         if sweeper is not None:
             sweeper.stop()
+        if alerter is not None:
+            alerter.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if lease.release():

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
@@ -188,6 +189,7 @@ def compress_thread_context(
         _audit_safely(
             actor.id, target, result.status, _result_detail(audit_detail, result), settings
         )
+    after_usage_write(settings, thread_id)  # alerts: a compress moves the thread's pressure
     return result
 
 

@@ -24,12 +24,13 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
+from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.audit import audited_refusals
 from yuxi_dash.errors import InvalidInput, NotFound
 from yuxi_dash.records import Record
 from yuxi_dash.service.locking import require_thread, thread_lock, thread_target
 from yuxi_dash.service.usage_writes import append_chat
-from yuxi_dash.settings import Settings
+from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
     FINAL_RUN_STATUSES,
@@ -244,7 +245,9 @@ def finish_run(
         validation.db_id(run_id, "run id")
         if status not in FINAL_RUN_STATUSES:
             raise InvalidInput(f"{status!r} is not a final run status")
-        return _finish_locked(run_id, status=status, settings=settings)
+        info = _finish_locked(run_id, status=status, settings=settings)
+    after_usage_write(settings or get_settings(), info.thread_id)  # alerts: usage projected
+    return info
 
 
 def _finish_locked(run_id: int, *, status: str, settings: Settings | None) -> RunInfo:

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
+from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import count_tokens
@@ -290,6 +291,7 @@ def import_thread(
         detail={"checkpoint_id": checkpoint_id, "created": created, "messages": len(messages)},
         settings=settings,
     )
+    after_usage_write(settings, thread_id)  # alerts: an import sets the thread's usage
     return ImportResult(
         thread_id=thread_id, checkpoint_id=checkpoint_id, created=created, messages=len(messages)
     )

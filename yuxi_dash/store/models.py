@@ -354,3 +354,105 @@ class ApiToken(Base):
     actor: Mapped[str] = mapped_column(sa.String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+# --- alerts (yuxi_dash.alerts) ------------------------------------------------
+ALERT_SCOPES = ("all", "agent", "attached", "own")
+ALERT_STATES = ("pending", "firing", "resolved")
+ALERT_SEVERITIES = ("info", "warning", "critical")
+
+
+class AlertRule(Base):
+    """A pressure alert rule: fires at `fire_at`, resolves only below `clear_at` (hysteresis)."""
+
+    __tablename__ = "alert_rules"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    scope: Mapped[str] = mapped_column(sa.String(16), default="all")
+    agent_slug: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    fire_at: Mapped[float] = mapped_column(sa.Float, default=0.85)
+    clear_at: Mapped[float] = mapped_column(sa.Float, default=0.80)
+    for_seconds: Mapped[int] = mapped_column(sa.Integer, default=0)
+    severity: Mapped[str] = mapped_column(sa.String(16), default="warning")
+    enabled: Mapped[bool] = mapped_column(sa.Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AlertState(Base):
+    """One (rule, thread) alert: pending, firing or resolved. No row: inactive.
+
+    `rule_name` is kept so a resolved alert of a deleted rule can still be sent
+    as resolved; `episode` counts the times it fired (event ids name it).
+    """
+
+    __tablename__ = "alert_states"
+    __table_args__ = (
+        sa.UniqueConstraint("rule_id", "thread_id"),
+        sa.Index("ix_alert_states_state_changed_at", "state", "changed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    rule_id: Mapped[int | None] = mapped_column(
+        BigId, sa.ForeignKey("alert_rules.id", ondelete="SET NULL"), nullable=True
+    )
+    rule_name: Mapped[str] = mapped_column(sa.String(128))
+    severity: Mapped[str] = mapped_column(sa.String(16))
+    thread_id: Mapped[str] = mapped_column(sa.String(128))
+    agent_slug: Mapped[str] = mapped_column(sa.String(128))
+    platform: Mapped[str] = mapped_column(sa.String(16))
+    state: Mapped[str] = mapped_column(sa.String(16))
+    pressure: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    threshold_tokens: Mapped[int] = mapped_column(sa.Integer, default=0)
+    fire_at: Mapped[float] = mapped_column(sa.Float)
+    clear_at: Mapped[float] = mapped_column(sa.Float)
+    episode: Mapped[int] = mapped_column(sa.Integer, default=0)
+    pending_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    firing_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AlertOutbox(Base):
+    """One webhook notice of one state change, written with the change; sent at most once."""
+
+    __tablename__ = "alert_outbox"
+    __table_args__ = (sa.Index("ix_alert_outbox_sent_at_id", "sent_at", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    channel: Mapped[str] = mapped_column(sa.String(32), default="webhook")
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    thread_id: Mapped[str] = mapped_column(sa.String(128))
+    payload: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(sa.Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
+
+
+class AlertChannel(Base):
+    """A delivery channel's health: consecutive failures, pause, failure total (for /metrics)."""
+
+    __tablename__ = "alert_channels"
+
+    channel: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    consecutive_failures: Mapped[int] = mapped_column(sa.Integer, default=0)
+    failures_total: Mapped[int] = mapped_column(sa.Integer, default=0)
+    sent_total: Mapped[int] = mapped_column(sa.Integer, default=0)
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
+    last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class ScanTiming(Base):
+    """How long the last attach scan of a source took, and when it ended (for /metrics)."""
+
+    __tablename__ = "scan_timings"
+
+    source: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    seconds: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    projected: Mapped[int] = mapped_column(sa.Integer, default=0)

@@ -1,0 +1,166 @@
+"""Alerts: the firing and pending pressure alerts, recent history, channels, and (admins) rules.
+
+Everyone sees the alerts with their pressure, how long, a link to the thread
+and a Compress button (the shared compress dialog; the service checks the
+role and the thread again). Admins add, change and delete rules here; the
+service refuses anyone else.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pandas as pd
+import streamlit as st
+
+from yuxi_dash.alerts import rules, views
+from yuxi_dash.auth import Role
+from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.store.models import ALERT_SCOPES, ALERT_SEVERITIES
+from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
+from yuxi_dash.ui.format import PERCENT_FORMAT, ago, error_line, literal, md, pct, percent_value
+from yuxi_dash.ui.identity import require_actor
+
+actor = require_actor()
+st.title("Alerts")
+show_results()
+
+for channel in views.channels():
+    if channel.paused:
+        st.warning(
+            md(
+                "The {} channel is paused after {} failed deliveries (last: {}); it retries "
+                "every few minutes.",
+                channel.channel,
+                channel.consecutive_failures,
+                channel.last_error or "unknown",
+            ),
+            icon=":material/pause_circle:",
+        )
+
+alerts = views.current_alerts()
+st.subheader("Firing and pending")
+if not alerts:
+    st.info("No alert is firing or pending.")
+else:
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "open": [f"thread_detail?thread={quote(a.thread_id, safe='')}" for a in alerts],
+                "state": [a.state for a in alerts],
+                "rule": [a.rule for a in alerts],
+                "severity": [a.severity for a in alerts],
+                "thread": [a.thread_id for a in alerts],
+                "agent": [a.agent for a in alerts],
+                "platform": [a.platform for a in alerts],
+                "pressure": [percent_value(a.pressure) for a in alerts],
+                "since": [ago(a.since) for a in alerts],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "open": st.column_config.LinkColumn("", display_text="open", width=44),
+            "pressure": st.column_config.ProgressColumn(
+                "Summary pressure", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0
+            ),
+        },
+    )
+    own = {a.thread_id: a for a in alerts if a.platform == "own"}
+    if own:
+        chosen = st.selectbox(
+            "Compress a thread",
+            list(own),
+            format_func=lambda t: f"{t} · {pct(own[t].pressure)}",
+            key="alerts_compress_thread",
+        )
+        st.button(
+            "Compress…",
+            type="primary",
+            key="alerts_compress",
+            disabled=actor.role < Role.OPERATOR,
+            help="needs the operator role" if actor.role < Role.OPERATOR else None,
+            on_click=request_compression,
+            args=([{"thread_id": chosen, "checkpoint_id": own[chosen].checkpoint_id}],),
+        )
+    else:
+        st.caption("Threads of the attached platform are compressed by the platform.")
+
+st.subheader("Recent history")
+past = views.history()
+if past:
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "when": [ago(h.at) for h in past],
+                "thread": [h.thread for h in past],
+                "became": [h.outcome for h in past],
+                "rule": [h.rule for h in past],
+                "pressure": [pct(h.pressure) for h in past],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+else:
+    st.caption("No alert has changed state yet.")
+
+st.subheader("Rules")
+current_rules = rules.list_rules()
+st.dataframe(
+    pd.DataFrame(
+        {
+            "rule": [r.name for r in current_rules],
+            "scope": [f"{r.scope} {r.agent}" if r.agent else r.scope for r in current_rules],
+            "fire at": [pct(r.fire_at) for r in current_rules],
+            "clear below": [pct(r.clear_at) for r in current_rules],
+            "for (s)": [r.for_seconds for r in current_rules],
+            "severity": [r.severity for r in current_rules],
+            "enabled": [r.enabled for r in current_rules],
+        }
+    ),
+    hide_index=True,
+    width="stretch",
+)
+if actor.role >= Role.ADMIN:
+    with st.form("alert_rule_form"):
+        st.caption("Add a rule, or change the rule of that name.")
+        name = st.text_input("Name", key="rule_name")
+        left, middle, right = st.columns(3)
+        fire_at = left.number_input("Fire at (ratio)", value=0.85, step=0.01, key="rule_fire")
+        clear_at = middle.number_input("Clear below", value=0.80, step=0.01, key="rule_clear")
+        for_seconds = right.number_input("For (seconds)", value=0, min_value=0, key="rule_for")
+        scope = left.selectbox("Scope", ALERT_SCOPES, key="rule_scope")
+        agent = middle.text_input("Agent (scope agent)", key="rule_agent")
+        severity = right.selectbox("Severity", ALERT_SEVERITIES, index=1, key="rule_severity")
+        enabled = st.checkbox("Enabled", value=True, key="rule_enabled")
+        if st.form_submit_button("Save rule"):
+            fields = {
+                "fire_at": float(fire_at),
+                "clear_at": float(clear_at),
+                "for_seconds": int(for_seconds),
+                "scope": scope,
+                "agent": agent or None,
+                "severity": severity,
+                "enabled": enabled,
+            }
+            try:
+                if any(r.name == name for r in current_rules):
+                    rules.update_rule(actor, name, **fields)
+                else:
+                    rules.add_rule(actor, name=name, **fields)  # type: ignore[arg-type]
+                st.success(md("Saved rule {}.", name))
+            except YuxiDashError as exc:
+                st.error(literal(error_line(exc)))
+    if current_rules:
+        doomed = st.selectbox("Delete a rule", [r.name for r in current_rules], key="rule_delete")
+        if st.button("Delete rule", key="rule_delete_button"):
+            try:
+                rules.delete_rule(actor, doomed)
+                st.success(
+                    md("Deleted rule {}; its alerts resolve at the next evaluation.", doomed)
+                )
+            except YuxiDashError as exc:
+                st.error(literal(error_line(exc)))
+
+maybe_open_dialog(actor)

@@ -1,0 +1,58 @@
+"""Shared builders of the alert tests: threads at a pressure, rules, PostgreSQL only."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from yuxi_dash.alerts import rules
+from yuxi_dash.auth import Actor, Role
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ORIGIN_DASHBOARD, AuditEntry, Conversation
+
+ADMIN = Actor(id="admin@example.com", role=Role.ADMIN)
+OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
+TRIGGER = 8 * 1024
+SECRET = "s3cret-for-tests"  # the webhook's shared secret in tests
+
+
+def put_thread(
+    thread_id: str,
+    pressure: float,
+    *,
+    agent: str = "agent-a",
+    origin: str = ORIGIN_DASHBOARD,
+    status: str = "active",
+) -> None:
+    """A thread row at `pressure` (created, or its current usage moved as a projection does)."""
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        if conv is None:
+            conv = Conversation(thread_id=thread_id, user_id="u1", agent_slug=agent, origin=origin)
+            session.add(conv)
+        conv.status = status
+        conv.summary_trigger_tokens = TRIGGER
+        conv.next_llm_input_tokens = int(pressure * TRIGGER)
+        conv.summary_pressure_ratio = pressure
+
+
+def add_rule(name: str = "hot", **fields: object) -> None:
+    rules.add_rule(ADMIN, name=name, **fields)  # type: ignore[arg-type]
+
+
+def alert_audit() -> list[tuple[str, str]]:
+    with session_scope() as session:
+        rows = session.scalars(
+            sa.select(AuditEntry).where(AuditEntry.action == "alert").order_by(AuditEntry.id)
+        ).all()
+        return [(row.target, row.outcome) for row in rows]
+
+
+def hot_compressible_thread(thread_id: str = "t1") -> None:
+    """A real thread (agent, checkpoint) whose projected pressure is over the line."""
+    from tests.service.builders import seed_thread
+
+    seed_thread(thread_id)
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        conv.summary_trigger_tokens = TRIGGER
+        conv.summary_pressure_ratio = 0.95

@@ -1,0 +1,88 @@
+"""pages/alerts.py on the demo: alerts with pressure, Compress from the page, history, rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.alerts.builders import ADMIN
+from yuxi_dash.alerts import rules
+from yuxi_dash.alerts.evaluate import evaluate
+from yuxi_dash.alerts.views import current_alerts
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import AlertChannel, utcnow
+from yuxi_dash.store.queries import get_thread, list_threads
+
+PAGE = "pages/alerts.py"
+
+
+def _firing(settings: Settings) -> list[str]:
+    with session_scope(settings) as session:
+        return sorted(t.thread_id for t in list_threads(session, min_pressure=0.85, limit=100_000))
+
+
+def test_alerts_listed_then_compressed_from_the_page(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    rules.add_rule(ADMIN, name="hot")
+    evaluate()
+    at = app_test(PAGE)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert sorted(table["thread"]) == _firing(demo_env)
+    assert set(table["state"]) == {"firing"}
+    assert all(p >= 85.0 for p in table["pressure"])
+    assert table["open"].iloc[0].startswith("thread_detail?thread=")
+
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=100_000)
+    target = next(t.thread_id for t in hot if t.capable and t.busy_reason is None)
+    at.selectbox(key="alerts_compress_thread").set_value(target).run()
+    at.button(key="alerts_compress").click().run()
+    at.button(key="confirm_compress").click().run()
+    assert not at.exception
+    with session_scope(demo_env) as session:
+        after = get_thread(session, target).summary.summary_pressure_ratio
+    assert after < 0.80  # the compress dropped it below clear_at: the hook resolved the alert
+    assert target not in [a.thread_id for a in current_alerts()]
+    assert target not in at.dataframe[0].value["thread"].tolist()
+    history = at.dataframe[1].value
+    assert "resolved" in history[history["thread"] == target]["became"].tolist()
+
+
+def test_admin_adds_a_rule_from_the_form(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    at = app_test(PAGE)
+    at.text_input(key="rule_name").set_value("page-rule")
+    at.number_input(key="rule_for").set_value(60)
+    next(b for b in at.button if b.label == "Save rule").click().run()
+    assert not at.exception
+    assert [r.name for r in rules.list_rules()] == ["page-rule"]
+    assert rules.list_rules()[0].for_seconds == 60
+    at.run()  # the next run lists the new rule for deletion
+    at.selectbox(key="rule_delete").set_value("page-rule")
+    at.button(key="rule_delete_button").click().run()
+    assert not at.exception
+    assert rules.list_rules() == []
+
+
+def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(
+    app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules.add_rule(ADMIN, name="hot")
+    evaluate()
+    monkeypatch.setenv("YUXI_DASH_VIEWERS", "operator@localhost")
+    get_settings.cache_clear()
+    with session_scope(demo_env) as session:  # the webhook paused after failures
+        session.add(AlertChannel(channel="webhook", consecutive_failures=5, failures_total=5,
+                                 sent_total=0, paused_at=utcnow(), last_error="HTTP 500"))  # fmt: skip
+    at = app_test(PAGE)
+    assert not at.exception
+    assert any("webhook channel is paused" in w.value for w in at.warning)
+    assert len(at.dataframe[0].value) == len(_firing(demo_env))
+    assert at.button(key="alerts_compress").disabled
+    assert not any(b.label == "Save rule" for b in at.button)

@@ -1,0 +1,142 @@
+"""What the Alerts page and `yuxi-dash alerts list` read: current alerts, history, channels.
+
+Read-only. Current alerts are the pending and firing rows with the thread's
+live pressure; the history is the newest ``alert`` audit rows (each
+transition); a channel's state says whether it is paused and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
+from yuxi_dash.alerts.evaluate import ALERT_ACTION
+from yuxi_dash.alerts.machine import FIRING, PENDING
+from yuxi_dash.alerts.payloads import thread_link, webhook_configured
+from yuxi_dash.records import Record
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import AlertChannel, AlertState, AuditEntry, Conversation, utcnow
+
+
+@dataclass(frozen=True)
+class AlertInfo(Record):
+    rule: str
+    severity: str
+    state: str
+    thread_id: str
+    agent: str
+    platform: str
+    pressure: float
+    fire_at: float
+    clear_at: float
+    since: datetime
+    for_seconds: float
+    link: str
+    checkpoint_id: str | None  # the thread's newest projected checkpoint (the stale-click guard)
+
+
+@dataclass(frozen=True)
+class HistoryItem(Record):
+    at: datetime
+    thread: str
+    outcome: str
+    rule: str | None
+    pressure: float | None
+
+
+@dataclass(frozen=True)
+class ChannelInfo(Record):
+    channel: str
+    configured: bool
+    paused: bool
+    consecutive_failures: int
+    failures_total: int
+    sent_total: int
+    last_error: str | None
+
+
+def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
+    """Firing then pending alerts, the highest pressure first."""
+    settings = settings or get_settings()
+    now = utcnow()
+    with session_scope(settings) as session:
+        rows = session.execute(
+            sa.select(AlertState, Conversation.summary_pressure_ratio, Conversation.checkpoint_id)
+            .outerjoin(Conversation, Conversation.thread_id == AlertState.thread_id)
+            .where(AlertState.state.in_((FIRING, PENDING)))
+        ).all()
+    out = []
+    for state, live, checkpoint_id in rows:
+        since = (state.firing_since if state.state == FIRING else state.pending_since) or (
+            state.changed_at
+        )
+        out.append(
+            AlertInfo(
+                rule=state.rule_name,
+                severity=state.severity,
+                state=state.state,
+                thread_id=state.thread_id,
+                agent=state.agent_slug,
+                platform=state.platform,
+                pressure=float(live if live is not None else state.pressure),
+                fire_at=state.fire_at,
+                clear_at=state.clear_at,
+                since=since,
+                for_seconds=round((now - since).total_seconds(), 1),
+                link=thread_link(state.thread_id, settings),
+                checkpoint_id=checkpoint_id,
+            )
+        )
+    out.sort(key=lambda a: (a.state != FIRING, -a.pressure, a.thread_id))
+    return out
+
+
+def history(settings: Settings | None = None, *, limit: int = 50) -> list[HistoryItem]:
+    """The newest alert transitions (from the audit log)."""
+    with session_scope(settings) as session:
+        rows = session.scalars(
+            sa.select(AuditEntry)
+            .where(AuditEntry.action == ALERT_ACTION)
+            .order_by(AuditEntry.id.desc())
+            .limit(limit)
+        ).all()
+        return [
+            HistoryItem(
+                at=row.at,
+                thread=row.target.removeprefix("thread:"),
+                outcome=row.outcome,
+                rule=(row.detail or {}).get("rule"),
+                pressure=(row.detail or {}).get("pressure"),
+            )
+            for row in rows
+        ]
+
+
+def channels(settings: Settings | None = None) -> list[ChannelInfo]:
+    """Each delivery channel: configured, paused, its failures."""
+    settings = settings or get_settings()
+    with session_scope(settings) as session:
+        rows = {c.channel: c for c in session.scalars(sa.select(AlertChannel)).all()}
+    configured = {
+        ALERTMANAGER: bool(settings.alertmanager_url),
+        WEBHOOK: webhook_configured(settings),
+    }
+    out = []
+    for name, is_configured in configured.items():
+        row = rows.get(name)
+        out.append(
+            ChannelInfo(
+                channel=name,
+                configured=is_configured,
+                paused=bool(row and row.paused_at is not None),
+                consecutive_failures=row.consecutive_failures if row else 0,
+                failures_total=row.failures_total if row else 0,
+                sent_total=row.sent_total if row else 0,
+                last_error=row.last_error if row else None,
+            )
+        )
+    return out

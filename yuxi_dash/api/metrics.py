@@ -1,0 +1,242 @@
+"""`GET /metrics`: fleet aggregates for Prometheus, read from the database at scrape time.
+
+`router` is included by `api.app.create_app`. A scrape needs a service token of
+any role (`Authorization: Bearer`, as Prometheus' `authorization` block sends
+it): the labels name agents, rules and the attached platform's host. A refused
+scrape is 401 and not audited (a scraper retries every interval); 503 when the
+database cannot check the token. `DatabaseCollector` (a registry per scrape)
+runs a few bounded GROUP BY queries: thread bands and pressure histogram,
+compress outcomes (audit log), attach scan timing and lag, alerts and their
+channels; `yuxi_dash_metrics_database_up` is 0 when they fail. Every label has
+few values (band, agent, platform, outcome, code, channel, rule, state,
+source): never a thread or user id. docs/operations.md lists the names.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from sqlalchemy.orm import Session
+
+from yuxi_dash.api.tokens import authenticate, bearer_token
+from yuxi_dash.attach.ids import checkpoint_time
+from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import (
+    ORIGIN_ATTACHED,
+    AlertChannel,
+    AlertOutbox,
+    AlertState,
+    AuditEntry,
+    Conversation,
+    ScanTiming,
+    ScanWatermark,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+# (upper edge, label): a thread is in the first band whose edge its pressure is below
+BANDS = ((0.5, "lt_50"), (0.8, "50_80"), (0.85, "80_85"), (1.0, "85_100"))
+TOP_BAND = "ge_100"
+BUCKETS = (0.25, 0.5, 0.75, 0.8, 0.85, 0.9, 1.0, 1.25, 1.5, 2.0)
+_UUID_EPOCH_TICKS = 0x01B21DD213814000  # 1582-10-15 to 1970-01-01 in 100-ns ticks
+
+
+def _band_expression() -> sa.ColumnElement[str]:
+    ratio = Conversation.summary_pressure_ratio
+    return sa.case(*((ratio < edge, label) for edge, label in BANDS), else_=TOP_BAND)
+
+
+def _platform(origin: str) -> str:
+    return "attached" if origin == ORIGIN_ATTACHED else "own"
+
+
+def _threads(session: Session) -> Iterator[Metric]:
+    band = _band_expression().label("band")
+    bands = GaugeMetricFamily(
+        "yuxi_dash_threads",
+        "Threads (not deleted) per summary-pressure band, agent and platform",
+        labels=["band", "agent", "platform"],
+    )
+    query = (
+        sa.select(band, Conversation.agent_slug, Conversation.origin, sa.func.count())
+        .where(Conversation.status != "deleted")
+        .group_by(band, Conversation.agent_slug, Conversation.origin)
+    )
+    for label, agent, origin, count in session.execute(query):
+        bands.add_metric([label, agent, _platform(origin)], float(count))
+    yield bands
+    ratio = Conversation.summary_pressure_ratio
+    columns = [sa.func.sum(sa.case((ratio <= edge, 1), else_=0)) for edge in BUCKETS]
+    row = session.execute(
+        sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(ratio), 0.0), *columns).where(
+            Conversation.status != "deleted"
+        )
+    ).one()
+    total, summed, *cumulative = row
+    buckets = [(str(edge), float(n or 0)) for edge, n in zip(BUCKETS, cumulative, strict=True)]
+    buckets.append(("+Inf", float(total)))
+    yield HistogramMetricFamily(
+        "yuxi_dash_thread_summary_pressure",
+        "Summary pressure of the threads (not deleted)",
+        buckets=buckets,
+        sum_value=float(summed),
+    )
+
+
+def _compress(session: Session) -> Iterator[Metric]:
+    family = CounterMetricFamily(
+        "yuxi_dash_compress", "Compress attempts by outcome and error code (audit log)",
+        labels=["outcome", "code"],
+    )  # fmt: skip
+    code = AuditEntry.detail["code"].as_string()
+    query = (
+        sa.select(AuditEntry.outcome, code, sa.func.count())
+        .where(AuditEntry.action == "compress")
+        .group_by(AuditEntry.outcome, code)
+    )
+    for outcome, error_code, count in session.execute(query):
+        family.add_metric([outcome, error_code or ""], float(count))
+    yield family
+
+
+def _attach(session: Session) -> Iterator[Metric]:
+    now = utcnow()
+    duration = GaugeMetricFamily(
+        "yuxi_dash_attach_scan_duration_seconds", "How long the last attach scan took",
+        labels=["source"],
+    )  # fmt: skip
+    for timing in session.scalars(sa.select(ScanTiming)):
+        duration.add_metric([timing.source], timing.seconds)
+    yield duration
+    age = GaugeMetricFamily(
+        "yuxi_dash_attach_scan_age_seconds", "Seconds since the last attach scan stored its mark",
+        labels=["source"],
+    )  # fmt: skip
+    lag = GaugeMetricFamily(
+        "yuxi_dash_attach_watermark_lag_seconds",
+        "Seconds between now and the newest platform checkpoint projected",
+        labels=["source"],
+    )
+    for mark in session.scalars(sa.select(ScanWatermark)):
+        age.add_metric([mark.source], max(0.0, (now - mark.scanned_at).total_seconds()))
+        ticks = checkpoint_time(mark.checkpoint_id) if mark.checkpoint_id else None
+        if ticks is not None:
+            seconds = (ticks - _UUID_EPOCH_TICKS) / 10_000_000
+            lag.add_metric([mark.source], max(0.0, now.timestamp() - seconds))
+    yield age
+    yield lag
+
+
+def _alerts(session: Session) -> Iterator[Metric]:
+    alerts = GaugeMetricFamily(
+        "yuxi_dash_alerts", "Alerts per rule, severity and state",
+        labels=["rule", "severity", "state"],
+    )  # fmt: skip
+    query = sa.select(
+        AlertState.rule_name, AlertState.severity, AlertState.state, sa.func.count()
+    ).group_by(AlertState.rule_name, AlertState.severity, AlertState.state)
+    for rule, severity, state, count in session.execute(query):
+        alerts.add_metric([rule, severity, state], float(count))
+    yield alerts
+    failures = CounterMetricFamily(
+        "yuxi_dash_alert_notification_failures", "Failed alert deliveries per channel",
+        labels=["channel"],
+    )  # fmt: skip
+    sent = CounterMetricFamily(
+        "yuxi_dash_alert_notifications_sent", "Alert notices delivered per channel",
+        labels=["channel"],
+    )  # fmt: skip
+    paused = GaugeMetricFamily(
+        "yuxi_dash_alert_channel_paused", "1 while a channel is paused", labels=["channel"]
+    )
+    for channel in session.scalars(sa.select(AlertChannel)):
+        failures.add_metric([channel.channel], float(channel.failures_total))
+        sent.add_metric([channel.channel], float(channel.sent_total))
+        paused.add_metric([channel.channel], 1.0 if channel.paused_at else 0.0)
+    yield failures
+    yield sent
+    yield paused
+    unsent = session.scalar(
+        sa.select(sa.func.count()).select_from(AlertOutbox).where(AlertOutbox.sent_at.is_(None))
+    )
+    yield GaugeMetricFamily(
+        "yuxi_dash_alert_outbox_unsent",
+        "Webhook notices not delivered yet",
+        value=float(unsent or 0),
+    )
+
+
+class DatabaseCollector(Collector):
+    """Reads the aggregates at scrape time; a database that fails gives `..._database_up 0`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        families: list[Metric] = []
+        up = 1.0
+        try:
+            with session_scope(self.settings) as session:
+                for part in (_threads, _compress, _attach, _alerts):
+                    families.extend(part(session))
+        except Exception as exc:  # noqa: BLE001 - a scrape reports the failure as a metric
+            log.warning("metrics: the database could not be read (%s)", type(exc).__name__)
+            families, up = [], 0.0
+        yield from families
+        yield GaugeMetricFamily(
+            "yuxi_dash_metrics_database_up", "1 when the last scrape read the database", value=up
+        )
+        yield GaugeMetricFamily(
+            "yuxi_dash_metrics_scrape_seconds",
+            "Seconds the database aggregates took to read",
+            value=time.perf_counter() - started,
+        )
+
+
+def exposition(settings: Settings) -> bytes:
+    """The Prometheus text of the aggregates (a registry per call: nothing kept between scrapes)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DatabaseCollector(settings))
+    return generate_latest(registry)
+
+
+def _authorize(authorization: list[str], settings: Settings) -> None:
+    if len(authorization) != 1:
+        raise Unauthorized("send one Authorization header with a bearer token")
+    try:
+        authenticate(bearer_token(authorization[0]), settings)  # any role may read aggregates
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise StoreUnavailable("database unavailable; check YUXI_DASH_DATABASE_URL") from exc
+
+
+router = APIRouter()
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(request: Request) -> Response:
+    """The Prometheus text exposition of the aggregates, for a caller with a token."""
+    settings: Settings = request.app.state.settings
+    try:
+        _authorize(request.headers.getlist("authorization"), settings)
+    except YuxiDashError as exc:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        body = {"detail": {"code": exc.code, "message": exc.message}}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+    return Response(exposition(settings), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,169 @@
+"""CLI commands `yuxi-dash alerts rule add|list|update|delete`, `alerts evaluate`, `alerts list`.
+
+Rule writes need the admin role (YUXI_DASH_CLI_ROLE=admin) and are audited by
+`yuxi_dash.alerts.rules`; `evaluate` runs one pass, sends (Alertmanager, the
+webhook outbox) as `serve`'s background pass does, and prints the counts of
+firing, pending, resolved and notified; `list` prints the current alerts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from yuxi_dash.cli.common import CommandResult, actor_help, add_json_flag, command_actor
+from yuxi_dash.cli.guards import store_errors
+from yuxi_dash.cli.output import iso, percent, render_table
+
+
+def _rule_fields(args: argparse.Namespace) -> dict[str, Any]:
+    enabled = None
+    if getattr(args, "enable", False):
+        enabled = True
+    if getattr(args, "disable", False):
+        enabled = False
+    return {
+        "fire_at": args.fire_at,
+        "clear_at": args.clear_at,
+        "for_seconds": args.for_seconds,
+        "scope": args.scope,
+        "agent": args.agent,
+        "severity": args.severity,
+        "enabled": enabled,
+    }
+
+
+def _rule_result(info: Any, verb: str) -> CommandResult:
+    data = {**info.to_dict(), "updated_at": iso(info.updated_at)}
+    return CommandResult(
+        data=data,
+        text=f"{verb} rule {info.name}: fires at {percent(info.fire_at)}, "
+        f"clears below {percent(info.clear_at)}, for {info.for_seconds} s, "
+        f"scope {info.scope}{' ' + info.agent if info.agent else ''}, {info.severity}",
+    )
+
+
+@store_errors
+def _cmd_add(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts import rules
+
+    actor = command_actor(args, action=rules.RULE_ACTION, target=f"rule:{args.name}", default="cli")
+    fields = {k: v for k, v in _rule_fields(args).items() if v is not None}
+    return _rule_result(rules.add_rule(actor, name=args.name, **fields), "added")
+
+
+@store_errors
+def _cmd_update(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts import rules
+
+    actor = command_actor(args, action=rules.RULE_ACTION, target=f"rule:{args.name}", default="cli")
+    return _rule_result(rules.update_rule(actor, args.name, **_rule_fields(args)), "updated")
+
+
+@store_errors
+def _cmd_delete(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts import rules
+
+    actor = command_actor(args, action=rules.RULE_ACTION, target=f"rule:{args.name}", default="cli")
+    return _rule_result(rules.delete_rule(actor, args.name), "deleted")
+
+
+@store_errors
+def _cmd_rule_list(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts import rules
+
+    found = rules.list_rules()
+    rows = [
+        [r.name, r.scope, r.agent, percent(r.fire_at), percent(r.clear_at), r.for_seconds,
+         r.severity, r.enabled]
+        for r in found
+    ]  # fmt: skip
+    headers = ["rule", "scope", "agent", "fire at", "clear at", "for s", "severity", "enabled"]
+    return CommandResult(
+        data=[{**r.to_dict(), "updated_at": iso(r.updated_at)} for r in found],
+        text=render_table(rows, headers) if found else "no alert rules",
+    )
+
+
+@store_errors
+def _cmd_evaluate(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts.evaluate import evaluate
+
+    report = evaluate()
+    return CommandResult(
+        data=report.to_dict(),
+        text=f"firing {report.firing:,}, pending {report.pending:,}, "
+        f"resolved {report.resolved:,}, notified {report.notified:,} "
+        f"(fired {report.fired:,}, alertmanager {report.alertmanager_posted:,}, "
+        f"{report.seconds:.2f} s)",
+    )
+
+
+@store_errors
+def _cmd_list(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.alerts.views import current_alerts
+
+    found = current_alerts()
+    rows = [
+        [a.state, a.rule, a.thread_id, a.agent, a.platform, percent(a.pressure),
+         int(a.for_seconds)]
+        for a in found
+    ]  # fmt: skip
+    headers = ["state", "rule", "thread", "agent", "platform", "pressure", "for s"]
+    return CommandResult(
+        data=[{**a.to_dict(), "since": iso(a.since)} for a in found],
+        text=render_table(rows, headers) if found else "no pending or firing alerts",
+    )
+
+
+def _rule_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
+    parser.add_argument("--name", required=True, help="the rule's name")
+    parser.add_argument(
+        "--fire-at",
+        dest="fire_at",
+        type=float,
+        help="ratio of the summary threshold (default 0.85)",
+    )
+    parser.add_argument(
+        "--clear-at", dest="clear_at", type=float, help="resolves below this ratio (default 0.80)"
+    )
+    parser.add_argument(
+        "--for", dest="for_seconds", type=int, help="seconds the condition must hold"
+    )
+    parser.add_argument("--scope", choices=["all", "agent", "attached", "own"])
+    parser.add_argument("--agent", help="only this agent's threads")
+    parser.add_argument("--severity", choices=["info", "warning", "critical"])
+    if not adding:
+        parser.add_argument("--enable", action="store_true")
+    parser.add_argument("--disable", action="store_true")
+    parser.add_argument("--actor", metavar="NAME", help=actor_help())
+    add_json_flag(parser)  # fmt: skip
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    alerts = sub.add_parser("alerts", help="per-thread pressure alerts: rules, evaluate, list")
+    group = alerts.add_subparsers(dest="alerts_command", metavar="ACTION")
+    group.required = True
+    rule = group.add_parser("rule", help="alert rules (writes need the admin role)")
+    rule_sub = rule.add_subparsers(dest="rule_command", metavar="ACTION")
+    rule_sub.required = True
+    add = rule_sub.add_parser("add", help="add a rule")
+    _rule_options(add, adding=True)
+    add.set_defaults(handler=_cmd_add)
+    update = rule_sub.add_parser("update", help="change a rule")
+    _rule_options(update, adding=False)
+    update.set_defaults(handler=_cmd_update)
+    delete = rule_sub.add_parser("delete", help="delete a rule (its alerts resolve)")
+    delete.add_argument("--name", required=True)
+    delete.add_argument("--actor", metavar="NAME", help=actor_help())
+    add_json_flag(delete)
+    delete.set_defaults(handler=_cmd_delete)
+    listing = rule_sub.add_parser("list", help="list the rules")
+    add_json_flag(listing)
+    listing.set_defaults(handler=_cmd_rule_list)
+    evaluate = group.add_parser("evaluate", help="one evaluation pass, then delivery")
+    add_json_flag(evaluate)
+    evaluate.set_defaults(handler=_cmd_evaluate)
+    current = group.add_parser("list", help="the pending and firing alerts")
+    add_json_flag(current)
+    current.set_defaults(handler=_cmd_list)
