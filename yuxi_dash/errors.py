@@ -279,3 +279,14 @@ class SweepHeld(YuxiDashError):
     """The workdir sweep stopped before removing anything; its message is the reason (reported, not raised)."""
 
     code = "sweep_held"
+
+
+class AlertRuleNotFound(NotFound):
+    code = "alert_rule_not_found"
+
+
+class DeliveryFailed(YuxiDashError):
+    """One attempt at an alert channel failed (its message names the status or error type only)."""
+
+    code = "alert_delivery_failed"
+    status_code = 502

@@ -38,6 +38,7 @@ from yuxi_dash.alerts.payloads import (
     webhook_configured,
 )
 from yuxi_dash.audit import record_audit
+from yuxi_dash.errors import DeliveryFailed
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import AlertChannel, AlertOutbox, AlertState, Conversation, utcnow
@@ -53,10 +54,6 @@ PAUSE_PROBE_SECONDS = 300
 MAX_BACKOFF_SECONDS = 300
 TIMEOUT_SECONDS = 5.0
 ALERTMANAGER_CHUNK = 1000
-
-
-class DeliveryFailed(Exception):
-    """One attempt at a channel failed (its message names the status or error type only)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.audit import audited_refusals, record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, NotFound
+from yuxi_dash.errors import AlertRuleNotFound, InvalidInput
 from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -29,10 +29,6 @@ RULE_ACTION = "alert_rule"
 DEFAULT_FIRE_AT = 0.85
 DEFAULT_CLEAR_AT = 0.80
 MAX_FOR_SECONDS = 7 * 24 * 3600
-
-
-class AlertRuleNotFound(NotFound):
-    code = "alert_rule_not_found"
 
 
 @dataclass(frozen=True)

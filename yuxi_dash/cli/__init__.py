@@ -117,7 +117,18 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yuxi-dash {version('yuxi-dash')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (db, threads, tool_results, workdir, simulate, memory, attach, serve, api, alerts):
+    for module in (
+        db,
+        threads,
+        tool_results,
+        workdir,
+        simulate,
+        memory,
+        attach,
+        serve,
+        api,
+        alerts,
+    ):
         module.register(sub)
     return parser
 
