@@ -8,6 +8,7 @@ and `from yuxi_dash.service import X` both work.
   the refusals checked under it (`require_thread`, `require_agent`,
   `require_idle`); the audit target of a thread.
 - `compress`: manual compression in three phases and its read-only preview.
+- `readiness`: which threads a compress would leave unchanged (read-only).
 - `usage_writes`: usage snapshots and current usage, the tool-results index,
   the chat record.
 - `leftovers`: offloaded files of a compress that did not commit.
@@ -26,6 +27,7 @@ from yuxi_dash.service.compress import (
     preview_compression,
 )
 from yuxi_dash.service.locking import thread_lock, thread_target
+from yuxi_dash.service.readiness import compress_readiness
 from yuxi_dash.service.runs import (
     INTAKE_ACTION,
     PLATFORM_ACTOR,
@@ -53,6 +55,7 @@ from yuxi_dash.service.usage_writes import (
 
 __all__ = [
     "COMPRESS_ACTION",
+    "compress_readiness",
     "IMPORT_ACTION",
     "INTAKE_ACTION",
     "PER_CALL_USAGE_FIELDS",
