@@ -24,6 +24,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
+from yuxi_dash.workdir import Workdir
 
 REPO = Path(__file__).resolve().parents[2]
 PLATFORM_SECONDS = 180
@@ -103,6 +104,7 @@ def platform(tmp_path: Path) -> Iterator[Platform]:
             f'ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO "{role}"'
         )
     workdir = tmp_path / "platform-workdir"  # the platform's volume (YUXI_DASH_ATTACH_WORKDIR)
+    Workdir(workdir).initialize()  # set up by the platform, as ours is by `db upgrade`
     try:
         yield Platform(
             owner_conninfo=owner,
