@@ -19,6 +19,7 @@ from yuxi_dash.ui.charts import (
 from yuxi_dash.ui.format import (
     MISSING,
     ago,
+    attached_blocker,
     busy_label,
     code,
     error_line,
@@ -58,20 +59,32 @@ row = detail["summary"]
 agent = detail["agent"]
 st.caption(
     md(
-        "User **{}** · agent **{}** · {} · {} · compression {} · checkpoint {} · last compression {}",
+        "User **{}** · agent **{}** · {} · {} · {} · checkpoint {} · last compression {}",
         row["user_id"],
         row["agent_slug"],
         row["status"],
         busy_label(row["busy_reason"]),
-        "supported" if row["capable"] else "unsupported",
+        # an attached platform's thread says so: "attached: <platform>", never "unsupported"
+        row["compression"] if row["attached"] else f"compression {row['compression']}",
         short_id(detail["checkpoint_id"]),
         ago(row["last_compression_at"]),
     )
 )
+if row["attached"]:  # read from the platform's checkpointer; never compressed here
+    st.info(literal(attached_blocker(row["platform"])), icon=":material/link:")
 cols = st.columns(5)
 cols[0].metric("Summary pressure", pct(row["summary_pressure_ratio"]))
 cols[1].metric("Context usage", pct(row["context_usage_ratio"]))
-cols[2].metric("Next input tokens", tokens(row["next_llm_input_tokens"]))
+cols[2].metric(  # the engine's count, the one the compress dialog's "before" shows
+    "Next input tokens",
+    tokens(detail["next_input_tokens"]),
+    help=md(
+        "The next model call's messages, summary and tool results as the dashboard counts "
+        "them (the compress preview's “before”). The agent last measured {} tokens, with "
+        "its system prompt and tool schemas.",
+        tokens(row["next_llm_input_tokens"]),
+    ),
+)
 cols[3].metric("Summary threshold", tokens(row["summary_trigger_tokens"]))
 cols[4].metric("Summary active", "yes" if row["summary_active"] else "no")
 

@@ -18,6 +18,7 @@ from yuxi_dash.ui.format import (
     PERCENT_FORMAT,
     ago,
     busy_label,
+    cannot_compress_line,
     compress_blocker,
     literal,
     md,
@@ -27,6 +28,8 @@ from yuxi_dash.ui.format import (
 )
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.usage import SUGGESTION_LABEL
+
+READINESS_ROWS = 100  # the first N compressible rows are read to find the ones with no history
 
 actor = require_actor()
 st.title(md("Threads ≥ {}", SUGGESTION_LABEL))  # as the sidebar names it
@@ -49,6 +52,15 @@ blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(md("{} threads, highest summary pressure first.", shown))
 blocked = sum(blocker is not None for blocker in blockers.values())
+# a compress that would write nothing (insufficient_history): not offered first, nor in bulk
+checked = [r for r in records if blockers[r["thread_id"]] is None][:READINESS_ROWS]
+shown_checkpoints = [
+    c if isinstance(c, str) else None for c in (r["checkpoint_id"] for r in checked)
+]
+readiness = loaders.compress_readiness(
+    list(zip([r["thread_id"] for r in checked], shown_checkpoints, strict=True))
+)
+no_op = {t: r["note"] for t, r in readiness.items() if r["reason"]}
 actionable_only = st.toggle(
     "Can compress now",
     value=True,
@@ -67,15 +79,9 @@ if actionable_only:
                 blocked,
             )
         )
-unsupported = data["unsupported"]  # attached threads are counted apart
-if unsupported:
-    st.caption(
-        md(
-            "{:,} of these threads cannot be compressed: their agent does not support "
-            "context compression.",
-            unsupported,
-        )
-    )
+cannot = cannot_compress_line(data["unsupported"], data["attached"])  # attached counted too
+if cannot:
+    st.caption(literal(cannot))
 
 table = pd.DataFrame(
     {
@@ -95,6 +101,7 @@ table = pd.DataFrame(
         "busy": [busy_label(b) for b in listed["busy_reason"]],
         "compression": listed["compression"],
         "last compression": [ago(t) for t in listed["last_compression_at"]],
+        "note": [no_op.get(t, "") for t in listed["thread_id"]],
     }
 )
 if table.empty:
@@ -114,11 +121,17 @@ st.dataframe(
         "compression": st.column_config.TextColumn(
             "Compression",
             help="unsupported: the thread's agent does not support context compression, so "
-            "it cannot be compressed; attached: the thread belongs to the attached platform "
-            "and is never compressed here",
+            "it cannot be compressed; attached: <platform>: the thread belongs to that attached "
+            "platform and is never compressed here",
             width=92,
         ),
         "last compression": st.column_config.TextColumn("Last compression", width=118),
+        "note": st.column_config.TextColumn(
+            "Note",
+            help="nothing to summarize: a compress would change nothing (too few messages "
+            "since the last summary); it is not offered first nor in a selection",
+            width="medium",
+        ),
         "pressure": st.column_config.ProgressColumn(
             "Summary pressure",
             format=PERCENT_FORMAT,
@@ -142,7 +155,10 @@ st.subheader("Compress")
 one, many = st.columns(2)
 with one:
     ids = rows["thread_id"].tolist()
-    first_eligible = next((i for i, t in enumerate(ids) if blockers[t] is None), 0)
+    first_eligible = next(
+        (i for i, t in enumerate(ids) if blockers[t] is None and t not in no_op),
+        next((i for i, t in enumerate(ids) if blockers[t] is None), 0),
+    )
     thread_id = st.selectbox(
         "One thread",
         ids,
@@ -150,7 +166,7 @@ with one:
         format_func=lambda t: f"{t} · {pct(by_id.at[t, 'summary_pressure_ratio'])}",
         key="compress_thread",
         help="Every thread in the list; it starts on the highest one that can be compressed "
-        "now (idle, and its agent supports context compression).",
+        "now (idle, its agent supports context compression, and it has history to summarize).",
     )
     blocker = blockers.get(thread_id)
     checkpoint_id = by_id.at[thread_id, "checkpoint_id"] if thread_id else None
@@ -165,10 +181,16 @@ with one:
     )
     if blocker:
         st.caption(md("Cannot compress: {}.", blocker))
+    elif thread_id in no_op:
+        st.caption(md("Compress would change nothing: {}.", no_op[thread_id]))
 with many:
-    eligible = [r["thread_id"] for r in records if blockers[r["thread_id"]] is None]
+    eligible = [
+        r["thread_id"]
+        for r in records
+        if blockers[r["thread_id"]] is None and r["thread_id"] not in no_op
+    ]
     selection = st.multiselect(
-        "Several threads (idle, supported)",
+        "Several threads (idle, supported, with history to summarize)",
         eligible,
         key="compress_selection",
         placeholder="choose threads" if eligible else "no thread can be compressed now",

@@ -17,6 +17,7 @@ from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.tool_results import MAX_READ_LIMIT, read_tool_result
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.format import (
+    check_label,
     code,
     error_line,
     ident,
@@ -62,9 +63,14 @@ if rows.empty:
     st.stop()
 
 statuses = loaders.verify_statuses(rows["id"].tolist())
-rows = rows.assign(sha_status=[statuses.get(int(i), "missing") for i in rows["id"]])
-problems = int((rows["sha_status"] != "ok").sum())
-checked = md("{} mismatch or missing.", problems) if problems else "all ok."
+checks = [statuses.get(int(i), "missing") for i in rows["id"]]
+rows = rows.assign(sha_status=[check_label(c) for c in checks])
+changed, absent_here = checks.count("mismatch"), checks.count("missing")
+checked = (
+    md("{:,} content changed, {:,} file not on this volume.", changed, absent_here)
+    if changed or absent_here
+    else "all ok."
+)
 st.caption(
     md("{:,} results (newest first, at most 200); SHA-256 re-checked: {}", len(rows), checked)
 )
@@ -98,7 +104,11 @@ st.dataframe(
         "chars": st.column_config.NumberColumn("Chars", format="localized", width=64),
         "approx_tokens": st.column_config.NumberColumn("≈ tokens", format="localized", width=68),
         "sha_status": st.column_config.TextColumn(
-            "SHA-256", help="ok / mismatch / missing", width=70
+            "SHA-256",
+            help="ok; content changed: the file's SHA-256 differs from the one recorded; "
+            "file not on this volume: no such file under this thread's workdir, or that "
+            "workdir is not mounted here",
+            width=70,
         ),
         "saved_at": st.column_config.TextColumn("Saved at", width=140),
         "file": st.column_config.TextColumn(
@@ -155,7 +165,7 @@ integrity = {"ok": st.success, "mismatch": st.error, "missing": st.warning}[firs
 integrity(
     md(
         "SHA-256 {}: {} · {} · {} chars",
-        first.integrity,
+        check_label(first.integrity),
         code(first.sha256),
         code(first.path),
         tokens(first.total_chars),

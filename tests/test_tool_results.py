@@ -187,3 +187,48 @@ def test_read_missing_file_and_unknown_id(db_url: str) -> None:
         read_tool_result(ids["web"], actor=VIEWER)
     with pytest.raises(ToolResultNotFound):
         read_tool_result(99999, actor=VIEWER)
+
+
+def test_the_platform_and_our_results_resolve_against_their_own_workdirs(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29 item 5: YUXI_DASH_ATTACH_WORKDIR holds the platform's files, ours stay ours."""
+    from yuxi_dash.display import check_label
+    from yuxi_dash.store.models import Conversation
+
+    ids = _seed()  # t1 and t2, ours, in YUXI_DASH_WORKDIR
+    platform_root = tmp_path / "platform-volume"
+    Workdir(platform_root).initialize()
+    saved = Workdir(platform_root).save_tool_result("query_kb", "platform result " * 400)
+    with session_scope() as session:
+        service.create_thread(session, "plat-1", user_id="u1", agent_slug="agent-a")
+        session.execute(
+            sa.update(Conversation)
+            .where(Conversation.thread_id == "plat-1")
+            .values(origin="attached")
+        )
+        service.index_saved_files(session, "plat-1", [("call-p", "query_kb", saved)])
+        platform_id = session.scalar(sa.select(ToolResult.id).where(ToolResult.path == saved.path))
+    monkeypatch.setenv("YUXI_DASH_ATTACH_WORKDIR", str(platform_root))
+    get_settings.cache_clear()
+
+    report = verify_tool_results()
+    assert report.all_ok and len(report) == 4  # both volumes: every file where it belongs
+    content = read_tool_result(platform_id, actor=VIEWER)
+    assert content.integrity == "ok" and content.text.startswith("platform result")
+    assert read_tool_result(ids["web"], actor=VIEWER).integrity == "ok"
+
+    # the platform's volume not mounted here: its files are "not on this volume", ours ok
+    monkeypatch.setenv("YUXI_DASH_ATTACH_WORKDIR", str(tmp_path / "not-mounted"))
+    get_settings.cache_clear()
+    statuses = {r.id: r.status for r in verify_tool_results()}
+    assert statuses.pop(platform_id) == "missing"
+    assert set(statuses.values()) == {"ok"}
+    assert check_label("missing") == "file not on this volume"
+    assert check_label("mismatch") == "content changed"
+
+
+def test_the_attach_workdir_defaults_to_ours(db_url: str) -> None:
+    settings = get_settings()
+    assert settings.attach_workdir is None
+    assert settings.workdir_for("attached") == settings.workdir_for("dashboard") == settings.workdir

@@ -11,6 +11,9 @@ re-exports them for the pages.
 - A moment is shown to the minute in UTC: "2026-11-19 15:40 UTC".
 - A LaunchDarkly evaluation reason is shown in words:
   "TARGET_MATCH" -> "the user is targeted individually".
+- A thread an attached platform owns reads "attached: <platform label>" everywhere
+  (`attached_label`); a tool-result check reads "content changed" or "file not on this
+  volume" (`check_label`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,24 @@ def decimal(value: float | None, *, places: int = 1, missing: str = MISSING) -> 
     if value is None or absent(value) or (isinstance(value, float) and not math.isfinite(value)):
         return missing
     return f"{float(value):,.{places}f}"
+
+
+def attached_label(platform: str | None) -> str:
+    """What an attached platform's thread is called on every page and in the CLI.
+
+    ``platform`` is the platform's secret-free label (host:port/database, the scan's source):
+    "attached: db.internal:5432/agents"; unknown: "attached: platform".
+    """
+    return f"attached: {platform or 'platform'}"
+
+
+CHECK_LABELS = {"ok": "ok", "mismatch": "content changed", "missing": "file not on this volume"}
+
+
+def check_label(status: str) -> str:
+    """A tool-result check in words: ok, "content changed" (its SHA-256 differs) or
+    "file not on this volume" (no such file, or the workdir is not mounted here)."""
+    return CHECK_LABELS.get(status, status)
 
 
 def ident(value: object, *, missing: str = MISSING) -> str:

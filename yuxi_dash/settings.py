@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     attach_scan_seconds: float = Field(
         30.0, gt=0, validation_alias=_env("YUXI_DASH_ATTACH_SCAN_SECONDS")
     )
+    # the platform's own volume, where its offloaded results are (unset: the same as ours)
+    attach_workdir: Path | None = Field(None, validation_alias=_env("YUXI_DASH_ATTACH_WORKDIR"))
 
     # --- summarizer (OpenAI-compatible; unset -> offline extractive) -------
     summarizer_base_url: str | None = Field(
@@ -172,6 +174,11 @@ class Settings(BaseSettings):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("attach_workdir", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("cli_role", mode="before")
     @classmethod
     def _lower_role(cls, value: object) -> object:
@@ -180,6 +187,13 @@ class Settings(BaseSettings):
     @property
     def summarizer_configured(self) -> bool:
         return bool(self.summarizer_base_url and self.summarizer_model)
+
+    def workdir_for(self, origin: str) -> Path:
+        """Where a thread's offloaded files resolve: the attached platform's volume for its
+        threads (``origin`` "attached") when `attach_workdir` is set, else our workdir."""
+        if origin == "attached" and self.attach_workdir is not None:
+            return self.attach_workdir
+        return self.workdir
 
     @property
     def attach_configured(self) -> bool:

@@ -1,9 +1,11 @@
 """Offloaded tool results: the index (`tool_results`), re-hash verification, and audited reads.
 
 The file in the workdir is the truth; the index row records where it is and
-the SHA-256 it had when it was written. `verify_tool_results` re-hashes every
-indexed file, or one page of them as the listing pages them (ok / mismatch /
-missing). `read_tool_result` reads a file only through the workdir's link-refusing reads (every path component opened with
+the SHA-256 it had when it was written. An attached platform's results resolve
+under its own volume (`Settings.workdir_for`: `YUXI_DASH_ATTACH_WORKDIR`), ours
+under `YUXI_DASH_WORKDIR`. `verify_tool_results` re-hashes every indexed file,
+or one page of them as the listing pages them: ok, mismatch (content changed)
+or missing (not on this volume: no such file, or the workdir is not mounted). `read_tool_result` reads a file only through the workdir's link-refusing reads (every path component opened with
 O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is
 ever read, even through a symlink swapped in mid-read) and records an audit row
 for every read, allowed or refused.
@@ -23,7 +25,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.audit import record_audit
 from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.errors import PathRefused, ToolResultNotFound, YuxiDashError
+from yuxi_dash.errors import PathRefused, ToolResultNotFound, WorkdirUnavailable, YuxiDashError
 from yuxi_dash.records import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -214,6 +216,8 @@ def _verify_one(workdir: Workdir, path: str, sha256: str) -> VerifyStatus:
         return workdir.verify(path, sha256)
     except PathRefused:
         return "missing"  # a recorded path that would leave the workdir is no file of ours
+    except WorkdirUnavailable:
+        return "missing"  # the volume is not mounted here: no file of it is on this volume
     except OSError:
         return "missing"
 
@@ -251,7 +255,14 @@ def verify_tool_results(
                 settings=settings,
                 workdir=workdir,
             )
-    workdir = workdir or Workdir((settings or get_settings()).workdir)
+    settings = settings or get_settings()
+    workdirs: dict[str, Workdir] = {}
+
+    def workdir_of(origin: str) -> Workdir:  # `workdir`, when given, holds every row's file
+        if workdir is not None:
+            return workdir
+        return workdirs.setdefault(origin, Workdir(settings.workdir_for(origin)))
+
     offset = validation.non_negative(offset, "offset")
     if limit is not None:
         limit = validation.non_negative(limit, "limit")
@@ -267,6 +278,7 @@ def verify_tool_results(
             ToolResult.tool_name,
             ToolResult.path,
             ToolResult.sha256,
+            Conversation.origin,
         )
         .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
         .where(*filters)
@@ -290,7 +302,7 @@ def verify_tool_results(
             tool_name=row.tool_name,
             path=row.path,
             sha256=row.sha256,
-            status=_verify_one(workdir, row.path, row.sha256),
+            status=_verify_one(workdir_of(row.origin), row.path, row.sha256),
         )
         for row in session.execute(query)
     ]
@@ -320,15 +332,18 @@ def read_tool_result(
             if row is None:
                 raise ToolResultNotFound(f"tool result {result_id} not found")
             thread_id, tool_name, path, sha256 = row.thread_id, row.tool_name, row.path, row.sha256
+            origin = session.scalar(
+                sa.select(Conversation.origin).where(Conversation.thread_id == thread_id)
+            )
         detail.update({"thread_id": thread_id, "path": path})
-        workdir = Workdir(settings.workdir)
+        workdir = Workdir(settings.workdir_for(origin or ""))
         try:
             # one open, one read (text and re-hash); PathRefused for a path that leaves the
             # workdir or crosses a symlink, WorkdirUnavailable when the root is gone
             full, integrity = workdir.read_verified(path, sha256)
         except (FileNotFoundError, IsADirectoryError):
             raise ToolResultNotFound(
-                f"the file of tool result {result_id} is missing: {path}"
+                f"the file of tool result {result_id} is not on this volume: {path}"
             ) from None
     except YuxiDashError as exc:
         record_audit(

@@ -24,6 +24,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
+from yuxi_dash.workdir import Workdir
 
 REPO = Path(__file__).resolve().parents[2]
 PLATFORM_SECONDS = 180
@@ -102,7 +103,8 @@ def platform(tmp_path: Path) -> Iterator[Platform]:
         conn.execute(
             f'ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO "{role}"'
         )
-    workdir = tmp_path / "workdir"  # the dashboard's workdir: the platform's shared volume
+    workdir = tmp_path / "platform-workdir"  # the platform's volume (YUXI_DASH_ATTACH_WORKDIR)
+    Workdir(workdir).initialize()  # set up by the platform, as ours is by `db upgrade`
     try:
         yield Platform(
             owner_conninfo=owner,
@@ -126,7 +128,8 @@ def attached(platform: Platform, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pl
     from yuxi_dash.settings import get_settings
 
     monkeypatch.setenv("YUXI_DASH_ATTACH_CHECKPOINTER", platform.reader_conninfo)
-    monkeypatch.setenv("YUXI_DASH_WORKDIR", str(platform.workdir))
+    # the platform's own volume; ours (YUXI_DASH_WORKDIR) stays the dashboard's
+    monkeypatch.setenv("YUXI_DASH_ATTACH_WORKDIR", str(platform.workdir))
     get_settings.cache_clear()
     yield platform
     get_settings.cache_clear()

@@ -6,6 +6,7 @@ and the reason; thread detail draws the state the platform's checkpointer holds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import ormsgpack
@@ -29,6 +30,13 @@ REASON = "this thread belongs to the attached platform"
 IN_2100 = "243dd56b-5a6c-6000-8000-000000000000"  # a UUIDv6 id dated 2100-01-01
 
 
+def _label(platform: Platform) -> str:
+    """What the platform's threads are called everywhere: "attached: host:port/database"."""
+    from yuxi_dash.attach import source_label
+
+    return f"attached: {source_label(platform.reader_conninfo)}"
+
+
 def test_threads_page_lists_the_attached_thread_with_compress_disabled(
     demo_env: Settings,
     attached: Platform,
@@ -45,14 +53,16 @@ def test_threads_page_lists_the_attached_thread_with_compress_disabled(
     listed = at.dataframe[0].value
     assert "plat-hot" in listed["thread"].tolist()
     row = listed[listed["thread"] == "plat-hot"].iloc[0]
-    assert (row["user"], row["compression"]) == ("alice", "attached")  # not compressed here
+    label = _label(attached)
+    assert (row["user"], row["compression"]) == ("alice", label)  # not compressed here
+    reason = f"{label}: the platform owns this thread; compress it there"
 
     at.selectbox(key="compress_thread").set_value("plat-hot").run()
     assert not at.exception
     button = at.button(key="compress_one")
     assert button.disabled
-    assert button.help == REASON
-    assert any(f"Cannot compress: {REASON}." in c.value for c in at.caption)
+    assert button.help == reason
+    assert any(f"Cannot compress: {reason}." in c.value for c in at.caption)
     assert "plat-hot" not in at.multiselect(key="compress_selection").options
 
     # a demo thread next to it can still be compressed: the reason is the thread's own
@@ -78,6 +88,9 @@ def test_thread_detail_draws_the_platform_state(
     assert not at.error
     captions = " ".join(c.value for c in at.caption)
     assert "alice" in captions and "research" in captions
+    label = _label(attached)  # it says it is attached, never "compression unsupported"
+    assert label in captions and "unsupported" not in captions
+    assert any(i.value.startswith(label) for i in at.info)
     messages = ran["plat-hot"]["messages"]
     assert f"{messages:,} messages" in captions  # the platform's state, not an empty one
     metrics = {m.label: m.value for m in at.metric}
@@ -119,3 +132,36 @@ def test_attach_status_page_lists_quarantined_and_flagged_threads_literally(
     assert flagged["thread"].tolist() == ["p-2100"]
     assert flagged["code"].tolist() == ["checkpoint_in_future"]
     assert any("platform" in c.value for c in at.caption)
+
+
+def test_the_cli_says_a_thread_is_attached(
+    demo_env: Settings, attached: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    attached.run([HOT])
+    assert main(["attach", "scan"]) == 0
+    capsys.readouterr()
+    label = _label(attached)
+    assert main(["context", "plat-hot"]) == 0
+    assert capsys.readouterr().out.startswith(f"thread plat-hot ({label}, agent research")
+    assert main(["context", "plat-hot", "--json"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert (view["attached"], view["compression"]) == (True, label)
+    assert main(["threads", "--user", "alice", "--json"]) == 0
+    rows = {r["thread_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["plat-hot"]["compression"] == label
+    assert main(["threads", "--user", "alice"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("plat-hot"))
+    assert line.rstrip().endswith(label)
+
+
+def test_the_platform_and_the_demo_results_both_check_ok(
+    demo_env: Settings, attached: Platform, app_test: Callable[..., AppTest]
+) -> None:
+    """Two workdirs: the platform's files on its volume, the demo's on ours (issue 29 item 5)."""
+    attached.run([{**HOT, "turns": 2, "result_words": 1500}])  # the platform offloads results
+    assert main(["attach", "scan"]) == 0
+    at = app_test("pages/tool_results.py")
+    assert not at.exception
+    threads = set(at.dataframe[0].value["thread_id"])
+    assert "plat-hot" in threads and any(t.startswith("demo-") for t in threads)
+    assert any(c.value.endswith("SHA-256 re-checked: all ok.") for c in at.caption)

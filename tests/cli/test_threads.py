@@ -368,7 +368,7 @@ def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
     problems = {item["path"]: item["status"] for item in report["problems"]}
     assert problems == {tampered: "mismatch", deleted: "missing"}
     code, text, _ = run_text(capsys, "tool-results", "--verify")
-    assert code == 1 and "1 missing, 1 mismatched" in text and deleted in text
+    assert code == 1 and "1 content changed, 1 file not on this volume" in text and deleted in text
     # --limit and --offset page --verify as they page the listing (newest first)
     code, page, _ = run(capsys, "tool-results", "--verify", "--limit", "1")
     assert code == 1 and (page["checked"], page["mismatch"], page["missing"]) == (1, 1, 0)

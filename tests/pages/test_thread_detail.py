@@ -122,3 +122,23 @@ def test_figures_the_dashboard_cannot_know_read_not_measured(
     assert shares["System prompt"] == shares["Tool schemas"] == "not measured"
     assert shares["Messages"].endswith("%")
     assert any("not known to the dashboard" in c.value for c in at.caption)
+
+
+def test_next_input_tokens_is_the_count_the_compress_preview_starts_from(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 29 item 7: one count for the detail page and the dialog's "before"."""
+    from yuxi_dash.service import preview_compression
+    from yuxi_dash.ui.format import tokens
+
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=1000)
+    thread = next(t for t in hot if t.capable and not t.busy_reason)
+    preview = preview_compression(thread.thread_id)
+    at = app_test()
+    at.query_params["thread"] = thread.thread_id
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    (metric,) = [m for m in at.metric if m.label == "Next input tokens"]
+    assert metric.value == tokens(preview.estimated_before_tokens)
+    assert tokens(thread.next_llm_input_tokens) in metric.proto.help  # the agent's own figure

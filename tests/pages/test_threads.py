@@ -91,8 +91,8 @@ def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     unsupported = int((table.value["compression"] == "unsupported").sum())
     assert unsupported > 0, "the demo's report-writer threads cannot be compressed"
     assert (
-        f"{unsupported:,} of these threads cannot be compressed: their agent does not support "
-        "context compression."
+        f"{unsupported:,} of these threads cannot be compressed here: {unsupported:,} because "
+        "their agent does not support context compression."
     ) in [c.value for c in at.caption]
     columns = json.loads(table.proto.columns)
     assert "does not support context compression" in columns["compression"]["help"]
@@ -109,6 +109,44 @@ def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     assert data["rows"]["compression"].tolist() == [t.compression for t in hot]
     assert table.value["compression"].tolist() == data["rows"]["compression"].tolist()
     assert data["unsupported"] == unsupported == sum(not t.capable for t in hot)
+
+
+PLATFORM = "platform-db:5432/agents"
+
+
+def test_an_attached_thread_says_so_and_is_counted_with_the_rest(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 29 item 4: "attached: <platform label>" in the row, the reason and the count."""
+    import sqlalchemy as sa
+
+    from yuxi_dash.store.models import Conversation, ScanWatermark
+
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=100_000)
+        target = next(t.thread_id for t in hot if t.capable and not t.busy_reason)
+        session.execute(  # as an attach scan projects a platform's thread
+            sa.update(Conversation)
+            .where(Conversation.thread_id == target)
+            .values(origin="attached")
+        )
+        session.add(ScanWatermark(source=PLATFORM, checkpoint_id="x", threads=1))
+    unsupported = sum(not t.capable for t in hot)
+    label = f"attached: {PLATFORM}"
+
+    at = _show_all(app_test(PAGE))
+    assert not at.exception
+    row = at.dataframe[0].value.set_index("thread").loc[target]
+    assert row["compression"] == label
+    assert (
+        f"{unsupported + 1:,} of these threads cannot be compressed here: {unsupported:,} "
+        f"because their agent does not support context compression; 1 {label} (its platform "
+        "compresses them)."
+    ) in [c.value for c in at.caption]
+    at.selectbox(key="compress_thread").set_value(target).run()
+    button = at.button(key="compress_one")
+    assert button.disabled and button.help.startswith(f"{label}: the platform owns")
+    assert target not in at.multiselect(key="compress_selection").options
 
 
 def test_to_threshold_reads_as_room_left_or_over_by(
@@ -242,3 +280,42 @@ def test_the_same_flow_on_postgresql(demo_env_postgres: Settings) -> None:
     lines = [s.value for s in at.success]
     assert len(lines) == 1 and lines[0].startswith(f"{target}: compressed ")
     assert _listed(at) == _store_actionable(demo_env_postgres)
+
+
+def test_a_thread_with_nothing_to_summarize_is_not_offered_and_says_why(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 29 item 6: a no-op compress (insufficient_history) is neither the default nor
+    in a selection, and its row says why."""
+    import sqlalchemy as sa
+
+    from yuxi_dash.service import compress_readiness
+    from yuxi_dash.store.models import Conversation
+
+    actionable = _store_actionable(demo_env)
+    readiness = compress_readiness(actionable)
+    idle = [t for t in actionable if readiness[t].reason == "insufficient_history"]
+    assert idle, "the demo has hot threads with too little history to summarize"
+    with session_scope(demo_env) as session:  # the no-op thread at the top of the list
+        session.execute(
+            sa.update(Conversation)
+            .where(Conversation.thread_id == idle[0])
+            .values(summary_pressure_ratio=9.0)
+        )
+    at = app_test(PAGE)
+    assert not at.exception
+    assert _listed(at)[0] == idle[0]
+    box = at.selectbox(key="compress_thread")
+    assert box.value not in idle and box.value in actionable
+    assert not set(idle) & set(at.multiselect(key="compress_selection").options)
+    notes = at.dataframe[0].value.set_index("thread")["note"]
+    for thread_id in idle:
+        assert notes[thread_id] == readiness[thread_id].note
+        assert notes[thread_id].startswith("nothing to summarize: ")
+    assert "tool results among the kept messages" in " ".join(notes[idle])
+    assert set(notes[notes != ""].index) == set(idle)
+    box.set_value(idle[0]).run()
+    assert any(
+        c.value.startswith("Compress would change nothing: nothing to summarize")
+        for c in at.caption
+    )

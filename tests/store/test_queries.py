@@ -128,8 +128,10 @@ def test_list_threads_highest_pressure_first_from_current_usage(db_url: str) -> 
         assert rows[0].capable is False
         # the Compression label: attached whatever the agent supports, else the capability
         assert [r.compression for r in rows] == ["unsupported", *["supported"] * 3]
-        assert replace(top, attached=True).compression == "attached"
-        assert replace(rows[0], attached=True).compression == "attached"
+        assert replace(top, attached=True).compression == "attached: platform"
+        assert replace(rows[0], attached=True, platform="db:5432/a").compression == (
+            "attached: db:5432/a"
+        )
         assert "compression" not in top.to_dict()  # derived: the JSON form is the fields
         future = T0 + timedelta(days=1)
         assert queries.list_threads(session, active_since=future) == []

@@ -21,7 +21,7 @@ def test_preview_table_uses_page_names_and_leaves_out_empty_columns() -> None:
     assert table.columns.tolist() == [
         "Checkpoint",
         "Messages to summarize",
-        "Tokens before (est.)",
+        "Tokens before",
         "Tokens after (est.)",
     ]
     assert table.at["t-1", "Checkpoint"] == "…12345678"  # as thread detail shows checkpoints

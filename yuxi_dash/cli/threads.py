@@ -103,6 +103,8 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
         "last_activity_at": iso(item.last_activity_at),
         "checkpoint_id": item.checkpoint_id,
         "attached": item.attached,
+        "platform": item.platform,
+        "compression": item.compression,  # supported, unsupported or "attached: <platform>"
     }
 
 
@@ -142,6 +144,7 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             item["next_llm_input_tokens"],
             item["summary_trigger_tokens"],
             item["busy_reason"] or "idle",
+            item["compression"],
         )
         for item in data
     ]
@@ -157,6 +160,7 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             "NEXT TOKENS",
             "TRIGGER",
             "BUSY",
+            "COMPRESSION",
         ),
     )
     shown = _threads_shown(len(data), total, args)
@@ -260,6 +264,8 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     return {
         "thread_id": thread_id,
         "agent": detail.summary.agent_slug,
+        "attached": detail.summary.attached,
+        "compression": detail.summary.compression,  # "attached: <platform>" on a platform's
         "checkpoint_id": detail.checkpoint_id,
         "summary_active": state.summary_active(),
         "total_tokens": total,
@@ -303,8 +309,10 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
         )
         for entry in view["messages"]
     ]
+    owner = f"{view['compression']}, " if view["attached"] else ""
     lines = [
-        f"thread {view['thread_id']} (agent {view['agent']}, checkpoint {view['checkpoint_id']})",
+        f"thread {view['thread_id']} ({owner}agent {view['agent']}, "
+        f"checkpoint {view['checkpoint_id']})",
         f"next model call: {view['total_tokens']:,} tokens in {view['messages_visible']} "
         f"of {view['messages_total']} messages"
         + (

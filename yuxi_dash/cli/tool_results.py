@@ -1,7 +1,8 @@
 """The `tool-results` command: offloaded tool results on disk, listed or re-hashed.
 
 Lists the workdir's saved tool results (newest first, paged) or, with
-`--verify`, re-hashes every file and exits 1 if any is missing or changed;
+`--verify`, re-hashes every file and exits 1 if any is not on this volume
+(missing: no such file, or its workdir is not mounted) or its content changed;
 `--verify` with `--limit` or `--offset` re-hashes just the page the listing shows.
 Heavy modules are imported inside the handler so `yuxi-dash --help` stays fast.
 """
@@ -15,6 +16,7 @@ from yuxi_dash.cli.arguments import add_page_flags
 from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
+from yuxi_dash.display import check_label
 
 LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
 
@@ -45,11 +47,12 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
         scope = f" (--limit {limit}, --offset {offset}, newest first)" if paged else ""
         text = (
             f"checked {data['checked']} files{scope}: {data['ok']} ok, "
-            f"{data['missing']} missing, {data['mismatch']} mismatched"
+            f"{data['mismatch']} content changed, {data['missing']} file not on this volume"
         )
         if report.problems:
             problems = [
-                (item.status, item.thread_id, item.tool_name, item.path) for item in report.problems
+                (check_label(item.status), item.thread_id, item.tool_name, item.path)
+                for item in report.problems
             ]
             text += "\n" + render_table(problems, ("CHECK", "THREAD", "TOOL", "PATH"))
         return CommandResult(data, text=text, exit_code=EXIT_OK if report.all_ok else EXIT_FAILURE)

@@ -20,11 +20,16 @@ from yuxi_dash.compression.engine import (
     auto_compact,
     committed_history,
     count_state_tokens,
-    estimate_summary,
     force_summarize,
     model_view,
     prepare_summary,
     write_summary,
+)
+from yuxi_dash.compression.estimate import (
+    Readiness,
+    SummaryEstimate,
+    estimate_summary,
+    summary_readiness,
 )
 from yuxi_dash.compression.preview import (
     generic_preview,
@@ -61,8 +66,10 @@ __all__ = [
     "ExtractiveSummarizer",
     "OpenAICompatibleSummarizer",
     "PreparedSummary",
+    "Readiness",
     "SavedResult",
     "Summarizer",
+    "SummaryEstimate",
     "SummaryEvent",
     "VisibleMessage",
     "ThreadContextState",
@@ -87,6 +94,7 @@ __all__ = [
     "safe_cutoff",
     "saved_result_header",
     "structured_preview",
+    "summary_readiness",
     "tool_result_preview",
     "truncate_tool_args",
     "write_summary",

@@ -240,11 +240,22 @@ def _write_summary_files(
             f"history file could not be written ({type(exc).__name__}); "
             "the thread's state was not changed"
         ) from exc
+    return summarized_state(state, cutoff, summary, file_path), file_path, saved
+
+
+def summarized_state(
+    state: ThreadContextState, cutoff: int, summary: str, file_path: str
+) -> ThreadContextState:
+    """The state a summary leaves: ``state`` (offloads in place) with its summary event.
+
+    Pure: the writer calls it once the history section is written at ``file_path``; the
+    estimate (`compression.estimate`) calls it with the path that write would return.
+    """
     summary_message = HumanMessage(
         content=summary_message_text(summary, file_path),
         additional_kwargs={"lc_source": SUMMARY_SOURCE},
     )
-    new_state = replace(
+    return replace(
         state,
         messages=list(state.messages),
         summary=SummaryEvent(
@@ -253,9 +264,8 @@ def _write_summary_files(
             file_path=file_path,
             created_at_index=len(state.messages),
         ),
-        history_session_id=session_id,
+        history_session_id=history_session_id(state),
     )
-    return new_state, file_path, saved
 
 
 def _write_now(
@@ -358,52 +368,6 @@ def write_summary(
         summarized=True,
         saved_files=saved,
     )
-
-
-@dataclass(frozen=True)
-class SummaryEstimate:
-    """What a manual summary of a state would do, estimated without a model or any write."""
-
-    messages_to_summarize: int
-    before_tokens: int
-    after_tokens: int
-
-
-def estimate_summary(
-    state: ThreadContextState,
-    *,
-    keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
-    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
-    system: SystemPrompt = None,
-    tools: Sequence[Any] | None = None,
-) -> SummaryEstimate:
-    """The engine's own estimate of ``force_summarize``: the real plan, a stand-in summary.
-
-    The offloads and the cutoff are planned exactly as a summary would plan them
-    (headers and previews included; hashing only, no file is written). The
-    summary itself is unknown until the model writes it: it is estimated as the
-    size of the previous summary, or a tenth of the summarized part.
-    """
-    before = count_state_tokens(state, system=system, tools=tools)
-    nowhere = Workdir(".")  # planning only hashes and names files: nothing is opened
-    cutoff, planned, _ = _plan_summary(state, nowhere, keep_messages, tool_result_token_limit)
-    if cutoff is None:
-        return SummaryEstimate(0, before, before)
-    start = state.visible_start
-    to_summarize = [m for m in planned[start:cutoff] if not is_summary_message(m)]
-    if state.summary is not None:
-        stand_in_text = message_text(state.summary.summary_message)
-    else:
-        summarized_chars = sum(len(message_text(m)) for m in to_summarize)
-        stand_in_text = "x" * max(4, summarized_chars // 10)
-    stand_in = HumanMessage(content=stand_in_text, additional_kwargs={"lc_source": SUMMARY_SOURCE})
-    after_state = replace(
-        state,
-        messages=planned,
-        summary=SummaryEvent(cutoff_index=cutoff, summary_message=stand_in, file_path=""),
-    )
-    after = count_state_tokens(after_state, system=system, tools=tools)
-    return SummaryEstimate(len(to_summarize), before, min(before, after))
 
 
 def force_summarize(

@@ -6,6 +6,7 @@ One module per job, the public names re-exported here, so both
 - `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and the
   refusals checked under it; the audit target of a thread.
 - `compress`: manual compression in three phases and its read-only preview.
+- `readiness`: which threads a compress would leave unchanged (read-only).
 - `usage_writes`: usage snapshots and current usage, the tool-results index,
   the chat record.
 - `leftovers`: offloaded files of a compress that did not commit; the files lock.
@@ -25,6 +26,7 @@ from yuxi_dash.service.compress import (
     preview_compression,
 )
 from yuxi_dash.service.locking import thread_lock, thread_target
+from yuxi_dash.service.readiness import compress_readiness
 from yuxi_dash.service.runs import (
     INTAKE_ACTION,
     PLATFORM_ACTOR,
@@ -52,6 +54,7 @@ from yuxi_dash.service.usage_writes import (
 
 __all__ = [
     "COMPRESS_ACTION",
+    "compress_readiness",
     "IMPORT_ACTION",
     "INTAKE_ACTION",
     "PER_CALL_USAGE_FIELDS",

@@ -10,8 +10,9 @@ Rules:
   code) or failed, with what was caught up, swept, left or adopted.
 - A summarizer failure writes nothing; files of an attempt that then fails are
   swept (`service.leftovers`). `on_step` is called at each phase-3 step (tests).
-- The preview locks nothing, summarizes nothing and writes nothing: it asks the
-  engine for its estimate of the same plan.
+- The preview locks nothing and writes nothing: it runs the engine's estimate of
+  the same path (`compression.estimate`: the real summary when the summarizer is
+  deterministic, as the extractive default is; no model is ever called).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from yuxi_dash.compression import (
     estimate_summary,
     get_summarizer,
     prepare_summary,
+    summary_readiness,
     write_summary,
 )
 from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, state_update
@@ -116,6 +118,7 @@ class CompressionPreview(Record):
     busy_reason: str | None
     capable: bool
     reason: str | None  # why a compress would not summarize (insufficient_history, ...)
+    note: str | None = None  # insufficient_history in words (`compression.summary_readiness`)
 
 
 def compress_thread_context(
@@ -437,9 +440,14 @@ def _write_locked(
 
 
 def preview_compression(
-    thread_id: str, settings: Settings | None = None, *, user_id: str | None = None
+    thread_id: str,
+    settings: Settings | None = None,
+    *,
+    user_id: str | None = None,
+    summarizer: Summarizer | None = None,
 ) -> CompressionPreview:
-    """What a compress would summarize now, and the engine's estimate of the drop; writes nothing."""
+    """What a compress would summarize now, and the engine's estimate of it; writes nothing."""
+    settings = settings or get_settings()
     thread_id = validation.thread_id(thread_id)
     with session_scope(settings) as session:
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
@@ -455,10 +463,16 @@ def preview_compression(
         agent_known = agent is not None
         attached = conv.origin == ORIGIN_ATTACHED
     state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
-    estimate = estimate_summary(state, keep_messages=keep, tool_result_token_limit=tool_limit)
+    estimate = estimate_summary(
+        state,
+        summarizer=summarizer or get_summarizer(settings),
+        keep_messages=keep,
+        tool_result_token_limit=tool_limit,
+    )
     reason: str | None = None
+    readiness = summary_readiness(state, keep_messages=keep)
     if estimate.messages_to_summarize == 0:
-        reason = "insufficient_history"
+        reason = readiness.reason or "insufficient_history"
     if attached:
         reason, agent_capable = "thread_attached", False
     elif not agent_known:
@@ -476,4 +490,5 @@ def preview_compression(
         busy_reason=reason_busy,
         capable=agent_capable,
         reason=reason,
+        note=readiness.note if reason == "insufficient_history" else None,
     )

@@ -41,6 +41,7 @@ from yuxi_dash.store.thread_list import (
     BusyReason,
     ThreadSummary,
     ThreadWhere,
+    attached_platform,
     busy_reason,
     busy_reasons,
     count_threads,
@@ -55,6 +56,7 @@ __all__ = [
     "AgentInfo",
     "AuditRecord",
     "BusyReason",
+    "attached_platform",
     "ChatRecordMessage",
     "ThreadDetail",
     "ThreadSummary",
@@ -180,7 +182,10 @@ def get_thread(
         raise ThreadNotFound(f"thread {thread_id} not found")
     agent_row = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
     summary = summary_row(
-        conv, agent_row.capabilities if agent_row else None, busy_reason(session, thread_id)
+        conv,
+        agent_row.capabilities if agent_row else None,
+        busy_reason(session, thread_id),
+        platform=attached_platform(session) if conv.origin == ORIGIN_ATTACHED else None,
     )
     store = store_for(conv) if store_for is not None else own_store(session, conv)
     checkpoint = store.latest(conv.thread_id)

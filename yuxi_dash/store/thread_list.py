@@ -4,7 +4,9 @@ Every function takes a Session first and only reads. The list is served from
 the denormalized current-usage columns on `conversations` (index
 `ix_conversations_pressure`), never from a scan of `usage_snapshots`; busy
 reasons and capability are computed for the returned page only (a row's
-`compression` label derives from them). `summary_row`
+`compression` label derives from them; an attached thread's is
+`display.attached_label` of the platform's label, read once per page from the
+newest scan watermark: `attached_platform`). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
 the list, the count and `store.overview` filter on.
 """
@@ -18,6 +20,7 @@ from typing import Literal, TypedDict, Unpack
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.display import attached_label
 from yuxi_dash.records import Record
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
@@ -27,11 +30,13 @@ from yuxi_dash.store.models import (
     AgentRun,
     Conversation,
     RunRequest,
+    ScanWatermark,
 )
 
 BusyReason = Literal["running", "queued", "interrupted"]
 # how a thread stands with compression here: its agent's capability, unless the platform owns it
-Compression = Literal["supported", "unsupported", "attached"]
+# ("supported", "unsupported", or "attached: <platform label>")
+Compression = str
 
 
 @dataclass(frozen=True)
@@ -56,15 +61,17 @@ class ThreadSummary(Record):
     last_activity_at: datetime | None
     checkpoint_id: str | None  # the newest checkpoint projected (the stale-click guard's value)
     attached: bool = False  # an attached platform owns it: never compressed here
+    platform: str | None = None  # the attached platform's label (attached threads only)
 
     @property
     def compression(self) -> Compression:
-        """attached (never compressed here, whatever its agent supports), else supported or not.
+        """ "attached: <platform>" (never compressed here, whatever its agent supports), else
+        supported or unsupported.
 
         Derived, not a field: the row's JSON form (`to_dict`) stays its fields.
         """
         if self.attached:
-            return "attached"
+            return attached_label(self.platform)
         return "supported" if self.capable else "unsupported"
 
 
@@ -180,7 +187,20 @@ def list_threads(
         .order_by(conv.summary_pressure_ratio.desc(), conv.thread_id.desc())
     ).all()
     reasons = busy_reasons(session, [row[0].thread_id for row in rows])
-    return [summary_row(c, capabilities, reasons.get(c.thread_id)) for c, capabilities in rows]
+    platform = (
+        attached_platform(session) if any(c.origin == ORIGIN_ATTACHED for c, _ in rows) else None
+    )
+    return [
+        summary_row(c, capabilities, reasons.get(c.thread_id), platform=platform)
+        for c, capabilities in rows
+    ]
+
+
+def attached_platform(session: Session) -> str | None:
+    """The attached platform's label (host:port/database): the newest scan's source, or None."""
+    return session.scalar(
+        sa.select(ScanWatermark.source).order_by(ScanWatermark.scanned_at.desc()).limit(1)
+    )
 
 
 def list_thread_ids(session: Session, *, limit: int = 2000) -> list[str]:
@@ -208,8 +228,13 @@ def count_threads(session: Session, **where: Unpack[ThreadWhere]) -> int:
 
 
 def summary_row(
-    conv: Conversation, capabilities: list[str] | None, reason: BusyReason | None
+    conv: Conversation,
+    capabilities: list[str] | None,
+    reason: BusyReason | None,
+    *,
+    platform: str | None = None,
 ) -> ThreadSummary:
+    """One row; ``platform`` is the attached platform's label (kept for attached threads)."""
     attached = conv.origin == ORIGIN_ATTACHED
     return ThreadSummary(
         thread_id=conv.thread_id,
@@ -230,4 +255,5 @@ def summary_row(
         last_activity_at=conv.last_activity_at,
         checkpoint_id=conv.checkpoint_id,
         attached=attached,
+        platform=platform if attached else None,
     )

@@ -79,6 +79,8 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
         note = preview.reason or (f"busy ({preview.busy_reason})" if preview.busy_reason else "")
         if preview.reason == "compression_unsupported":  # an unknown agent keeps agent_not_found
             note = "agent does not support context compression"
+        if preview.reason == "insufficient_history" and preview.note:
+            note = preview.note  # why, and whether one large tool result fills the kept part
         if preview.checkpoint_id != item["checkpoint_id"]:
             changed = "changed since the list was loaded"
             note = f"{note}; {changed}" if note else changed
@@ -99,7 +101,7 @@ PREVIEW_HEADERS = {  # the preview rows' fields as the dialog's table names them
     "thread_id": "Thread",
     "checkpoint_id": "Checkpoint",
     "messages to summarize": "Messages to summarize",
-    "tokens before (est.)": "Tokens before (est.)",
+    "tokens before (est.)": "Tokens before",  # the thread detail page's next input, exactly
     "tokens after (est.)": "Tokens after (est.)",
     "note": "Note",
 }

@@ -23,6 +23,8 @@ from yuxi_dash.display import (  # noqa: F401 - re-exported: the pages' one form
     MISSING,
     PERCENT_FORMAT,
     absent,
+    attached_label,
+    check_label,
     count,
     ident,
     pct,
@@ -308,13 +310,33 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
     if row.get("status") == "deleted":
         return "thread is deleted"
     if row.get("attached"):
-        return "this thread belongs to the attached platform"
+        return attached_blocker(row.get("platform"))
     if not row.get("capable"):
         return f"agent {row.get('agent_slug')} does not support context compression"
     reason = _text_or_none(row.get("busy_reason"))
     if reason:
         return f"thread is busy ({reason})"
     return None
+
+
+def attached_blocker(platform: str | None) -> str:
+    """Why an attached platform's thread is not compressed here (the button's reason)."""
+    return f"{attached_label(platform)}: the platform owns this thread; compress it there"
+
+
+def cannot_compress_line(unsupported: int, attached: Mapping[str, int]) -> str | None:
+    """The threads of a list that cannot be compressed here, counted together, with why.
+
+    ``attached`` counts the attached threads per `attached_label`; None when there are none.
+    """
+    total = unsupported + sum(attached.values())
+    if not total:
+        return None
+    parts = []
+    if unsupported:
+        parts.append(f"{unsupported:,} because their agent does not support context compression")
+    parts.extend(f"{n:,} {label} (its platform compresses them)" for label, n in attached.items())
+    return f"{total:,} of these threads cannot be compressed here: {'; '.join(parts)}."
 
 
 def error_line(error: BaseException, *, thread_id: str | None = None) -> str:

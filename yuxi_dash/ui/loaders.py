@@ -12,6 +12,7 @@ cached: pages call the service for those.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict
 from datetime import datetime
 from operator import attrgetter
@@ -44,7 +45,8 @@ THREAD_COLUMNS = [
     "last_activity_at",
     "checkpoint_id",
     "attached",
-    "compression",  # ThreadSummary.compression: supported, unsupported or attached
+    "platform",  # the attached platform's label (attached threads only)
+    "compression",  # ThreadSummary.compression: supported, unsupported or "attached: <platform>"
 ]
 
 
@@ -142,18 +144,36 @@ def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[
         "rows": _frame([{**asdict(r), "compression": r.compression} for r in rows], THREAD_COLUMNS),
         "total": total,
         "unsupported": sum(r.compression == "unsupported" for r in rows),
+        "attached": dict(Counter(r.compression for r in rows if r.attached)),
     }
 
 
 def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) -> dict[str, Any]:
-    """{"rows": DataFrame, "total": count matching, "unsupported": count of rows}.
+    """{"rows": DataFrame, "total": count matching, "unsupported": count, "attached": counts}.
 
     "rows" are highest pressure first, each with its "compression" label
-    (`ThreadSummary.compression`: supported, unsupported or attached);
-    "unsupported" counts the rows whose agent does not support compression
-    (attached threads are labelled apart).
+    (`ThreadSummary.compression`: supported, unsupported or "attached: <platform>");
+    "unsupported" counts the rows whose agent does not support compression,
+    "attached" the attached rows per label (neither can be compressed here).
     """
     return _threads(_url(), min_pressure, limit)
+
+
+@settings_cached
+def _compress_readiness(
+    database_url: str, items: tuple[tuple[str, str | None], ...]
+) -> dict[str, dict[str, str | None]]:
+    from yuxi_dash.service import compress_readiness as readiness
+
+    found = readiness([thread_id for thread_id, _ in items], get_settings())
+    return {t: {"reason": r.reason, "note": r.note} for t, r in found.items()}
+
+
+def compress_readiness(items: list[tuple[str, str | None]]) -> dict[str, dict[str, str | None]]:
+    """Per (thread, checkpoint shown): {"reason", "note"}; reason "insufficient_history"
+    when a compress would write nothing (None: it would summarize). Keyed by the checkpoints,
+    so a thread that moved is read again."""
+    return _compress_readiness(_url(), tuple((str(t), c) for t, c in items))
 
 
 @settings_cached
@@ -202,10 +222,11 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
         for item in view.messages
     ]
     return {
-        "summary": asdict(detail.summary),
+        "summary": {**asdict(detail.summary), "compression": detail.summary.compression},
         "checkpoint_id": detail.checkpoint_id,
         "token_usage": detail.token_usage,
         "agent": detail.agent.to_dict() if detail.agent else None,
+        "next_input_tokens": view.total_tokens,  # the compress dialog's "before", same count
         "breakdown": view.breakdown,
         "unmeasured": list(view.unmeasured),
         "hidden_messages": view.hidden_messages,
@@ -311,6 +332,7 @@ _CACHED = (
     _overview,
     _threads,
     _thread_ids,
+    _compress_readiness,
     _thread_detail,
     _tool_results,
     _verify_statuses,
