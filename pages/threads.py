@@ -53,8 +53,9 @@ actionable_only = st.toggle(
     "Can compress now",
     value=True,
     key="threads_actionable_only",
-    help="Only the threads you can compress now: idle, not deleted, and their agent "
-    "supports context compression.",
+    help="Only the threads you can compress now: idle, not deleted, their agent "
+    "supports context compression, and an attached platform's only with its compress "
+    "endpoint set (YUXI_DASH_PLATFORM_URL).",
 )
 listed = rows
 if actionable_only:
@@ -63,7 +64,8 @@ if actionable_only:
         st.caption(
             md(
                 "{:,} threads that cannot be compressed now are hidden (busy, unsupported, "
-                "attached or deleted): turn off “Can compress now” to see them.",
+                "deleted, or attached with no platform endpoint): turn off “Can compress "
+                "now” to see them.",
                 blocked,
             )
         )
@@ -114,8 +116,8 @@ st.dataframe(
         "compression": st.column_config.TextColumn(
             "Compression",
             help="unsupported: the thread's agent does not support context compression, so "
-            "it cannot be compressed; attached: the thread belongs to the attached platform "
-            "and is never compressed here",
+            "it cannot be compressed; attached: the thread belongs to the attached platform, "
+            "which compresses it when YUXI_DASH_PLATFORM_URL is set (never without it)",
             width=92,
         ),
         "last compression": st.column_config.TextColumn("Last compression", width=118),

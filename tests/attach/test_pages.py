@@ -36,7 +36,10 @@ def test_threads_page_lists_the_attached_thread_with_compress_disabled(
 
     at = app_test("pages/threads.py")
     assert not at.exception
-    # attached threads cannot be compressed here: shown once the list shows every thread
+    # attached threads cannot be compressed without YUXI_DASH_PLATFORM_URL: hidden by the
+    # "Can compress now" toggle, shown once the list shows every thread
+    assert "plat-hot" not in set(at.dataframe[0].value["thread"])
+    assert any("attached with no platform endpoint" in c.value for c in at.caption)
     at = at.toggle(key="threads_actionable_only").set_value(False).run()
     listed = at.dataframe[0].value
     assert "plat-hot" in listed["thread"].tolist()

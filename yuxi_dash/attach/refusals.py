@@ -22,10 +22,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from yuxi_dash.audit import record_audit_eventually
+from yuxi_dash.audit import record_audit_eventually, thread_target
 from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.records import Record
-from yuxi_dash.service.locking import thread_target
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, Conversation

@@ -60,6 +60,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
 
     from yuxi_dash.attach import attach_conninfo, read_watermark, source_label
     from yuxi_dash.attach.refusals import refused_threads
+    from yuxi_dash.platform.client import platform_label
     from yuxi_dash.settings import get_settings
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
@@ -82,6 +83,10 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         "scanned_at": None,
         "attached_threads": attached,
         "refused_threads": [r.to_dict() for r in refused_threads(settings)],
+        # where its threads are compressed: the platform's endpoint (scheme://host:port), or None
+        "compress_endpoint": platform_label(settings.platform_url or "")
+        if settings.platform_configured
+        else None,
     }
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
@@ -99,6 +104,12 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
             f"last scan {last}; watermark {data['watermark'] or '-'}; "
             f"{attached:,} attached threads"
         )
+    endpoint = data["compress_endpoint"]
+    text += (
+        f"; compressed through {endpoint}"
+        if endpoint
+        else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
+    )
     for refused in data["refused_threads"]:
         text += (
             f"\nrefused thread {refused['thread_id']} at {refused['refused_at']} "

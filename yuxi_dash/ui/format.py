@@ -43,6 +43,12 @@ _REFUSAL_PREFIX = {
     "workdir_unavailable": "Workdir unavailable",
     "summarizer_failed": "Summarizer failed",
     "path_refused": "Refused",
+    "thread_attached": "Attached",
+    "platform_unavailable": "Platform unavailable",
+    "platform_outcome_unknown": "Outcome unknown",
+    "platform_auth_failed": "Platform refused the token",
+    "platform_bad_response": "Platform answered oddly",
+    "platform_misconfigured": "Platform settings",
 }
 
 
@@ -307,8 +313,8 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
         return f"needs the operator role ({actor.id} is {actor.role.label})"
     if row.get("status") == "deleted":
         return "thread is deleted"
-    if row.get("attached"):
-        return "this thread belongs to the attached platform"
+    if row.get("attached"):  # the platform decides: its busy check and capability are its own
+        return _text_or_none(row.get("platform_blocker"))
     if not row.get("capable"):
         return f"agent {row.get('agent_slug')} does not support context compression"
     reason = _text_or_none(row.get("busy_reason"))
