@@ -1,7 +1,8 @@
 """Thread detail: pressure timeline, next model input by part, model-visible context, chat record.
 
 The thread comes from `?thread=` (links from the overview and the 85% list) or
-the picker. Reads through yuxi_dash.ui.loaders only.
+the picker. Reads through yuxi_dash.ui.loaders only; its compress button opens
+the same confirm dialog as the 85% list (`ui.compress`, through the one seam).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from yuxi_dash.ui.charts import (
     context_breakdown_chart,
     pressure_timeline_chart,
 )
+from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.format import (
     MISSING,
     ago,
-    attached_blocker,
+    attached_note,
     busy_label,
     code,
+    compress_blocker,
     error_line,
     literal,
     md,
@@ -33,8 +36,9 @@ from yuxi_dash.ui.format import (
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import draw_message
 
-require_actor()
+actor = require_actor()
 st.title("Thread detail")
+show_results()
 
 ids = loaders.thread_ids()
 if not ids:
@@ -70,8 +74,18 @@ st.caption(
         ago(row["last_compression_at"]),
     )
 )
-if row["attached"]:  # read from the platform's checkpointer; never compressed here
-    st.info(literal(attached_blocker(row["platform"])), icon=":material/link:")
+blocker = compress_blocker(row, actor)
+if row["attached"]:  # read from the platform's checkpointer; compressed only through it
+    note = attached_note(row["platform"], through_platform=detail["platform_configured"])
+    st.info(literal(note), icon=":material/link:")
+st.button(
+    "Compress…",
+    key="detail_compress",
+    disabled=blocker is not None,
+    help=literal(blocker) if blocker else None,
+    on_click=request_compression,
+    args=([{"thread_id": thread_id, "checkpoint_id": detail["checkpoint_id"]}],),
+)
 cols = st.columns(5)
 cols[0].metric("Summary pressure", pct(row["summary_pressure_ratio"]))
 cols[1].metric("Context usage", pct(row["context_usage_ratio"]))
@@ -202,3 +216,5 @@ with chat_tab:
                 "content": st.column_config.TextColumn("Content", width="large"),
             },
         )
+
+maybe_open_dialog(actor)

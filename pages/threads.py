@@ -65,8 +65,9 @@ actionable_only = st.toggle(
     "Can compress now",
     value=True,
     key="threads_actionable_only",
-    help="Only the threads you can compress now: idle, not deleted, and their agent "
-    "supports context compression.",
+    help="Only the threads you can compress now: idle, not deleted, their agent "
+    "supports context compression, and an attached platform's only with its compress "
+    "endpoint set (YUXI_DASH_PLATFORM_URL).",
 )
 listed = rows
 if actionable_only:
@@ -75,7 +76,8 @@ if actionable_only:
         st.caption(
             md(
                 "{:,} threads that cannot be compressed now are hidden (busy, unsupported, "
-                "attached or deleted): turn off “Can compress now” to see them.",
+                "deleted, or attached with no platform endpoint): turn off “Can compress "
+                "now” to see them.",
                 blocked,
             )
         )

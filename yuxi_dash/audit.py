@@ -42,6 +42,11 @@ _MAX_DETAIL_STRING = 500
 _MAX_DETAIL_DEPTH = 8
 
 
+def thread_target(thread_id: str) -> str:
+    """The audit `target` of a thread."""
+    return f"thread:{thread_id}"
+
+
 def storable(value: str, limit: int | None = None) -> str:
     """`value` with NUL bytes and lone surrogates escaped, then clipped to `limit` characters."""
     if "\x00" in value:

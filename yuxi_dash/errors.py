@@ -89,6 +89,21 @@ class ApiTokenNotFound(NotFound):
     code = "api_token_not_found"
 
 
+class IdempotencyInProgress(YuxiDashError):
+    """The API's first call with this Idempotency-Key has not answered yet: not run twice."""
+
+    code = "idempotency_in_progress"
+    status_code = 409
+    exit_code = 4
+
+
+class IdempotencyKeyReused(InvalidInput):
+    """This Idempotency-Key was first sent with another request (thread or checkpoint)."""
+
+    code = "idempotency_key_reused"
+    status_code = 422
+
+
 class ThreadBusy(YuxiDashError):
     code = "thread_busy"
     status_code = 409
@@ -167,6 +182,44 @@ class CheckpointRefused(YuxiDashError):
 
     code = "checkpoint_refused"
     status_code = 422
+
+
+class PlatformMisconfigured(YuxiDashError):
+    """The platform client's settings are unusable (URL, token file): check the named setting."""
+
+    code = "platform_misconfigured"
+    status_code = 500
+    exit_code = 1
+
+
+class PlatformAuthFailed(PlatformMisconfigured):
+    """The platform answered 401 or 403: the token is wrong or lacks the right; never retried."""
+
+    code = "platform_auth_failed"
+    status_code = 502
+
+
+class PlatformUnavailable(YuxiDashError):
+    """The platform could not be reached or answered 502/503, after the retries."""
+
+    code = "platform_unavailable"
+    status_code = 503
+    exit_code = 1
+
+
+class PlatformOutcomeUnknown(YuxiDashError):
+    """The call was sent but no answer came in time: it may have compressed; never re-sent."""
+
+    code = "platform_outcome_unknown"
+    status_code = 504
+    exit_code = 1
+
+
+class PlatformBadResponse(YuxiDashError):
+    """The platform answered something that is not the contract's JSON (a proxy's page, say)."""
+
+    code = "platform_bad_response"
+    status_code = 502
     exit_code = 1
 
 

@@ -57,6 +57,21 @@ class Settings(BaseSettings):
     # the platform's own volume, where its offloaded results are (unset: the same as ours)
     attach_workdir: Path | None = Field(None, validation_alias=_env("YUXI_DASH_ATTACH_WORKDIR"))
 
+    # --- that platform's compress endpoint (its threads are compressed there) ---
+    platform_url: str | None = Field(None, validation_alias=_env("YUXI_DASH_PLATFORM_URL"))
+    platform_token: SecretStr | None = Field(
+        None, validation_alias=_env("YUXI_DASH_PLATFORM_TOKEN")
+    )
+    platform_token_file: Path | None = Field(
+        None, validation_alias=_env("YUXI_DASH_PLATFORM_TOKEN_FILE")
+    )
+    platform_connect_timeout_seconds: float = Field(
+        5.0, gt=0, validation_alias=_env("YUXI_DASH_PLATFORM_CONNECT_TIMEOUT_SECONDS")
+    )
+    platform_read_timeout_seconds: float = Field(
+        120.0, gt=0, validation_alias=_env("YUXI_DASH_PLATFORM_READ_TIMEOUT_SECONDS")
+    )
+
     # --- summarizer (OpenAI-compatible; unset -> offline extractive) -------
     summarizer_base_url: str | None = Field(
         None, validation_alias=_env("YUXI_DASH_SUMMARIZER_BASE_URL")
@@ -198,6 +213,10 @@ class Settings(BaseSettings):
     @property
     def attach_configured(self) -> bool:
         return bool(self.attach_checkpointer and self.attach_checkpointer.get_secret_value())
+
+    @property
+    def platform_configured(self) -> bool:
+        return bool(self.platform_url and self.platform_url.strip())
 
     @property
     def falkordb_embedded(self) -> bool:

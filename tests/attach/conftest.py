@@ -5,6 +5,10 @@ login role that may only read it (SELECT on the saver's tables, nothing
 else), and runs `tests/attach/platform.py` as a separate process: a real
 `create_agent` graph with LangGraph's PostgresSaver writing there, as the
 platform's owner. The dashboard attaches with the read-only role.
+
+`platform_server` runs the platform's HTTP side too (`tests/attach/platform_server.py`,
+uvicorn, its compress endpoint); `platform_configured` points the dashboard at
+it (YUXI_DASH_PLATFORM_URL, its token, a 5 s read timeout).
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import sqlalchemy as sa
@@ -132,4 +139,87 @@ def attached(platform: Platform, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pl
     monkeypatch.setenv("YUXI_DASH_ATTACH_WORKDIR", str(platform.workdir))
     get_settings.cache_clear()
     yield platform
+    get_settings.cache_clear()
+
+
+SERVER_START_SECONDS = 120
+TOKEN = "stand-in-token-0123456789"
+
+
+@dataclass
+class PlatformServer:
+    """The stand-in platform's HTTP side (`tests/attach/platform_server.py`), running."""
+
+    url: str
+    token: str
+
+    def control(self, **settings: Any) -> None:
+        response = httpx.post(f"{self.url}/_control", json=settings, timeout=10)
+        response.raise_for_status()
+
+    def record(self) -> dict[str, Any]:
+        response = httpx.get(f"{self.url}/_record", timeout=10)
+        response.raise_for_status()
+        return dict(response.json())
+
+    def calls(self) -> list[dict[str, Any]]:
+        return list(self.record()["calls"])
+
+
+@contextmanager
+def serve_platform(platform: Platform, *, token: str = TOKEN) -> Iterator[PlatformServer]:
+    """Run the stand-in platform server on a free port for the block (its process always ended)."""
+    from tests.fixtures.live_server import free_port, started
+
+    port = free_port()
+    spec = {
+        "conninfo": platform.owner_conninfo,
+        "workdir": str(platform.workdir),
+        "token": token,
+        "port": port,
+    }
+    path = platform.workdir.parent / f"platform-server-{port}.json"
+    path.write_text(json.dumps(spec))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YUXI_DASH_")}
+    env["PYTHONPATH"] = str(REPO)
+    command = [sys.executable, "-m", "tests.attach.platform_server", str(path)]
+    with started(command, cwd=REPO, env=env) as process:
+        server = PlatformServer(url=f"http://127.0.0.1:{port}", token=token)
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while True:
+            if process.popen.poll() is not None:
+                pytest.fail(f"the stand-in platform exited:\n{process.text()}")
+            try:
+                server.record()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the stand-in platform did not start:\n{process.text()}")
+                time.sleep(0.2)
+        yield server
+
+
+@pytest.fixture
+def platform_server(attached: Platform) -> Iterator[PlatformServer]:
+    """The stand-in platform serving its compress endpoint over ``attached``'s database."""
+    attached.workdir.mkdir(parents=True, exist_ok=True)
+    with serve_platform(attached) as server:
+        yield server
+
+
+@pytest.fixture
+def platform_configured(
+    platform_server: PlatformServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[PlatformServer]:
+    """The dashboard pointed at the stand-in: URL, token, a short read timeout (5 s)."""
+    from yuxi_dash.platform.client import close_platform_clients
+    from yuxi_dash.settings import get_settings
+
+    monkeypatch.setenv("YUXI_DASH_PLATFORM_URL", platform_server.url)
+    monkeypatch.setenv("YUXI_DASH_PLATFORM_TOKEN", platform_server.token)
+    monkeypatch.setenv("YUXI_DASH_PLATFORM_READ_TIMEOUT_SECONDS", "5")
+    get_settings.cache_clear()
+    close_platform_clients()
+    yield platform_server
+    close_platform_clients()
     get_settings.cache_clear()

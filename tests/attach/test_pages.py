@@ -48,14 +48,20 @@ def test_threads_page_lists_the_attached_thread_with_compress_disabled(
 
     at = app_test("pages/threads.py")
     assert not at.exception
-    # attached threads cannot be compressed here: shown once the list shows every thread
+    # attached threads cannot be compressed without YUXI_DASH_PLATFORM_URL: hidden by the
+    # "Can compress now" toggle, shown once the list shows every thread
+    assert "plat-hot" not in set(at.dataframe[0].value["thread"])
+    assert any("attached with no platform endpoint" in c.value for c in at.caption)
     at = at.toggle(key="threads_actionable_only").set_value(False).run()
     listed = at.dataframe[0].value
     assert "plat-hot" in listed["thread"].tolist()
     row = listed[listed["thread"] == "plat-hot"].iloc[0]
     label = _label(attached)
     assert (row["user"], row["compression"]) == ("alice", label)  # not compressed here
-    reason = f"{label}: the platform owns this thread; compress it there"
+    reason = (
+        f"{label}: the platform owns this thread; "
+        "set YUXI_DASH_PLATFORM_URL to compress it through the platform"
+    )
 
     at.selectbox(key="compress_thread").set_value("plat-hot").run()
     assert not at.exception

@@ -11,14 +11,18 @@ other keys ignored. The answer is the result the CLI prints for `compress
 our typed error (401 token, 403 role, 404 thread, 409 busy or stale, 422
 unsupported, 400 bad input, 503 store or workdir). Every compress call is one
 audit row: the service writes it for an authenticated actor (`api:<name>`),
-this module for a refused credential or body. The probes are not audited.
-Nothing here logs a token, a body or a query string.
+this module for a refused credential, header or body and for a replay. The
+row's detail carries the caller's `X-Request-Id` and `Idempotency-Key`
+(`request_id`, `idempotency_key`; each 1-128 visible ASCII characters, else
+400). A repeated key replays the first answer (`api.idempotency`). The probes
+are not audited. Nothing here logs a token, a body or a query string.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,9 +34,10 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from yuxi_dash.api import idempotency
 from yuxi_dash.api.metrics import router as metrics_router
-from yuxi_dash.api.tokens import authenticate, bearer_token
-from yuxi_dash.audit import audited_refusals
+from yuxi_dash.api.tokens import authenticate_token, bearer_token
+from yuxi_dash.audit import audited_refusals, record_audit
 from yuxi_dash.auth import Actor
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
@@ -44,6 +49,10 @@ log = logging.getLogger("yuxi_dash.api")
 
 UNAUTHENTICATED = "api:unauthenticated"  # the audit actor of a call without a usable token
 MAX_BODY_BYTES = 64 * 1024
+# the caller's ids: header -> audit detail key
+CALLER_HEADERS = {"X-Request-Id": "request_id", "Idempotency-Key": "idempotency_key"}
+_CALLER_ID = re.compile(r"[\x21-\x7e]{1,128}")
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 router = APIRouter()
 
@@ -73,31 +82,61 @@ def _settings(request: Request) -> Settings:
     return settings
 
 
-def _caller(authorization: list[str], target: str, settings: Settings) -> Actor:
-    """The token's actor; a refused credential is one audit row as `api:unauthenticated`."""
+def caller_ids(request: Request) -> tuple[dict[str, str], str | None]:
+    """The caller's usable `X-Request-Id` / `Idempotency-Key`, and what is wrong with one."""
+    ids: dict[str, str] = {}
+    problem = None
+    for header, key in CALLER_HEADERS.items():
+        values = request.headers.getlist(header)
+        if len(values) > 1:
+            problem = f"send one {header} header"
+        elif values and not _CALLER_ID.fullmatch(values[0]):
+            problem = f"{header} must be 1 to 128 visible ASCII characters"
+        elif values:
+            ids[key] = values[0]
+    return ids, problem
+
+
+def _caller(
+    authorization: list[str], target: str, ids: dict[str, str], settings: Settings
+) -> tuple[Actor, str]:
+    """The token's actor and id; a refused credential is one audit row as `api:unauthenticated`."""
     with audited_refusals(
         actor=UNAUTHENTICATED,
         action=COMPRESS_ACTION,
         target=target,
-        detail={"via": "api"},
+        detail={"via": "api", **ids},
         settings=settings,
     ):
         if len(authorization) > 1:
             raise Unauthorized("send one Authorization header")
         presented = bearer_token(authorization[0] if authorization else None)
         with store_errors():
-            return authenticate(presented, settings)
+            return authenticate_token(presented, settings)
 
 
-def _expected_checkpoint(body: bytes | None, actor: Actor, target: str, settings: Settings) -> Any:
-    """`expected_checkpoint_id` from the optional JSON body; a bad body is one audit row."""
+def _detail(actor: Actor, ids: dict[str, str]) -> dict[str, Any]:
+    return {"via": "api", "role": actor.role.label, **ids}
+
+
+def _expected_checkpoint(
+    body: bytes | None,
+    problem: str | None,
+    actor: Actor,
+    target: str,
+    ids: dict[str, str],
+    settings: Settings,
+) -> Any:
+    """`expected_checkpoint_id` from the optional JSON body; a bad header or body is one audit row."""
     with audited_refusals(
         actor=actor.id,
         action=COMPRESS_ACTION,
         target=target,
-        detail={"via": "api", "role": actor.role.label},
+        detail=_detail(actor, ids),
         settings=settings,
     ):
+        if problem is not None:
+            raise InvalidInput(problem)
         if body is None:
             raise InvalidInput(f"the body is larger than {MAX_BODY_BYTES} bytes")
         if not body.strip():
@@ -123,12 +162,74 @@ async def _read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def _compress(thread_id: str, actor: Actor, expected: Any, settings: Settings) -> dict[str, Any]:
+def _compress(
+    thread_id: str, actor: Actor, expected: Any, ids: dict[str, str], settings: Settings
+) -> dict[str, Any]:
     with store_errors():
         result = compress_thread_context(
-            thread_id, actor=actor, expected_checkpoint_id=expected, settings=settings
+            thread_id,
+            actor=actor,
+            expected_checkpoint_id=expected,
+            settings=settings,
+            caller_ids=ids,
         )
     return result.to_dict()
+
+
+def _claim(
+    token_id: str,
+    thread_id: str,
+    expected: Any,
+    actor: Actor,
+    ids: dict[str, str],
+    settings: Settings,
+) -> JSONResponse | None:
+    """The stored first answer of this token's Idempotency-Key (audited), or None: run it."""
+    target = thread_target(thread_id)
+    key = ids["idempotency_key"]
+    with (
+        audited_refusals(
+            actor=actor.id,
+            action=COMPRESS_ACTION,
+            target=target,
+            detail=_detail(actor, ids),
+            settings=settings,
+        ),
+        store_errors(),
+    ):
+        print_ = idempotency.fingerprint(thread_id, expected)
+        replay = idempotency.claim(settings, token_id, key, print_)
+    if replay is None:
+        return None
+    detail = replay.body.get("detail")
+    code = detail.get("code") if isinstance(detail, dict) else replay.body.get("status")
+    record_audit(
+        actor=actor.id,
+        action=COMPRESS_ACTION,
+        target=target,
+        outcome="replayed",
+        detail={**_detail(actor, ids), "status": replay.status_code, "code": code},
+        settings=settings,
+    )
+    return JSONResponse(
+        replay.body, status_code=replay.status_code, headers={REPLAYED_HEADER: "true"}
+    )
+
+
+def _settle(token_id: str, key: str, response: JSONResponse, settings: Settings) -> None:
+    """Store the answer under the claimed key; a failure leaves it in progress (logged)."""
+    try:
+        body = json.loads(bytes(response.body))
+        idempotency.settle(settings, token_id, key, response.status_code, body)
+    except Exception as exc:  # noqa: BLE001 - the caller still gets its answer
+        log.warning("could not store an idempotent answer (%s)", type(exc).__name__)
+
+
+def _release(token_id: str, key: str, settings: Settings) -> None:
+    try:
+        idempotency.release(settings, token_id, key)
+    except Exception as exc:  # noqa: BLE001 - the key then stays in progress (logged)
+        log.warning("could not release an idempotency key (%s)", type(exc).__name__)
 
 
 @router.post("/api/chat/thread/{thread_id}/compress")
@@ -136,17 +237,35 @@ async def compress(thread_id: str, request: Request) -> JSONResponse:
     """Compress one of our threads now: the platform's contract (see the module docstring)."""
     settings = _settings(request)
     target = thread_target(thread_id)
+    ids, problem = caller_ids(request)
+    key = ids.get("idempotency_key")
+    claimed: str | None = None  # the token id this call claimed `key` under
     try:
         authorization = request.headers.getlist("authorization")
-        actor = await run_in_threadpool(_caller, authorization, target, settings)
+        actor, token_id = await run_in_threadpool(_caller, authorization, target, ids, settings)
         body = await _read_body(request)
-        expected = await run_in_threadpool(_expected_checkpoint, body, actor, target, settings)
-        result = await run_in_threadpool(_compress, thread_id, actor, expected, settings)
+        expected = await run_in_threadpool(
+            _expected_checkpoint, body, problem, actor, target, ids, settings
+        )
+        if key is not None:
+            replay = await run_in_threadpool(
+                _claim, token_id, thread_id, expected, actor, ids, settings
+            )
+            if replay is not None:
+                return replay
+            claimed = token_id
+        response = JSONResponse(
+            await run_in_threadpool(_compress, thread_id, actor, expected, ids, settings)
+        )
     except YuxiDashError as exc:
-        return error_response(exc)
+        response = error_response(exc)
     except Exception as exc:  # noqa: BLE001 - audited by the service; its text may hold data
+        if claimed is not None and key is not None:
+            await run_in_threadpool(_release, claimed, key, settings)
         return await _unexpected(request, exc)
-    return JSONResponse(result)
+    if claimed is not None and key is not None:
+        await run_in_threadpool(_settle, claimed, key, response, settings)
+    return response
 
 
 @router.get("/healthz")

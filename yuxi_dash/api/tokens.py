@@ -171,6 +171,11 @@ def bearer_token(authorization: str | None) -> str:
 
 def authenticate(presented: str, settings: Settings) -> Actor:
     """The actor a presented token stands for; Unauthorized when unknown or revoked."""
+    return authenticate_token(presented, settings)[0]
+
+
+def authenticate_token(presented: str, settings: Settings) -> tuple[Actor, str]:
+    """The actor and the token's id (what idempotency keys are kept under); as `authenticate`."""
     if len(presented) > MAX_PRESENTED or not presented.isascii():
         raise Unauthorized("the token is not valid")
     digest = hash_token(presented)
@@ -180,4 +185,5 @@ def authenticate(presented: str, settings: Settings) -> Actor:
             raise Unauthorized("the token is not valid")
         if row.revoked_at is not None:
             raise Unauthorized("the token was revoked")
-        return Actor(id=ACTOR_PREFIX + row.actor, role=Role[row.role.upper()], via="api")
+        actor = Actor(id=ACTOR_PREFIX + row.actor, role=Role[row.role.upper()], via="api")
+        return actor, row.id

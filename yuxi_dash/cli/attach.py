@@ -88,11 +88,15 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
 
 def _cmd_status(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.attach.status import attach_status
+    from yuxi_dash.platform.client import platform_label
     from yuxi_dash.settings import get_settings
 
     settings = get_settings()
     status = attach_status(settings)
     data = status.to_dict()
+    # where its threads are compressed: the platform's endpoint (scheme://host:port), or None
+    endpoint = platform_label(settings.platform_url or "") if settings.platform_configured else None
+    data["compress_endpoint"] = endpoint
     attached = status.attached_threads
     if not status.configured:
         text = f"no platform attached (YUXI_DASH_ATTACH_CHECKPOINTER unset); {attached:,} attached"
@@ -103,6 +107,11 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
             f"{settings.attach_scan_seconds:g} s; last scan {last}; "
             f"watermark {status.watermark or '-'}; {attached:,} attached threads"
         )
+    text += (
+        f"; compressed through {endpoint}"
+        if endpoint
+        else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
+    )
     for entry in status.problems:
         text += (
             f"\n{entry.action} {entry.thread} at {entry.checkpoint_id or '-'}: "

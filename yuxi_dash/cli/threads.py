@@ -356,23 +356,75 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
 # ---------------------------------------------------------------------------
 
 
-def _cmd_compress(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context
-
-    actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{args.thread}")
-    result = compress_thread_context(
-        args.thread, actor=actor, expected_checkpoint_id=args.expected_checkpoint
-    )
-    data = result.to_dict()
+def _compress_line(data: dict[str, Any]) -> str:
     if data.get("status") == "completed":
-        text = (
+        return (
             f"completed: {data['before_tokens']:,} -> {data['after_tokens']:,} tokens, "
             f"{data['compressed_messages']} messages summarized; history in {data['file_path']} "
             f"(checkpoint {data.get('checkpoint_id')})"
         )
-    else:
-        text = f"no_op: {data.get('reason')} ({data['before_tokens']:,} tokens, nothing written)"
-    return CommandResult(data, text=text)
+    return f"no_op: {data.get('reason')} ({data['before_tokens']:,} tokens, nothing written)"
+
+
+def _cmd_compress(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context
+
+    threads: list[str] = args.thread
+    if len(threads) > 1:
+        return _compress_many(args, threads)
+    actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{threads[0]}")
+    result = compress_thread_context(
+        threads[0], actor=actor, expected_checkpoint_id=args.expected_checkpoint
+    )
+    data = result.to_dict()
+    return CommandResult(data, text=_compress_line(data))
+
+
+def _compress_many(args: argparse.Namespace, threads: list[str]) -> CommandResult:
+    """Several threads through the one seam (an attached platform's: 3 calls at once).
+
+    One line (one JSON object) per thread, in the order given; the exit code is
+    the first failed thread's, 0 when every one completed or was a no_op.
+    """
+    from yuxi_dash.errors import YuxiDashError
+    from yuxi_dash.platform.bulk import compress_each
+    from yuxi_dash.service import COMPRESS_ACTION
+
+    actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{threads[0]}")
+    with cli_refusals(args, "cli.compress", "threads:*"):
+        if args.expected_checkpoint is not None:
+            raise InvalidInput(
+                "--expected-checkpoint names one thread's checkpoint: give one THREAD"
+            )
+    data: list[dict[str, Any]] = []
+    lines: list[str] = []
+    exit_code = 0
+    for outcome in compress_each([(t, None) for t in threads], actor=actor):
+        if outcome.result is not None:
+            item = outcome.result.to_dict()
+            data.append(item)
+            lines.append(f"{outcome.thread_id}: {_compress_line(item)}")
+            continue
+        error = outcome.error
+        if isinstance(error, YuxiDashError):
+            data.append({"thread_id": outcome.thread_id, "error": error.to_dict()})
+            lines.append(f"{outcome.thread_id}: {error.code}: {error.message}")
+            exit_code = exit_code or error.exit_code
+        else:
+            name = type(error).__name__
+            data.append(
+                {
+                    "thread_id": outcome.thread_id,
+                    "error": {
+                        "code": "internal_error",
+                        "status": 500,
+                        "message": f"unexpected {name}",
+                    },
+                }
+            )
+            lines.append(f"{outcome.thread_id}: internal_error: unexpected {name}")
+            exit_code = exit_code or 1
+    return CommandResult(data, text="\n".join(lines), exit_code=exit_code)
 
 
 # ---------------------------------------------------------------------------
@@ -418,8 +470,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     add_json_flag(context)
     context.set_defaults(handler=_store_errors(_cmd_context))
 
-    compress = sub.add_parser("compress", help="manual compression through the locked core")
-    compress.add_argument("thread", metavar="THREAD")
+    compress = sub.add_parser(
+        "compress",
+        help="manual compression: our threads in the locked core, an attached platform's there",
+    )
+    compress.add_argument(
+        "thread", metavar="THREAD", nargs="+", help="one or more (several: one line each)"
+    )
     compress.add_argument("--actor", metavar="NAME", help=actor_help(required=True))
     compress.add_argument(
         "--expected-checkpoint",

@@ -3,7 +3,9 @@
 A compress runs in three phases: checks and a read under the thread's lock, the
 summary with no lock, the writes under the lock again. The protocol (each
 check, its error code, what lands together): docs/architecture.md, "A compress
-click (the lock protocol)".
+click (the lock protocol)". It is the one compress seam: an attached platform's
+thread goes to that platform's endpoint (`platform.compress`) when
+``YUXI_DASH_PLATFORM_URL`` is set, and is refused here (thread_attached) when not.
 
 Rules:
 - Every attempt leaves one audit row: completed, no_op, refused (with the error
@@ -18,7 +20,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +31,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.alerts.hooks import after_usage_write
+from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.audit import record_audit, record_audit_eventually
 from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
@@ -51,6 +54,10 @@ from yuxi_dash.errors import (
     ThreadBusy,
     YuxiDashError,
 )
+
+# the module, not its names: it reaches `attach`, which loads this package while it loads
+from yuxi_dash.platform import compress as platform_compress
+from yuxi_dash.platform.capability import unsupported_agents
 from yuxi_dash.records import Record
 from yuxi_dash.service.leftovers import (
     created_files,
@@ -130,6 +137,7 @@ def compress_thread_context(
     settings: Settings | None = None,
     summarizer: Summarizer | None = None,
     on_step: StepHook | None = None,
+    caller_ids: Mapping[str, str] | None = None,
 ) -> CompressResult:
     """Summarize a thread's history now, under the conversation row lock.
 
@@ -137,10 +145,40 @@ def compress_thread_context(
     `expected_checkpoint_id` is the checkpoint the operator saw: a thread whose
     newest checkpoint is another one is 409 stale_state. `on_step` is called with
     each phase-3 step's name while the lock is held (a seam for tests).
+    `caller_ids` (the API caller's `request_id`, `idempotency_key`) go into the
+    audit row's detail; an attached thread's rows name them `caller_<key>`.
     """
     settings = settings or get_settings()
+    attached = (
+        platform_compress.attached_thread(settings, thread_id)
+        if settings.platform_configured
+        else None
+    )
+    if attached is not None:
+        done = platform_compress.compress_on_platform(
+            attached,
+            actor=actor,
+            expected_checkpoint_id=expected_checkpoint_id,
+            user_id=user_id,
+            settings=settings,
+            caller_ids={f"caller_{key}": value for key, value in (caller_ids or {}).items()},
+        )
+        return CompressResult(
+            thread_id=done.thread_id,
+            status=done.status,
+            before_tokens=done.before_tokens,
+            after_tokens=done.after_tokens,
+            compressed_messages=done.compressed_messages,
+            file_path=done.file_path,
+            reason=done.reason,
+            checkpoint_id=done.checkpoint_id,
+        )
     target = thread_target(thread_id)
-    audit_detail: dict[str, Any] = {"role": actor.role.label, "via": actor.via}
+    audit_detail: dict[str, Any] = {
+        "role": actor.role.label,
+        "via": actor.via,
+        **(caller_ids or {}),
+    }
     notes: dict[str, Any] = {}  # what the attempt repaired, swept, left or adopted
 
     def audit_in(session: Session, result: CompressResult) -> None:
@@ -454,14 +492,19 @@ def preview_compression(
         conv = require_thread(conv, thread_id, user_id=user_id)
         agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
         reason_busy = busy_reason(session, thread_id)
-        stored = load_state(thread_id, settings)
+        attached = conv.origin == ORIGIN_ATTACHED
+        refused_by_platform = unsupported_agents(session).get(conv.agent_slug) if attached else None
+        if attached:  # the state the platform's checkpointer holds
+            latest = thread_store(conv, settings).latest(thread_id)
+            stored = StoredState.of(latest) if latest is not None else None
+        else:
+            stored = load_state(thread_id, settings)
         keep = agent.summary_keep_messages if agent else DEFAULT_SUMMARY_KEEP_MESSAGES
         tool_limit = (
             agent.summary_tool_result_token_limit if agent else DEFAULT_TOOL_RESULT_TOKEN_LIMIT
         )
         agent_capable = bool(agent and agent.compression_capable)
         agent_known = agent is not None
-        attached = conv.origin == ORIGIN_ATTACHED
     state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
     estimate = estimate_summary(
         state,
@@ -473,8 +516,11 @@ def preview_compression(
     readiness = summary_readiness(state, keep_messages=keep)
     if estimate.messages_to_summarize == 0:
         reason = readiness.reason or "insufficient_history"
-    if attached:
+    if attached and not settings.platform_configured:
         reason, agent_capable = "thread_attached", False
+    elif attached:  # the platform decides; an estimate with our defaults meanwhile
+        agent_capable = refused_by_platform is None
+        reason = "compression_unsupported" if refused_by_platform else reason
     elif not agent_known:
         reason = "agent_not_found"
     elif not agent_capable:

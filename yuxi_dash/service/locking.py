@@ -22,16 +22,14 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.audit import thread_target
 from yuxi_dash.errors import AgentNotFound, ThreadBusy, ThreadDeleted, ThreadNotFound
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_lock_failure, locked_session
 from yuxi_dash.store.models import Agent, Conversation
 from yuxi_dash.store.queries import busy_reason
 
-
-def thread_target(thread_id: str) -> str:
-    """The audit `target` of a thread."""
-    return f"thread:{thread_id}"
+__all__ = ["require_agent", "require_idle", "require_thread", "thread_lock", "thread_target"]
 
 
 @contextmanager

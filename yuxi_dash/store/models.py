@@ -456,3 +456,23 @@ class ScanTiming(Base):
     seconds: Mapped[float] = mapped_column(sa.Float, default=0.0)
     finished_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     projected: Mapped[int] = mapped_column(sa.Integer, default=0)
+
+
+class ApiIdempotencyKey(Base):
+    """An `Idempotency-Key` a token sent to the HTTP API, and the first answer it got.
+
+    `status_code` is None while that first call runs; `fingerprint` (a SHA-256 of
+    the thread and the expected checkpoint) tells a reuse for another request.
+    """
+
+    __tablename__ = "api_idempotency_keys"
+
+    token_id: Mapped[str] = mapped_column(
+        sa.String(32), sa.ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(sa.String(64))
+    status_code: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    response: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

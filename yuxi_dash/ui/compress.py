@@ -3,10 +3,12 @@
 Flow: a button's callback stores the threads the operator picked (with the
 checkpoint each row showed) under `PENDING_KEY`; while something is pending the
 page opens `confirm_dialog`, which shows `service.preview_compression` for
-each thread and, on confirm, calls `service.compress_thread_context` one
-thread at a time with the checkpoint the operator saw in that preview (a state
-that moved since is refused as stale). Every outcome or refusal becomes one
-line under `RESULTS_KEY`, the cached loaders are cleared, and the app reruns.
+each thread and, on confirm, compresses them through the one seam
+(`platform.bulk.compress_each`: our own threads one at a time, an attached
+platform's at most 3 calls at once) with the checkpoint the operator saw in
+that preview (a state that moved since is refused as stale). Every outcome or
+refusal becomes one line under `RESULTS_KEY`, the cached loaders are cleared,
+and the app reruns.
 The service checks the role again: the disabled button is a courtesy only.
 """
 
@@ -20,7 +22,8 @@ import streamlit as st
 
 from yuxi_dash.auth import Actor
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.service import compress_thread_context, preview_compression
+from yuxi_dash.platform.bulk import Outcome, compress_each
+from yuxi_dash.service import preview_compression
 from yuxi_dash.ui.format import error_line, literal, md, outcome_line, short_id, tokens
 from yuxi_dash.ui.loaders import clear_loaders
 
@@ -44,21 +47,14 @@ def _dismiss() -> None:
     st.session_state.pop(PREVIEW_KEY, None)
 
 
-def compress_one(thread_id: str, checkpoint_id: str | None, actor: Actor) -> tuple[str, str]:
-    """Run one compression through the locked service core.
-
-    Returns (kind, one line) with kind "completed", "no_op" or "refused".
-    """
-    try:
-        result = compress_thread_context(
-            thread_id, actor=actor, expected_checkpoint_id=checkpoint_id
-        )
-    except YuxiDashError as exc:
-        return "refused", error_line(exc, thread_id=thread_id)
-    except Exception as exc:  # noqa: BLE001 - shown as one line; details go to the log
-        log.exception("compress failed unexpectedly (%s)", type(exc).__name__)
-        return "refused", error_line(exc, thread_id=thread_id)
-    return result.status, outcome_line(thread_id, result.to_dict())
+def outcome_kind_line(outcome: Outcome) -> tuple[str, str]:
+    """(kind, one line) of one thread's outcome; kind "completed", "no_op" or "refused"."""
+    if outcome.result is not None:
+        return outcome.result.status, outcome_line(outcome.thread_id, outcome.result.to_dict())
+    error = outcome.error or RuntimeError("no outcome")
+    if not isinstance(error, YuxiDashError):  # shown as one line; details go to the log
+        log.error("compress failed unexpectedly (%s)", type(error).__name__)
+    return "refused", error_line(error, thread_id=outcome.thread_id)
 
 
 def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,15 +148,26 @@ def confirm_dialog(actor: Actor) -> None:
         st.rerun()
     if not confirmed:
         return
-    results: list[dict[str, Any]] = []
     label = rows[0]["thread_id"] if len(rows) == 1 else f"{len(rows)} threads"
     with st.status(md("Compressing {}…", label), expanded=True) as status:
         progress = st.progress(0.0, text=md("0 of {} done", len(rows)))
-        for index, row in enumerate(rows, start=1):
-            kind, line = compress_one(row["thread_id"], row.get("checkpoint_id"), actor)
-            results.append({"thread_id": row["thread_id"], "kind": kind, "line": line})
-            st.write(literal(line))
-            progress.progress(index / len(rows), text=md("{} of {} done", index, len(rows)))
+        finished: list[str] = []
+
+        def show(outcome: Outcome) -> None:  # called in this script thread as each one ends
+            finished.append(outcome.thread_id)
+            st.write(literal(outcome_kind_line(outcome)[1]))
+            count = len(finished)
+            progress.progress(count / len(rows), text=md("{} of {} done", count, len(rows)))
+
+        outcomes = compress_each(
+            [(row["thread_id"], row.get("checkpoint_id")) for row in rows],
+            actor=actor,
+            on_done=show,
+        )
+        results: list[dict[str, Any]] = []
+        for outcome in outcomes:  # in the order shown in the preview
+            kind, line = outcome_kind_line(outcome)
+            results.append({"thread_id": outcome.thread_id, "kind": kind, "line": line})
         done = sum(r["kind"] == "completed" for r in results)
         status.update(
             label=md("Done: {} of {} compressed", done, len(results)),

@@ -45,6 +45,12 @@ _REFUSAL_PREFIX = {
     "workdir_unavailable": "Workdir unavailable",
     "summarizer_failed": "Summarizer failed",
     "path_refused": "Refused",
+    "thread_attached": "Attached",
+    "platform_unavailable": "Platform unavailable",
+    "platform_outcome_unknown": "Outcome unknown",
+    "platform_auth_failed": "Platform refused the token",
+    "platform_bad_response": "Platform answered oddly",
+    "platform_misconfigured": "Platform settings",
 }
 
 
@@ -309,8 +315,8 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
         return f"needs the operator role ({actor.id} is {actor.role.label})"
     if row.get("status") == "deleted":
         return "thread is deleted"
-    if row.get("attached"):
-        return attached_blocker(row.get("platform"))
+    if row.get("attached"):  # the platform decides: its busy check and capability are its own
+        return _text_or_none(row.get("platform_blocker"))
     if not row.get("capable"):
         return f"agent {row.get('agent_slug')} does not support context compression"
     reason = _text_or_none(row.get("busy_reason"))
@@ -319,9 +325,14 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
     return None
 
 
-def attached_blocker(platform: str | None) -> str:
-    """Why an attached platform's thread is not compressed here (the button's reason)."""
-    return f"{attached_label(platform)}: the platform owns this thread; compress it there"
+def attached_note(platform: str | None, *, through_platform: bool) -> str:
+    """What thread detail says of an attached platform's thread."""
+    how = (
+        "a compress is sent to the platform's endpoint"
+        if through_platform
+        else "set YUXI_DASH_PLATFORM_URL to compress it through the platform"
+    )
+    return f"{attached_label(platform)}: the platform owns this thread; {how}"
 
 
 def cannot_compress_line(unsupported: int, attached: Mapping[str, int]) -> str | None:

@@ -47,6 +47,7 @@ THREAD_COLUMNS = [
     "attached",
     "platform",  # the attached platform's label (attached threads only)
     "compression",  # ThreadSummary.compression: supported, unsupported or "attached: <platform>"
+    "platform_blocker",  # an attached thread: why it cannot be sent to the platform now
 ]
 
 
@@ -133,15 +134,32 @@ def pressure_overview(
 # --- threads --------------------------------------------------------------------
 
 
+def _platform_blockers(session: Any, rows: list[dict[str, Any]]) -> None:
+    """Each attached row's `platform_blocker` (`platform.capability`); None on our own threads."""
+    from yuxi_dash.platform.capability import attached_blocker, unsupported_agents
+
+    settings = get_settings()
+    attached = [row for row in rows if row.get("attached")]
+    unsupported = unsupported_agents(session) if attached and settings.platform_configured else {}
+    for row in rows:
+        row["platform_blocker"] = (
+            attached_blocker(settings, row, unsupported) if row.get("attached") else None
+        )
+
+
 @settings_cached
-def _threads(database_url: str, min_pressure: float | None, limit: int) -> dict[str, Any]:
+def _threads(
+    database_url: str, min_pressure: float | None, limit: int, platform_url: str | None
+) -> dict[str, Any]:
     from yuxi_dash.store.queries import count_threads, list_threads
 
     with session_scope(get_settings()) as session:
         rows = list_threads(session, min_pressure=min_pressure, limit=limit)
         total = count_threads(session, min_pressure=min_pressure)
+        records = [{**asdict(r), "compression": r.compression} for r in rows]
+        _platform_blockers(session, records)
     return {
-        "rows": _frame([{**asdict(r), "compression": r.compression} for r in rows], THREAD_COLUMNS),
+        "rows": _frame(records, THREAD_COLUMNS),
         "total": total,
         "unsupported": sum(r.compression == "unsupported" for r in rows),
         "attached": dict(Counter(r.compression for r in rows if r.attached)),
@@ -156,7 +174,7 @@ def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) 
     "unsupported" counts the rows whose agent does not support compression,
     "attached" the attached rows per label (neither can be compressed here).
     """
-    return _threads(_url(), min_pressure, limit)
+    return _threads(_url(), min_pressure, limit, get_settings().platform_url)
 
 
 @settings_cached
@@ -190,7 +208,7 @@ def thread_ids(limit: int = 2000) -> list[str]:
 
 
 @settings_cached
-def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
+def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) -> dict[str, Any]:
     from yuxi_dash.attach import thread_store
     from yuxi_dash.compression import context_view
     from yuxi_dash.compression.state import message_text
@@ -200,6 +218,8 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
         detail = get_thread(session, thread_id, store_for=thread_store)  # attached: the platform's
         timeline = usage_timeline(session, thread_id)
         chat = chat_record(session, thread_id)
+        summary = {**asdict(detail.summary), "compression": detail.summary.compression}
+        _platform_blockers(session, [summary])
     view = context_view(detail.state)  # as the next call gets it
     visible = [
         {
@@ -222,7 +242,8 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
         for item in view.messages
     ]
     return {
-        "summary": {**asdict(detail.summary), "compression": detail.summary.compression},
+        "summary": summary,
+        "platform_configured": bool(platform_url),  # attached threads compress through it
         "checkpoint_id": detail.checkpoint_id,
         "token_usage": detail.token_usage,
         "agent": detail.agent.to_dict() if detail.agent else None,
@@ -254,7 +275,7 @@ def _thread_detail(database_url: str, thread_id: str) -> dict[str, Any]:
 
 def thread_detail(thread_id: str) -> dict[str, Any]:
     """One thread: its row, model-visible context, breakdown, timeline and full chat record."""
-    return _thread_detail(_url(), thread_id)
+    return _thread_detail(_url(), thread_id, get_settings().platform_url)
 
 
 # --- tool results -----------------------------------------------------------------

@@ -1,0 +1,287 @@
+"""Compressing an attached platform's thread: through the platform's endpoint, never here.
+
+`compress_on_platform` is what `service.compress_thread_context` runs for a
+thread whose origin is "attached" when ``YUXI_DASH_PLATFORM_URL`` is set:
+
+1. the refusals we can decide ourselves: the operator role, the thread
+   (404 / deleted / another user's), the stale-click guard (the checkpoint the
+   operator saw against the platform checkpointer's newest: 409 stale_state);
+2. the call (`client.PlatformClient.compress`, with that newest checkpoint as
+   ``expected_checkpoint_id``); nothing is locked or written on our side while
+   it runs;
+3. on 200, the thread is projected again at once (`attach.refresh`), so the
+   pages and `yuxi-dash context` show the new summary before the next scan;
+   on a lost answer (platform_outcome_unknown) the newest checkpoint is read
+   again and the error says whether a new summary landed (never a second call).
+
+Every HTTP attempt is one audit row (action ``compress``): the platform, request
+id, idempotency key, HTTP status, outcome code, latency and the summary
+pressure before and after; a refusal before any call is one row too. A 422 is
+remembered per agent (`capability`) so the pages say why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from yuxi_dash import validation
+from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
+from yuxi_dash.attach.stores import platform_store
+from yuxi_dash.audit import record_audit_eventually, thread_target
+from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+from yuxi_dash.errors import (
+    CompressionUnsupported,
+    PlatformOutcomeUnknown,
+    StaleState,
+    ThreadDeleted,
+    ThreadNotFound,
+    YuxiDashError,
+)
+from yuxi_dash.platform.client import Attempt, platform_client
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
+
+log = logging.getLogger(__name__)
+
+COMPRESS_ACTION = "compress"  # the same action as a compress of our own threads
+
+
+@dataclass(frozen=True)
+class PlatformCompressed:
+    """What the platform did, in the fields of our `CompressResult`."""
+
+    thread_id: str
+    status: str
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int
+    file_path: str | None
+    reason: str | None
+    checkpoint_id: str | None
+    request_id: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+def _int(body: dict[str, Any], key: str) -> int:
+    value = body.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    return " ".join(value.split())[:500] if isinstance(value, str) and value.strip() else None
+
+
+def _pressure(settings: Settings, thread_id: str) -> float | None:
+    with session_scope(settings) as session:
+        value = session.scalar(
+            sa.select(Conversation.summary_pressure_ratio).where(
+                Conversation.thread_id == thread_id
+            )
+        )
+    return round(float(value), 6) if value is not None else None
+
+
+def _summary_event(checkpoint: ThreadCheckpoint | None) -> Any:
+    return checkpoint.values.get(SUMMARIZATION_EVENT_KEY) if checkpoint is not None else None
+
+
+class _Audit:
+    """The rows of one compress: one per attempt (or one refusal), written at the end."""
+
+    def __init__(self, actor: Actor, thread_id: str, settings: Settings, base: dict[str, Any]):
+        self.actor = actor
+        self.target = thread_target(thread_id)
+        self.settings = settings
+        self.base = base
+        self.attempts: list[Attempt] = []
+
+    def write(self, outcome: str, code: str, *, extra: dict[str, Any] | None = None) -> None:
+        rows: list[Attempt | None] = list(self.attempts) or [None]
+        for index, attempt in enumerate(rows):
+            last = index == len(rows) - 1
+            detail = {**self.base, **((extra or {}) if last else {})}
+            if attempt is not None:
+                detail.update(
+                    attempt=attempt.number,
+                    request_id=attempt.request_id,
+                    idempotency_key=attempt.idempotency_key,
+                    http_status=attempt.http_status,
+                    code=attempt.code,
+                    latency_ms=attempt.latency_ms,
+                    platform_ms=attempt.platform_ms,
+                )
+            else:
+                detail["code"] = code
+            if not last:
+                detail.pop("pressure_after", None)
+            try:
+                record_audit_eventually(
+                    actor=self.actor.id,
+                    action=COMPRESS_ACTION,
+                    target=self.target,
+                    outcome=outcome if last else "failed",
+                    detail=detail,
+                    settings=self.settings,
+                )
+            except Exception:  # the attempt's own outcome must reach the caller
+                log.exception("could not write the audit row for a platform compress attempt")
+
+
+def _outcome_of(exc: YuxiDashError) -> str:
+    if isinstance(exc, PlatformOutcomeUnknown):
+        return "unknown"
+    return "refused" if exc.status_code < 500 else "failed"
+
+
+@dataclass(frozen=True)
+class AttachedThread:
+    """The row of an attached thread as the seam read it (detached from any session)."""
+
+    thread_id: str
+    user_id: str
+    agent_slug: str
+    status: str
+    summary_pressure_ratio: float | None
+
+
+def attached_thread(settings: Settings, thread_id: str) -> AttachedThread | None:
+    """The thread's row when it is an attached platform's; None otherwise (or an id we refuse)."""
+    try:
+        validation.thread_id(thread_id)
+    except YuxiDashError:
+        return None
+    with session_scope(settings) as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        if conv is None or conv.origin != ORIGIN_ATTACHED:
+            return None
+        return AttachedThread(
+            thread_id=conv.thread_id,
+            user_id=conv.user_id,
+            agent_slug=conv.agent_slug,
+            status=conv.status,
+            summary_pressure_ratio=conv.summary_pressure_ratio,
+        )
+
+
+def compress_on_platform(
+    thread: AttachedThread,
+    *,
+    actor: Actor,
+    expected_checkpoint_id: str | None,
+    user_id: str | None,
+    settings: Settings,
+    caller_ids: Mapping[str, str] | None = None,
+) -> PlatformCompressed:
+    """Compress an attached thread through its platform (see the module's steps).
+
+    `caller_ids` are extra audit detail (our API caller's ids, `caller_<key>`).
+    """
+    thread_id = thread.thread_id
+    client = None
+    base: dict[str, Any] = {
+        "role": actor.role.label,
+        "via": actor.via,
+        "platform": None,
+        **(caller_ids or {}),
+    }
+    if expected_checkpoint_id is not None:
+        base["expected_checkpoint_id"] = expected_checkpoint_id
+    audit = _Audit(actor, thread_id, settings, base)
+    try:
+        validation.thread_id(thread_id)
+        validation.optional_identifier(user_id, "user id")
+        validation.optional_identifier(expected_checkpoint_id, "expected checkpoint id")
+        require_role(actor, Role.OPERATOR, action="compressing a thread")
+        client = platform_client(settings)
+        base["platform"] = client.label
+        if user_id is not None and thread.user_id != user_id:
+            raise ThreadNotFound(f"thread {thread_id} not found")
+        if thread.status == "deleted":
+            raise ThreadDeleted(f"thread {thread_id} is deleted")
+        base["agent"] = thread.agent_slug
+        before_pressure = thread.summary_pressure_ratio
+        base["pressure_before"] = round(before_pressure, 6) if before_pressure is not None else None
+        seen = newest_checkpoint_id(settings, thread_id)
+        if expected_checkpoint_id is not None and seen != expected_checkpoint_id:
+            raise StaleState(
+                f"thread {thread_id} has a newer state at the platform than the one you saw; "
+                "reload before compressing"
+            )
+        body = client.compress(
+            thread_id, expected_checkpoint_id=seen, on_attempt=audit.attempts.append
+        )
+    except PlatformOutcomeUnknown as exc:
+        landed = _after_lost_answer(settings, thread_id, seen, audit)
+        state = (
+            f"a new summary landed (checkpoint {landed})"
+            if landed
+            else "no new summary has landed so far; reload later to see whether it does"
+        )
+        audit.write("unknown", exc.code, extra={"summary_landed": bool(landed)})
+        raise PlatformOutcomeUnknown(
+            f"{exc.message}; the call was not sent again. Thread {thread_id}: {state}",
+            summary_landed=bool(landed),
+            checkpoint_id=landed,
+        ) from None
+    except YuxiDashError as exc:
+        extra = (
+            {"unsupported_agent": base.get("agent")}
+            if isinstance(exc, CompressionUnsupported)
+            else None
+        )
+        audit.write(_outcome_of(exc), exc.code, extra=extra)
+        raise
+    except Exception as exc:
+        audit.write("failed", type(exc).__name__)
+        raise
+    latest = reproject_thread(settings, thread_id)
+    status = str(body["status"])
+    after = _pressure(settings, thread_id)
+    audit.write(status, status, extra={"pressure_after": after})
+    return PlatformCompressed(
+        thread_id=thread_id,
+        status=status,
+        before_tokens=_int(body, "before_tokens"),
+        after_tokens=_int(body, "after_tokens"),
+        compressed_messages=_int(body, "compressed_messages"),
+        file_path=_text(body, "file_path"),
+        reason=_text(body, "reason"),
+        checkpoint_id=latest or seen,
+        request_id=audit.attempts[-1].request_id if audit.attempts else None,
+        attempts=list(audit.attempts),
+    )
+
+
+def _after_lost_answer(
+    settings: Settings, thread_id: str, seen: str | None, audit: _Audit
+) -> str | None:
+    """The newest checkpoint id when a new summary landed since ``seen`` (projected), else None."""
+    store = platform_store(settings)
+    try:
+        latest = store.latest(thread_id)
+        if latest is None or latest.checkpoint_id == seen:
+            return None
+        config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        config["configurable"]["checkpoint_id"] = seen
+        before = checkpoint_of(thread_id, store.graph.get_state(config)) if seen else None
+    except Exception as exc:  # noqa: BLE001 - the report is best effort; the error stands
+        log.warning("could not re-read a thread after a lost answer (%s)", type(exc).__name__)
+        return None
+    event = _summary_event(latest)
+    if event is None or event == _summary_event(before):
+        return None
+    try:
+        reproject_thread(settings, thread_id)
+        audit.base["pressure_after"] = _pressure(settings, thread_id)
+    except YuxiDashError:
+        pass  # the next scan projects it
+    return latest.checkpoint_id
