@@ -12,11 +12,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from yuxi_dash.auth import Role
+from yuxi_dash.access.roles import Role
 from yuxi_dash.settings import get_settings
-from yuxi_dash.ui.format import literal, md
 from yuxi_dash.ui.guard import run_guarded
 from yuxi_dash.ui.identity import current_identity, show_refusal
+from yuxi_dash.ui.page_text import literal, md
 from yuxi_dash.usage import SUGGESTION_LABEL
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"

@@ -28,9 +28,9 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: E402
+from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.alerts import rules  # noqa: E402
 from yuxi_dash.alerts.evaluate import evaluate  # noqa: E402
-from yuxi_dash.auth import Actor, Role  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 from yuxi_dash.store import db  # noqa: E402
 

@@ -56,14 +56,14 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: E402
 from tests.compression.agents import query_kb_tool, research_script, scripted_model  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
-from yuxi_dash.attach.ids import checkpoint_time, floor_id  # noqa: E402
+from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id  # noqa: E402
 from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL  # noqa: E402
 from yuxi_dash.attach.stores import PlatformStore, close_platform_stores  # noqa: E402
 from yuxi_dash.compression.middleware import context_compression_middleware  # noqa: E402
+from yuxi_dash.files.workdir import Workdir  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 from yuxi_dash.store import db, queries  # noqa: E402
-from yuxi_dash.store.checkpoints import open_postgres_store  # noqa: E402
-from yuxi_dash.workdir import Workdir  # noqa: E402
+from yuxi_dash.store.checkpointer import open_postgres_store  # noqa: E402
 
 ADMIN_URL = "postgresql+psycopg://127.0.0.1:5432/test"
 TURNS = 4  # 5 checkpoints a turn: 20 a thread

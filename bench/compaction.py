@@ -83,7 +83,7 @@ from bench.peers import (  # noqa: E402
     run_ours,
     run_trim,
 )
-from yuxi_dash.workdir import Workdir  # noqa: E402
+from yuxi_dash.files.workdir import Workdir  # noqa: E402
 
 TARGET_CITABLE = 0.30  # of kb records, in results of 12-22 records
 TARGET_VS_DEEPAGENTS = 1.10
@@ -329,8 +329,8 @@ def breakdown(threads: list[ShapeThread], base: Path, rounds: int) -> None:
     import ast
 
     import yuxi_dash.compression.compaction as compaction
-    import yuxi_dash.compression.preview as preview
-    import yuxi_dash.compression.salvage as salvage
+    import yuxi_dash.compression.previews.preview as preview
+    import yuxi_dash.compression.previews.salvage as salvage
 
     spent: dict[str, float] = {}
 

@@ -8,12 +8,12 @@ UNWIND statements, batched) on a private embedded FalkorDB (or reuses it when
 `--data-dir` already holds it: seeding takes minutes), then times every view's
 query (median of 5 runs, after one warm-up), prints each plan (GRAPH.EXPLAIN),
 times the distributions the old way (one statement after another, every view)
-beside the new plan (`memory.distributions`: cold, nothing kept anywhere =
+beside the new plan (`memory.freshness.distributions`: cold, nothing kept anywhere =
 the first view after a write, the large parts read as node-id ranges at once by
-`memory.split_scans`; shared, a new process served from the shared
+`memory.graph.split_scans`; shared, a new process served from the shared
 Redis store; warm, kept in this process under the graph's version, the change
 watcher live) with ratios; then the view after a write to another graph on the
-same server (`memory.graph_changes`: with the watcher live the graph's own
+same server (`memory.freshness.graph_changes`: with the watcher live the graph's own
 version keeps the parts warm, with it closed the server-wide fingerprint makes
 them cold; the two alternated, ms, closed/live ratio and parts served kept)
 and the watcher's `version` cost; optionally (`--alternatives`) each split part
@@ -51,15 +51,16 @@ from falkordb import FalkorDB  # noqa: E402
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa: E402
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode  # noqa: E402
 
-from yuxi_dash.memory import distributions, graph_changes, split_scans  # noqa: E402
-from yuxi_dash.memory import queries as q  # noqa: E402
-from yuxi_dash.memory.client import GraphClient  # noqa: E402
-from yuxi_dash.memory.index_health import (  # noqa: E402
+from yuxi_dash.demo.graph_writer import create_indexes, deterministic_embedding, write_graph  # noqa: E402
+from yuxi_dash.memory.freshness import distributions, graph_changes
+from yuxi_dash.memory.graph import queries as q  # noqa: E402
+from yuxi_dash.memory.graph import split_scans  # noqa: E402
+from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
+from yuxi_dash.memory.graph.index_health import (  # noqa: E402
     check_index_health,
     rebuild_relationship_indexes,
 )
-from yuxi_dash.memory.schema import create_indexes, deterministic_embedding, write_graph  # noqa: E402
-from yuxi_dash.memory.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.memory.graph.server import ensure_server, stop_server  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 
 GROUP = "user_bench_hub"
@@ -344,7 +345,7 @@ LIMIT $limit
 
 def bench_alternatives(client: GraphClient, settings: Settings) -> None:
     """Cheaper statements, and each split part as one statement vs its node-id ranges at
-    once (`memory.split_scans`, what the views run on a large graph), in turns."""
+    once (`memory.graph.split_scans`, what the views run on a large graph), in turns."""
     g = GROUP
     limit = {"limit": 50}
     nodes = q.counts_one(client, g, q.COUNT_NODES)
@@ -381,7 +382,7 @@ def bench_alternatives(client: GraphClient, settings: Settings) -> None:
 
 def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
     """Old plan (each view runs its statements one after another) beside the new plan
-    (`memory.distributions`), median of 5 each, in turns, in one run:
+    (`memory.freshness.distributions`), median of 5 each, in turns, in one run:
     cold = nothing kept anywhere (the first view after any write to the server);
     shared = this process keeps nothing but the shared store (Redis) holds the parts under the
     current fingerprint (a new replica or a restarted dashboard, graph server unchanged);

@@ -16,7 +16,7 @@ median of 5 after a warm-up, side by side in one run:
   parser and saved with its `save`, the audit and correction rows in one
   transaction, the hit counter) and its undo, against a bare graphiti-core
   `get_by_uuid` + `load_fact_embedding` + `save` (whose labeled MATCH scans
-  every Entity: why `memory.fact_writer` reads by an index-served MATCH).
+  every Entity: why `memory.graph.fact_writer` reads by an index-served MATCH).
 
 Targets: provenance < 50 ms, retract + audit < 100 ms. Prints; asserts nothing.
 """
@@ -45,13 +45,13 @@ from graphiti_core.edges import EntityEdge  # noqa: E402
 from ldclient.integrations.test_data import TestData  # noqa: E402
 
 from bench.memory import GROUP, STATUSES, seed_or_reuse  # noqa: E402
-from yuxi_dash.auth import Actor, Role  # noqa: E402
+from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.flags import FlagEvaluator  # noqa: E402
-from yuxi_dash.memory import corrections  # noqa: E402
-from yuxi_dash.memory.access import open_view  # noqa: E402
-from yuxi_dash.memory.client import GraphClient  # noqa: E402
-from yuxi_dash.memory.provenance import fact_provenance  # noqa: E402
-from yuxi_dash.memory.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.memory.desk import corrections  # noqa: E402
+from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
+from yuxi_dash.memory.graph.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.memory.views.gate import open_view  # noqa: E402
+from yuxi_dash.memory.views.provenance import fact_provenance  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 from yuxi_dash.store.db import session_scope  # noqa: E402
 from yuxi_dash.store.models import ChatMessage, Conversation  # noqa: E402

@@ -9,7 +9,7 @@ The database (default `yuxi_bench_fleet`) is built once and reused on reruns
 snapshots by COPY (`bench.threads.load`, the rows the projection writes: each
 conversation's current usage is its last snapshot), and for the threads the
 bench opens (`--detail-threads`) real checkpoints written through
-`store.checkpoints` and projected by `service.projection.project_thread`, as
+`store.checkpointer` and projected by `service.projection.project_thread`, as
 the service does after a model call. Their bulk snapshots are replaced by the
 projection's, so the totals stay exact.
 
@@ -52,16 +52,16 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import yuxi_dash  # noqa: E402
 from bench.threads import load  # noqa: E402
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, context_state  # noqa: E402
 from yuxi_dash.compression.engine import count_state_tokens  # noqa: E402
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, context_state  # noqa: E402
+from yuxi_dash.files.workdir import Workdir  # noqa: E402
 from yuxi_dash.service.projection import project_thread  # noqa: E402
 from yuxi_dash.settings import Settings, get_settings  # noqa: E402
 from yuxi_dash.store import db  # noqa: E402
-from yuxi_dash.store.checkpoints import checkpoint_store  # noqa: E402
+from yuxi_dash.store.checkpointer import checkpoint_store  # noqa: E402
 from yuxi_dash.store.models import Agent, ChatMessage, Conversation, UsageSnapshotRow  # noqa: E402
 from yuxi_dash.ui.loaders import clear_loaders  # noqa: E402
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens  # noqa: E402
-from yuxi_dash.workdir import Workdir  # noqa: E402
 
 ADMIN_URL = "postgresql+psycopg://127.0.0.1:5432/test"
 APP = ROOT / "app.py"

@@ -28,13 +28,13 @@ from langchain_core.messages.utils import count_tokens_approximately, trim_messa
 
 from bench.corpus import ShapeThread
 from bench.plain_rule import plain_preview
-from yuxi_dash import safe_fs
 from yuxi_dash.compression import compact_messages, parse_saved_result
 from yuxi_dash.compression.compaction import tool_result_text
-from yuxi_dash.compression.preview import locate_records, structured_kind
-from yuxi_dash.compression.records import citation, lookup
-from yuxi_dash.compression.salvage import parse_records_text
-from yuxi_dash.workdir import Workdir, encode_text
+from yuxi_dash.compression.previews.citation_records import citation, lookup
+from yuxi_dash.compression.previews.preview import locate_records, structured_kind
+from yuxi_dash.compression.previews.salvage import parse_records_text
+from yuxi_dash.files import safe_fs
+from yuxi_dash.files.workdir import Workdir, encode_text
 
 TOKEN_LIMIT = 300  # budget 1,200 chars per preview
 ARG_MAX = 2000
@@ -73,7 +73,7 @@ def run_floor(messages: list[BaseMessage], _root: Path) -> Any:
 
 def run_floor_atomic(messages: list[BaseMessage], root: Path) -> Any:
     """The floor plus each file published whole, as ``Workdir`` publishes one
-    (``safe_fs.link_new_file``: written unnamed, then linked under its name), so that no
+    (``files.safe_fs.link_new_file``: written unnamed, then linked under its name), so that no
     reader ever sees a partial file: what the file writes cost with that guarantee."""
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:

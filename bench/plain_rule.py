@@ -3,7 +3,7 @@
 Every listed field that is present (strings clipped head…tail to 240 chars), of at
 most 8 leading records, each with a 32-character body, as many as fit; the spare
 characters then to their bodies, evenly. Not the product's rule
-(``yuxi_dash.compression.evidence``); ``plain_preview`` swaps it into the engine.
+(``yuxi_dash.compression.previews.evidence``); ``plain_preview`` swaps it into the engine.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 from unittest import mock
 
 from yuxi_dash.compression import compaction
-from yuxi_dash.compression.clipping import clip_head_tail, dumps
-from yuxi_dash.compression.preview import generic_preview, structured_kind
-from yuxi_dash.compression.records import body
-from yuxi_dash.compression.salvage import parse_records_text
+from yuxi_dash.compression.previews.citation_records import body
+from yuxi_dash.compression.previews.clipping import clip_head_tail, dumps
+from yuxi_dash.compression.previews.preview import generic_preview, structured_kind
+from yuxi_dash.compression.previews.salvage import parse_records_text
 
 KB_FIELDS = ("id", "kb_id", "file_id", "title", "source", "score", "distance")
 KB_METADATA = ("source", "filename", "title", "chunk_index", "score", "rerank_score")

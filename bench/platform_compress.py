@@ -35,16 +35,16 @@ sys.path.insert(0, str(ROOT))
 from bench.attach import ADMIN_URL, clone_threads, conninfo_of, run_templates  # noqa: E402
 from bench.dbs import create_database, drop_database  # noqa: E402
 from tests.fixtures.live_server import free_port, started  # noqa: E402
+from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
 from yuxi_dash.attach.stores import close_platform_stores  # noqa: E402
-from yuxi_dash.auth import Actor, Role  # noqa: E402
+from yuxi_dash.files.workdir import Workdir  # noqa: E402
 from yuxi_dash.platform.bulk import PLATFORM_CALLS, Outcome, compress_each  # noqa: E402
 from yuxi_dash.platform.client import close_platform_clients  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 from yuxi_dash.store import db  # noqa: E402
 from yuxi_dash.store.db import session_scope  # noqa: E402
 from yuxi_dash.store.history import list_audit  # noqa: E402
-from yuxi_dash.workdir import Workdir  # noqa: E402
 
 TOKEN = "bench-token-0123456789"
 

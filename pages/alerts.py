@@ -13,13 +13,13 @@ from urllib.parse import quote
 import pandas as pd
 import streamlit as st
 
+from yuxi_dash.access.roles import Role
 from yuxi_dash.alerts import rules, views
-from yuxi_dash.auth import Role
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.store.models import ALERT_SCOPES, ALERT_SEVERITIES
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
-from yuxi_dash.ui.format import PERCENT_FORMAT, ago, error_line, literal, md, pct, percent_value
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import PERCENT_FORMAT, ago, error_line, literal, md, pct, percent_value
 
 actor = require_actor()
 st.title("Alerts")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import attach
-from yuxi_dash.ui.format import code, md, stamp
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import code, md, stamp
 
 require_actor()
 st.title("Attached platform")

@@ -1,6 +1,6 @@
 """Audit log (admin only): who did what to which thread or user, with outcome; filters, CSV export.
 
-The rows come from `yuxi_dash.audit_log`, which checks the admin role and
+The rows come from `yuxi_dash.access.audit_review`, which checks the admin role and
 records every read (`view_audit_log`) and every export (`export_audit_log`).
 A read happens when this session first opens the page, when a filter changes,
 on Reload, and whenever the log has rows newer than the one that recorded this
@@ -17,16 +17,16 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.audit_log import (
+from yuxi_dash.access.audit_review import (
     AuditFilter,
     export_audit_log_csv,
     newest_audit_id,
     view_audit_log,
 )
-from yuxi_dash.auth import Role
-from yuxi_dash.display import detail_text
-from yuxi_dash.ui.format import literal, md, stamp
+from yuxi_dash.access.roles import Role
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import literal, md, stamp
+from yuxi_dash.wording import detail_text
 
 WINDOWS = {
     "last 24 hours": timedelta(hours=24),

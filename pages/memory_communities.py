@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui.format import literal, md, stamp
+from yuxi_dash.ui.page_text import literal, md, stamp
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Communities", "communities")

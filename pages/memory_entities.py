@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui.format import literal, md, page_count
+from yuxi_dash.ui.page_text import literal, md, page_count
 from yuxi_dash.ui.tables import draw_records
 
 PAGE_SIZE = 50

@@ -12,7 +12,7 @@ import streamlit as st
 
 from yuxi_dash.ui import memory as ui
 from yuxi_dash.ui import memory_desk as desk
-from yuxi_dash.ui.format import md
+from yuxi_dash.ui.page_text import md
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Facts", "facts")

@@ -1,6 +1,6 @@
 """Memory overview: one user's graph in numbers, the gates, and the index health check.
 
-Counts are directed and label-free (yuxi_dash.memory.queries); the index
+Counts are directed and label-free (yuxi_dash.memory.graph.queries); the index
 health compares the relationship-index path with the label-free count and
 offers admins an audited repair when they differ (FalkorDB drops the outgoing
 facts of internal node 0 from that index after a restart). The page opens
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from yuxi_dash.auth import Role
+from yuxi_dash.access.roles import Role
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui.format import literal, md, reason_text
+from yuxi_dash.ui.page_text import literal, md, reason_text
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Memory overview", "overview")

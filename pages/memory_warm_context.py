@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui.format import literal, md
+from yuxi_dash.ui.page_text import literal, md
 
 actor, access = ui.open_memory_page("Warm context", "warm_context")
 query = st.text_input("What the user might ask", key="warm_query", max_chars=500).strip()

@@ -12,8 +12,8 @@ import streamlit as st
 
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.charts import PICK, POINTS_LABEL, pressure_overview_chart
-from yuxi_dash.ui.format import count, md, pct
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import count, md, pct
 from yuxi_dash.usage import SUGGESTION_LABEL
 
 ACTIVITY_WINDOWS = {

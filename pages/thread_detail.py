@@ -18,7 +18,9 @@ from yuxi_dash.ui.charts import (
     pressure_timeline_chart,
 )
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
-from yuxi_dash.ui.format import (
+from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.messages import draw_message
+from yuxi_dash.ui.page_text import (
     MISSING,
     ago,
     attached_note,
@@ -33,8 +35,6 @@ from yuxi_dash.ui.format import (
     stamp,
     tokens,
 )
-from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.messages import draw_message
 
 actor = require_actor()
 st.title("Thread detail")

@@ -14,7 +14,8 @@ import streamlit as st
 
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
-from yuxi_dash.ui.format import (
+from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import (
     PERCENT_FORMAT,
     ago,
     busy_label,
@@ -26,7 +27,6 @@ from yuxi_dash.ui.format import (
     percent_value,
     threshold_room_text,
 )
-from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.usage import SUGGESTION_LABEL
 
 READINESS_ROWS = 100  # the first N compressible rows are read to find the ones with no history

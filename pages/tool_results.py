@@ -1,7 +1,7 @@
 """Offloaded tool results: filter, check SHA-256, read the preview beside the full content.
 
 Listing reads the index through the cached loaders; opening a file goes through
-`yuxi_dash.tool_results.read_tool_result`, which confines the path to the
+`yuxi_dash.files.tool_results.read_tool_result`, which confines the path to the
 workdir (a crafted path is refused) and writes an audit row. Nothing is opened
 until the operator picks a result; a file is read once when it is opened, not on
 every rerun.
@@ -12,11 +12,13 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.compression import tool_result_preview
-from yuxi_dash.compression.preview import preview_salvage
+from yuxi_dash.compression.previews.preview import preview_salvage
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.tool_results import MAX_READ_LIMIT, read_tool_result
+from yuxi_dash.files.tool_results import MAX_READ_LIMIT, read_tool_result
 from yuxi_dash.ui import loaders
-from yuxi_dash.ui.format import (
+from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.messages import draw_preview
+from yuxi_dash.ui.page_text import (
     check_label,
     code,
     error_line,
@@ -30,8 +32,6 @@ from yuxi_dash.ui.format import (
     structured_records,
     tokens,
 )
-from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.messages import draw_preview
 
 PAGE_CHARS = 20_000
 OPEN_KEY = "tool_result_open"

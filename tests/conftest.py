@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures import profiles
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import get_settings
-from yuxi_dash.workdir import Workdir
 
 profiles.load()
 

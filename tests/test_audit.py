@@ -1,10 +1,10 @@
-"""The audit log writer (yuxi_dash.audit) on both databases."""
+"""The audit log writer (yuxi_dash.access.audit) on both databases."""
 
 from __future__ import annotations
 
 import pytest
 
-from yuxi_dash.audit import record_audit, sanitize_detail
+from yuxi_dash.access.audit import record_audit, sanitize_detail
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
 
@@ -60,7 +60,7 @@ def test_list_audit_filters_and_orders_newest_first(db_url: str) -> None:
 
 def test_eventual_audit_waits_out_a_sqlite_write_lock() -> None:
     """SQLite has one writer: a refusal audited while another writer holds the lock lands later."""
-    from yuxi_dash.audit import record_audit_eventually, wait_for_pending_audit
+    from yuxi_dash.access.audit import record_audit_eventually, wait_for_pending_audit
     from yuxi_dash.settings import Settings, get_settings
     from yuxi_dash.store.db import get_engine, locked_session
 

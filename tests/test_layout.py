@@ -7,7 +7,11 @@
 - The demo and the simulator import yuxi_dash modules at the top of the file
   only, so their dependencies are in plain sight.
 - Nothing in yuxi_dash outside `yuxi_dash.ui` imports it: the CLI and the
-  service take identity decisions from `yuxi_dash.auth`, not from the UI.
+  service take identity decisions from `yuxi_dash.access.roles`, not from the UI.
+- No folder under yuxi_dash/ holds more than 15 modules side by side.
+- The memory rooms import one way (`MEMORY_LAYERS`: graph, freshness, views, desk):
+  a room imports only the rooms before it. The files and access rooms
+  (`LOW_ROOMS`) import none of the rooms built on them (`HIGH_ROOMS`).
 
 An edge A -> B is an explicit `import B` / `from B import x` in A (`from P import m`
 is an edge to the module P.m when it exists). Imports under `if TYPE_CHECKING:`
@@ -238,3 +242,68 @@ def test_only_the_dashboard_imports_the_ui_package() -> None:
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert any(_within(name, (UI,)) for name in modules), "no yuxi_dash.ui modules found"
     assert not offenders, "modules outside yuxi_dash.ui import it:\n" + "\n".join(offenders)
+
+
+# --- rooms ---------------------------------------------------------------------
+
+MAX_MODULES = 15  # .py files side by side in one folder, __init__.py included
+
+# Each memory room may import the rooms before it, never one after it.
+MEMORY_LAYERS: tuple[str, ...] = (
+    "yuxi_dash.memory.graph",
+    "yuxi_dash.memory.freshness",
+    "yuxi_dash.memory.views",
+    "yuxi_dash.memory.desk",
+)
+# The workdir and its files, and roles and audit, sit under every feature room.
+LOW_ROOMS: tuple[str, ...] = ("yuxi_dash.files", "yuxi_dash.access")
+HIGH_ROOMS: tuple[str, ...] = (
+    "yuxi_dash.alerts",
+    "yuxi_dash.api",
+    "yuxi_dash.attach",
+    "yuxi_dash.cli",
+    "yuxi_dash.compression",
+    "yuxi_dash.demo",
+    "yuxi_dash.memory",
+    "yuxi_dash.platform",
+    "yuxi_dash.service",
+    "yuxi_dash.sim",
+    "yuxi_dash.ui",
+)
+
+
+def test_no_folder_holds_more_than_the_room_limit() -> None:
+    crowded = []
+    for folder in sorted({path.parent for path in PACKAGE.rglob("*.py")}):
+        count = len(list(folder.glob("*.py")))
+        if count > MAX_MODULES:
+            crowded.append(f"{folder.relative_to(REPO)}: {count} modules")
+    assert not crowded, f"more than {MAX_MODULES} modules in one folder:\n" + "\n".join(crowded)
+
+
+def test_the_memory_rooms_import_one_way() -> None:
+    graph = _graph()
+    assert all(any(_within(name, (room,)) for name in graph) for room in MEMORY_LAYERS)
+    backwards = []
+    for name, targets in graph.items():
+        rank = next((i for i, room in enumerate(MEMORY_LAYERS) if _within(name, (room,))), None)
+        if rank is None:
+            continue
+        for target in targets:
+            if _within(target, MEMORY_LAYERS[rank + 1 :]):
+                backwards.append(f"{name} -> {target}")
+    assert not backwards, "memory rooms imported upwards:\n" + "\n".join(sorted(backwards))
+
+
+def test_the_files_and_access_rooms_import_no_feature_room() -> None:
+    graph = _graph()
+    assert all(any(_within(name, (room,)) for name in graph) for room in LOW_ROOMS)
+    upwards = [
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if _within(name, LOW_ROOMS)
+        for target in targets
+        if _within(target, HIGH_ROOMS)
+        or (_within(name, ("yuxi_dash.access",)) and _within(target, ("yuxi_dash.files",)))
+    ]
+    assert not upwards, "low rooms importing feature rooms:\n" + "\n".join(sorted(upwards))

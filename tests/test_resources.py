@@ -244,7 +244,7 @@ def test_flag_evaluators_live_in_the_owner(tmp_path: Path) -> None:
 
 
 def test_closing_the_audit_writer_lands_its_rows_and_ends_the_thread() -> None:
-    from yuxi_dash.audit import record_audit_eventually
+    from yuxi_dash.access.audit import record_audit_eventually
     from yuxi_dash.store.db import get_engine, locked_session, session_scope
     from yuxi_dash.store.queries import list_audit
 
@@ -265,8 +265,8 @@ def test_closing_the_audit_writer_lands_its_rows_and_ends_the_thread() -> None:
 
 @pytest.mark.services
 def test_stopping_a_server_closes_its_clients_before_it_goes(tmp_path: Path) -> None:
-    from yuxi_dash.memory.client import get_client
-    from yuxi_dash.memory.server import ensure_server, stop_server
+    from yuxi_dash.memory.graph.client import get_client
+    from yuxi_dash.memory.graph.server import ensure_server, stop_server
 
     settings = Settings(falkordb_data_dir=tmp_path / "fdb")
     handle = ensure_server(settings)
@@ -354,12 +354,12 @@ def test_importing_memory_ui_and_the_owners_reads_no_settings_and_touches_no_env
         *_modules("yuxi_dash.cli"),
         "yuxi_dash.resources",
         "yuxi_dash.flags",
-        "yuxi_dash.audit",
-        "yuxi_dash.auth",
+        "yuxi_dash.access.audit",
+        "yuxi_dash.access.roles",
         "yuxi_dash.store.db",
-        "yuxi_dash.store.checkpoints",
+        "yuxi_dash.store.checkpointer",
     ]
-    assert "yuxi_dash.memory.warm_context" in modules and "yuxi_dash.ui.loaders" in modules
+    assert "yuxi_dash.memory.views.warm_context" in modules and "yuxi_dash.ui.loaders" in modules
     report = _import_check(modules)
     assert report == {"settings_read": 0, "env_changed": [], "resources": 0, "langgraph_filters": 0}
 

@@ -9,19 +9,19 @@ import pytest
 import sqlalchemy as sa
 
 from yuxi_dash import service
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound
-from yuxi_dash.settings import get_settings
-from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ToolResult
-from yuxi_dash.store.queries import list_audit
-from yuxi_dash.tool_results import (
+from yuxi_dash.files.tool_results import (
     count_tool_results,
     list_tool_results,
     read_tool_result,
     verify_tool_results,
 )
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
+from yuxi_dash.settings import get_settings
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ToolResult
+from yuxi_dash.store.queries import list_audit
 
 VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 
@@ -193,8 +193,8 @@ def test_the_platform_and_our_results_resolve_against_their_own_workdirs(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 29 item 5: YUXI_DASH_ATTACH_WORKDIR holds the platform's files, ours stay ours."""
-    from yuxi_dash.display import check_label
     from yuxi_dash.store.models import Conversation
+    from yuxi_dash.wording import check_label
 
     ids = _seed()  # t1 and t2, ours, in YUXI_DASH_WORKDIR
     platform_root = tmp_path / "platform-volume"

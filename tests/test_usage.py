@@ -12,6 +12,7 @@ from yuxi_dash.compression import (
     force_summarize,
     model_view,
 )
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.usage import (
     SUGGESTION_LABEL,
     UsageSnapshot,
@@ -21,7 +22,6 @@ from yuxi_dash.usage import (
     summary_trigger_tokens,
     usage_snapshot,
 )
-from yuxi_dash.workdir import Workdir
 
 
 def test_85_percent_line() -> None:

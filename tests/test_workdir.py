@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.fixtures.profiles import examples
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
-from yuxi_dash.workdir import MARKER_NAME, SavedFile, Workdir, history_relpath
+from yuxi_dash.files.workdir import MARKER_NAME, SavedFile, Workdir, history_relpath
 
 
 def _initialized(root: Path) -> Workdir:
@@ -165,7 +165,7 @@ def test_read_missing_file_raises_file_not_found(tmp_path: Path) -> None:
 _FSIZE_LIMITED_SAVE = """
 import json, os, resource, signal, sys
 from pathlib import Path
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 if sys.argv[2] == "fail":
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG
 else:  # the over-size write kills the process mid-write (a crash: no cleanup runs)
@@ -246,7 +246,7 @@ def test_both_write_paths_create_skip_and_repair(
 ) -> None:
     """The Linux path (unnamed file, then link) and the portable one (temp name, then
     rename) both write whole files, skip an intact copy and replace a tampered one."""
-    from yuxi_dash import safe_fs
+    from yuxi_dash.files import safe_fs
 
     if anonymous:
         assert safe_fs.ANONYMOUS_FILES  # this test machine is Linux with /proc
@@ -273,7 +273,7 @@ def test_a_short_write_is_finished_not_left_partial(
 ) -> None:
     """A write the kernel takes only part of (a signal, a nearly full disk) is carried on
     until every byte is written, on both write paths."""
-    from yuxi_dash import safe_fs
+    from yuxi_dash.files import safe_fs
 
     real_write = os.write
     calls: list[int] = []
@@ -319,7 +319,7 @@ def _open_fds() -> set[str]:
 def test_a_writing_pass_walks_each_directory_once_and_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yuxi_dash import safe_fs
+    from yuxi_dash.files import safe_fs
 
     workdir = _initialized(tmp_path / "wd")
     walks: list[tuple[str, ...]] = []
@@ -419,8 +419,8 @@ def test_passes_in_threads_side_by_side_share_nothing(tmp_path: Path) -> None:
 @given(st.text(max_size=40) | st.sampled_from(["..", ".", "a/../..", "x.txt", "a\\b", "-x.txt"]))
 @settings(max_examples=examples(300))
 def test_the_saved_path_fast_split_agrees_with_the_general_one(name: str) -> None:
-    from yuxi_dash import safe_fs
-    from yuxi_dash.workdir import _split_saved_path
+    from yuxi_dash.files import safe_fs
+    from yuxi_dash.files.workdir import _split_saved_path
 
     path = f"outputs/large_tool_results/{name}"
     try:

@@ -243,7 +243,7 @@ class TrackingRefused(MemoryUnavailable):
     code = "memory_tracking_refused"
 
 
-# --- the memory support desk: corrections (memory/corrections.py) and forget ---------------
+# --- the memory support desk: corrections (memory/desk/corrections.py) and forget ---------------
 class InvalidFactUuid(InvalidInput):
     code = "invalid_fact_uuid"
 
@@ -343,3 +343,15 @@ class DeliveryFailed(YuxiDashError):
 
     code = "alert_delivery_failed"
     status_code = 502
+
+
+class PlatformAttemptFailed(YuxiDashError):
+    """One platform call failed before the platform handled it: retried, then `PlatformUnavailable`."""
+
+    code = "platform_attempt_failed"
+    status_code = 503
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after

@@ -12,7 +12,7 @@ Rules:
   drains while its engine is open), logs a failing close by type only and goes
   on; a second call does nothing. It runs once at exit (`atexit`, registered on
   first use); `close_kind` closes one kind (tests, reset helpers).
-- Modules keep thin accessors (`store.db.get_engine`, `memory.client.get_client`,
+- Modules keep thin accessors (`store.db.get_engine`, `memory.graph.client.get_client`,
   ...) that delegate here. Importing this module creates nothing.
 """
 

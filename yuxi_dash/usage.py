@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 
 SUGGESTION_RATIO = 0.85
 SUGGESTION_LABEL = f"{SUGGESTION_RATIO:.0%}"  # "85%", for titles and captions

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.alerts import rules
-from yuxi_dash.auth import Actor, Role
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ORIGIN_DASHBOARD, AuditEntry, Conversation
 

@@ -22,10 +22,10 @@ import sqlalchemy as sa
 from tests.alerts.builders import OPERATOR, SECRET, add_rule, hot_compressible_thread, put_thread
 from tests.fixtures.monitoring import WebhookReceiver
 from yuxi_dash import service
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.alerts.delivery import PAUSE_AFTER, drain_webhook
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.views import channels, current_alerts
-from yuxi_dash.audit import wait_for_pending_audit
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertOutbox, AuditEntry, Conversation, utcnow

@@ -6,8 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.alerts.builders import ADMIN, OPERATOR
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.alerts import rules
-from yuxi_dash.audit import wait_for_pending_audit
 from yuxi_dash.errors import Forbidden, InvalidInput
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry

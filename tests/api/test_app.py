@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from tests.fixtures.live_server import free_port
 from tests.fixtures.profiles import examples
 from tests.service.builders import audit_rows, history_files, seed_thread, snapshot_of_store
+from yuxi_dash.access.audit import wait_for_pending_audit
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.api.app import MAX_BODY_BYTES, create_app
 from yuxi_dash.api.tokens import create_token, hash_token, revoke_token
-from yuxi_dash.audit import wait_for_pending_audit
-from yuxi_dash.auth import Actor, Role
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import get_engine, session_scope
 from yuxi_dash.store.models import AgentRun, ApiToken

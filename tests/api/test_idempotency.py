@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from tests.api.test_app import COMPRESS, _bearer, _detail, _last_audit, _token, api
 from tests.service.builders import audit_rows, seed_thread, snapshot_of_store
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.api import idempotency
-from yuxi_dash.audit import wait_for_pending_audit
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AgentRun, ApiIdempotencyKey, ApiToken

@@ -24,11 +24,11 @@ import uvicorn
 
 from tests.alerts.builders import ADMIN, OPERATOR, add_rule, put_thread
 from tests.fixtures.live_server import dashboard_env, free_port, yuxi_dash_command
+from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.hooks import after_attach_scan
 from yuxi_dash.api.app import create_app
 from yuxi_dash.api.tokens import create_token, revoke_token
-from yuxi_dash.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from yuxi_dash.access.audit import wait_for_pending_audit
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.api.tokens import (
     authenticate,
     bearer_token,
@@ -13,8 +15,6 @@ from yuxi_dash.api.tokens import (
     list_tokens,
     revoke_token,
 )
-from yuxi_dash.audit import wait_for_pending_audit
-from yuxi_dash.auth import Actor, Role
 from yuxi_dash.errors import ApiTokenNotFound, Forbidden, InvalidInput, Unauthorized
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope

@@ -31,7 +31,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 REPO = Path(__file__).resolve().parents[2]
 PLATFORM_SECONDS = 180

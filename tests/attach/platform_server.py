@@ -46,11 +46,11 @@ from psycopg_pool import ConnectionPool
 from tests.attach.platform import CONTEXT_WINDOW, KEEP_MESSAGES, SUMMARY_THRESHOLD
 from tests.compression.agents import query_kb_tool, research_script, scripted_model
 from yuxi_dash.compression import ExtractiveSummarizer, prepare_summary, write_summary
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, context_state, state_update
 from yuxi_dash.compression.middleware import context_compression_middleware
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, context_state, state_update
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service.usage_writes import merged_token_usage
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
-from yuxi_dash.workdir import Workdir
 
 
 class Controls:

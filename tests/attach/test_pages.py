@@ -20,7 +20,7 @@ from yuxi_dash.cli import main
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_threads
-from yuxi_dash.ui.format import pct
+from yuxi_dash.ui.page_text import pct
 
 pytestmark = pytest.mark.services
 

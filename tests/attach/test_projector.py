@@ -23,7 +23,7 @@ from yuxi_dash.attach import projector
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
-from yuxi_dash.store.checkpoints import WRITER_NODE, open_postgres_store
+from yuxi_dash.store.checkpointer import WRITER_NODE, open_postgres_store
 from yuxi_dash.store.models import ChatMessage, Conversation, ToolResult, UsageSnapshotRow
 
 pytestmark = pytest.mark.services

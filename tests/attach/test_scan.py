@@ -22,13 +22,13 @@ from tests.attach.checkpoints import put_checkpoint, usage
 from tests.attach.conftest import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.compression import context_view
-from yuxi_dash.compression.agent_state import context_state
 from yuxi_dash.compression.compaction import saved_result_header
+from yuxi_dash.compression.state_format import context_state
+from yuxi_dash.files.workdir import SavedFile
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ChatMessage, Conversation, ScanWatermark, UsageSnapshotRow
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.workdir import SavedFile
 
 pytestmark = pytest.mark.services
 
@@ -230,7 +230,7 @@ def test_late_checkpoints_within_the_overlap_are_found(
 
 
 def test_checkpoint_ids_of_the_platform_are_time_ordered_uuid6(attached: Platform) -> None:
-    from yuxi_dash.attach.ids import checkpoint_time
+    from yuxi_dash.attach.checkpoint_clock import checkpoint_time
 
     attached.run(ROUND_ONE[:2])
     rows = attached.rows(

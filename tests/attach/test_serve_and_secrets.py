@@ -14,13 +14,13 @@ import pytest
 import sqlalchemy as sa
 
 from tests.attach.conftest import Platform
-from yuxi_dash.attach.ids import checkpoint_time, floor_id, scan_floor
+from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id, scan_floor
 from yuxi_dash.attach.loop import ScanLoop
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.cli import main
 from yuxi_dash.errors import ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpoints import open_postgres_store
+from yuxi_dash.store.checkpointer import open_postgres_store
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.live_server import free_port, yuxi_dash_command
-from yuxi_dash.memory.server import PIDFILE_NAME, ensure_server, stop_server
+from yuxi_dash.memory.graph.server import PIDFILE_NAME, ensure_server, stop_server
 from yuxi_dash.settings import Settings
 
 STARTUP_SECONDS = 240

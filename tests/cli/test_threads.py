@@ -18,7 +18,7 @@ from yuxi_dash.cli.output import render_table
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation
-from yuxi_dash.store.state_repository import load_state, state_store
+from yuxi_dash.store.thread_store import load_state, state_store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "thread.json"
 SAMPLE_ID = "sample-refund-001"
@@ -349,7 +349,7 @@ def test_compress_without_the_capability_is_exit_5(
 def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from yuxi_dash.workdir import Workdir
+    from yuxi_dash.files.workdir import Workdir
 
     thread_id = _simulated_thread(turns=6)
     code, listed, _ = run(capsys, "tool-results", "--thread", thread_id)
@@ -381,8 +381,8 @@ def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
 def test_tool_results_verify_checks_exactly_the_listed_page(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yuxi_dash import tool_results
-    from yuxi_dash.workdir import Workdir
+    from yuxi_dash.files import tool_results
+    from yuxi_dash.files.workdir import Workdir
 
     _simulated_thread(turns=6)
     code, everything, _ = run(capsys, "tool-results")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from yuxi_dash.audit import wait_for_pending_audit
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.cli import main
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service.sweep import SWEEP_ACTION
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.workdir import Workdir
 
 
 def _orphan() -> Path:

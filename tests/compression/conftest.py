@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 @pytest.fixture

@@ -30,12 +30,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tests.compression.agents import ScriptedChatModel, query_kb_tool, scripted_model
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.service import create_thread, thread_lock, upsert_agent
 from yuxi_dash.service.locking import require_thread
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.state_repository import state_store
+from yuxi_dash.store.thread_store import state_store
 
 TURNS = 7
 AGENT_SLUG = "deep-agent"

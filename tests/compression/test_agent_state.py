@@ -22,7 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from tests.compression.agents import scripted_model
 from tests.compression.deep_agent import claude_script, play, summarizing_agent
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, context_state
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, context_state
 
 
 @contextmanager

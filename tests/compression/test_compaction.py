@@ -20,7 +20,7 @@ from yuxi_dash.compression import (
     tool_result_preview,
 )
 from yuxi_dash.compression.compaction import offload_tool_results
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 def test_large_result_is_offloaded_with_exact_header(workdir: Workdir) -> None:
@@ -275,7 +275,7 @@ _FSIZE_LIMITED_COMPACTION = """
 import json, resource, signal, sys
 from tests.compression.builders import tool_exchange
 from yuxi_dash.compression import compact_messages, is_saved_result
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG instead
 resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
 messages = [*tool_exchange(1, "run", "b" * 5000), *tool_exchange(2, "run", "s" * 2000)]

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from tests.compression.builders import CountingSummarizer
 from tests.fixtures.profiles import examples
 from yuxi_dash.compression import ThreadContextState, find_cutoff, force_summarize
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 @st.composite

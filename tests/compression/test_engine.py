@@ -19,7 +19,7 @@ from yuxi_dash.compression import (
     is_summary_message,
 )
 from yuxi_dash.errors import SummarizerFailed, WorkdirUnavailable
-from yuxi_dash.workdir import MARKER_NAME, Workdir
+from yuxi_dash.files.workdir import MARKER_NAME, Workdir
 
 
 def _files(root: Path) -> list[Path]:

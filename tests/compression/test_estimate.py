@@ -15,7 +15,7 @@ from yuxi_dash.compression import (
     force_summarize,
     summary_readiness,
 )
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 def test_with_the_extractive_summarizer_the_estimate_is_the_result(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from tests.fixtures.profiles import examples
 from yuxi_dash.compression import structured_preview, tool_result_preview
-from yuxi_dash.compression.clipping import clip_head_tail
-from yuxi_dash.compression.evidence import LEAD_BODY_CHARS
-from yuxi_dash.compression.records import MAX_TITLE_CHARS
+from yuxi_dash.compression.previews.citation_records import MAX_TITLE_CHARS
+from yuxi_dash.compression.previews.clipping import clip_head_tail
+from yuxi_dash.compression.previews.evidence import LEAD_BODY_CHARS
 
 KIND = {"query_kb": "knowledge_base", "web_search": "web_search"}
 # The citation of a record, stated here as the issue states it: where each field may be.

@@ -14,11 +14,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.compression.agents import query_kb_tool, research_script, scripted_model
 from yuxi_dash.compression import count_tokens, is_summary_message
-from yuxi_dash.compression.agent_state import (
-    SUMMARIZATION_EVENT_KEY,
-    TOKEN_USAGE_KEY,
-    context_state,
-)
 from yuxi_dash.compression.engine import model_view
 from yuxi_dash.compression.middleware import (
     ContextCompressionMiddleware,
@@ -26,8 +21,13 @@ from yuxi_dash.compression.middleware import (
     context_compression_middleware,
     summary_trigger,
 )
+from yuxi_dash.compression.state_format import (
+    SUMMARIZATION_EVENT_KEY,
+    TOKEN_USAGE_KEY,
+    context_state,
+)
 from yuxi_dash.errors import InvalidInput
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 CONFIG: Any = {"configurable": {"thread_id": "t-mw"}}
 

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from tests.compression.builders import kb_payload
 from tests.fixtures.profiles import examples
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
-from yuxi_dash.compression.clipping import _splits_character, clip_head_tail, cut_end, cut_start
+from yuxi_dash.compression.previews.clipping import (
+    _splits_character,
+    clip_head_tail,
+    cut_end,
+    cut_start,
+)
 
 
 def test_generic_preview_head_middle_tail_proportions() -> None:
@@ -412,7 +417,7 @@ def test_structured_preview_never_exceeds_the_budget_over_a_sweep(tool: str, pay
 
 def test_dashboard_rows_carry_the_common_values() -> None:
     """The tool-results table reads a compact preview with ``common`` values into every row."""
-    from yuxi_dash.ui.format import structured_records
+    from yuxi_dash.ui.page_text import structured_records
 
     preview = tool_result_preview("query_kb", kb_payload(3), 300)
     assert '"common":' in preview
@@ -434,6 +439,6 @@ def test_dashboard_rows_carry_the_common_values() -> None:
     )
 )
 def test_dumps_writes_what_json_dumps_writes(document: object) -> None:
-    from yuxi_dash.compression.clipping import dumps
+    from yuxi_dash.compression.previews.clipping import dumps
 
     assert dumps(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":"))

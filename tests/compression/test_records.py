@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yuxi_dash.compression.records import (
+from yuxi_dash.compression.previews.citation_records import (
     MAX_TITLE_CHARS,
     ShownRecord,
     body,

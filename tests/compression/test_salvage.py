@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from tests.compression.builders import kb_payload
 from tests.fixtures.profiles import examples
 from yuxi_dash.compression import generic_preview, structured_preview, tool_result_preview
-from yuxi_dash.compression.preview import preview_salvage
-from yuxi_dash.compression.salvage import (
+from yuxi_dash.compression.previews.preview import preview_salvage
+from yuxi_dash.compression.previews.salvage import (
     _REPR_WORDS,
     MAX_LITERAL_ITEMS,
     MAX_SALVAGED_ITEMS,

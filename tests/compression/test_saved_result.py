@@ -17,7 +17,7 @@ from yuxi_dash.compression import (
     parse_saved_result,
     tool_result_preview,
 )
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 def test_what_the_writer_writes_the_reader_reads(workdir: Workdir) -> None:

@@ -22,8 +22,8 @@ from yuxi_dash.compression import (
     get_summarizer,
 )
 from yuxi_dash.errors import SummarizerFailed
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import Settings
-from yuxi_dash.workdir import Workdir
 
 GOOD_SUMMARY = "\n".join(f"{section}\n- point" for section in SECTIONS)
 

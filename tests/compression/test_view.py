@@ -14,7 +14,7 @@ from yuxi_dash.compression import (
     force_summarize,
     model_view,
 )
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 
 
 def test_a_thread_without_a_summary_is_seen_whole() -> None:

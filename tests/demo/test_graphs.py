@@ -10,8 +10,8 @@ from graphiti_core.nodes import EntityNode
 
 from yuxi_dash.demo.flags import demo_flags
 from yuxi_dash.demo.graph_build import build_demo_graph
-from yuxi_dash.memory.client import hits_connection
-from yuxi_dash.memory.ratification import hits_key
+from yuxi_dash.memory.graph.client import hits_connection
+from yuxi_dash.memory.views.ratification import hits_key
 
 
 def test_build_is_deterministic() -> None:

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.demo.plan import DEMO_PREFIX
 from yuxi_dash.demo.seed import seed_demo
 from yuxi_dash.demo.story import DEMO_USERS
 from yuxi_dash.demo.threads import DemoReport
+from yuxi_dash.files.tool_results import verify_tool_results
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import get_engine, session_scope
 from yuxi_dash.store.models import (
@@ -29,9 +31,7 @@ from yuxi_dash.store.models import (
     UsageSnapshotRow,
 )
 from yuxi_dash.store.queries import busy_reasons, list_agents
-from yuxi_dash.store.state_repository import state_store
-from yuxi_dash.tool_results import verify_tool_results
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.store.thread_store import state_store
 
 ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -262,7 +262,7 @@ def test_second_seed_changes_nothing(seeded: tuple[Settings, DemoReport]) -> Non
 def test_reset_starts_clean_and_rebuilds_the_same_demo(
     seeded: tuple[Settings, DemoReport], tmp_path: Path
 ) -> None:
-    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.access.roles import cli_actor
     from yuxi_dash.service import compress_thread_context, import_thread
 
     settings = _copy(seeded[0], tmp_path / "copy")
@@ -311,7 +311,7 @@ def test_every_demo_user_says_their_statements_and_never_the_planted_claim(
     """The demo's one story (yuxi_dash.demo.story) is in each user's own chat messages."""
     from yuxi_dash.demo.plan import assistant_claim, planted_facts
     from yuxi_dash.demo.story import user_statements
-    from yuxi_dash.memory.chat_compare import compare_facts, user_words
+    from yuxi_dash.memory.views.chat_compare import compare_facts, user_words
     from yuxi_dash.store.queries import user_chat_messages
 
     settings, _ = seeded

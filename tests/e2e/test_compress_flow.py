@@ -38,7 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDemo]:
             yield ServedDemo(url, env["YUXI_DASH_DATABASE_URL"])
     finally:
         # the demo's memory seeding started an embedded FalkorDB server of its own (own session)
-        from yuxi_dash.memory.server import stop_server
+        from yuxi_dash.memory.graph.server import stop_server
         from yuxi_dash.settings import Settings
 
         stop_server(Settings(falkordb_data_dir=root / "falkordb"))

@@ -1,7 +1,7 @@
 """Helpers for the forget and bundle tests: private users written with graphiti-core's classes.
 
 `SupportUsers` seeds a user's graph (the demo builder's graphiti-core records,
-written by `yuxi_dash.memory.schema`) and their hit counters in the real Redis
+written by `yuxi_dash.demo.graph_writer`) and their hit counters in the real Redis
 at 127.0.0.1:6379 (db 13), under a user id unique to the test, and removes
 whatever is left at the end. `graph_census` counts a graph through graphiti-core's
 own FalkorDB driver and classes.
@@ -21,14 +21,14 @@ from graphiti_core.edges import EntityEdge, EpisodicEdge
 from graphiti_core.errors import GroupsEdgesNotFoundError
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodicNode
 
-from yuxi_dash.audit import record_audit
+from yuxi_dash.access.audit import record_audit
 from yuxi_dash.demo.graph_build import build_demo_graph
 from yuxi_dash.demo.graphs import write_demo_graph
-from yuxi_dash.memory.client import GraphClient
-from yuxi_dash.memory.forget import hit_keys
-from yuxi_dash.memory.groups import derive_group_id
-from yuxi_dash.memory.ratification import hits_key
-from yuxi_dash.memory.server import ServerHandle
+from yuxi_dash.memory.desk.forget import hit_keys
+from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.graph.groups import derive_group_id
+from yuxi_dash.memory.graph.server import ServerHandle
+from yuxi_dash.memory.views.ratification import hits_key
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import MemoryCorrection

@@ -1,4 +1,4 @@
-"""The support bundle (yuxi_dash.memory.bundle): shape, completeness, Markdown, gates, audit.
+"""The support bundle (yuxi_dash.memory.desk.bundle): shape, completeness, Markdown, gates, audit.
 
 Real FalkorDB with the demo graphs (written with graphiti-core's classes), the
 real SQLite store with a thread compressed by the offline summarizer and its
@@ -20,15 +20,15 @@ from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import add_correction
 from tests.service.builders import OPERATOR, seed_thread
 from yuxi_dash import service as thread_service
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput
-from yuxi_dash.memory.bundle import BUNDLE_ACTION, bundle_to_file, write_bundle
-from yuxi_dash.memory.bundle_render import md_code, md_text
-from yuxi_dash.memory.bundle_schema import BUNDLE_SCHEMA
-from yuxi_dash.memory.bundle_sources import FACTS_AFTER
+from yuxi_dash.files.workdir import Workdir
+from yuxi_dash.memory.desk.bundle import BUNDLE_ACTION, bundle_to_file, write_bundle
+from yuxi_dash.memory.desk.bundle_render import md_code, md_text
+from yuxi_dash.memory.desk.bundle_schema import BUNDLE_SCHEMA
+from yuxi_dash.memory.desk.bundle_sources import FACTS_AFTER
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.workdir import Workdir
 
 VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 USER = "alice_chen"

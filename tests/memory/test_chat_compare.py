@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yuxi_dash.memory.chat_compare import compare_facts, key_terms
+from yuxi_dash.memory.views.chat_compare import compare_facts, key_terms
 
 
 def test_key_terms_skip_stopwords_and_the_users_name() -> None:

@@ -15,14 +15,14 @@ import redis
 
 from tests.fixtures.graph import graph_settings, make_client
 from yuxi_dash.errors import MemoryQueryTimeout
-from yuxi_dash.memory.client import (
+from yuxi_dash.memory.graph.client import (
     BACKPRESSURE_MESSAGE,
     GraphClient,
     backoff_seconds,
     error_text,
     is_backpressure,
 )
-from yuxi_dash.memory.server import ensure_server, stop_server
+from yuxi_dash.memory.graph.server import ensure_server, stop_server
 
 
 def test_the_real_server_says_max_pending_queries_exceeded(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from yuxi_dash.memory import queries
-from yuxi_dash.memory.communities import rebuild_decision
+from yuxi_dash.memory.graph import queries
+from yuxi_dash.memory.views.communities import rebuild_decision
 
 
 def test_decision_rules() -> None:

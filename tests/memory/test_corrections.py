@@ -15,14 +15,14 @@ from ldclient.integrations.test_data import TestData
 
 from tests.fixtures.desk import DESK_OTHER, DESK_USER, DeskGraph
 from tests.fixtures.graph import memory_audit
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden, MemoryGatedOff, YuxiDashError
 from yuxi_dash.flags import FlagEvaluator
-from yuxi_dash.memory import corrections
-from yuxi_dash.memory.client import hits_connection
-from yuxi_dash.memory.correction_rules import snapshot
-from yuxi_dash.memory.ratification import hits_key
-from yuxi_dash.memory.server import ServerHandle
+from yuxi_dash.memory.desk import corrections
+from yuxi_dash.memory.graph.client import hits_connection
+from yuxi_dash.memory.graph.correction_rules import snapshot
+from yuxi_dash.memory.graph.server import ServerHandle
+from yuxi_dash.memory.views.ratification import hits_key
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, MemoryCorrection
 

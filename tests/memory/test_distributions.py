@@ -19,10 +19,11 @@ from graphiti_core.edges import EntityEdge
 from graphiti_core.nodes import EntityNode
 
 from tests.fixtures.graph import graph_settings, make_client
-from yuxi_dash.memory import distributions, graph_changes, queries
-from yuxi_dash.memory.client import GraphClient
-from yuxi_dash.memory.schema import create_indexes, write_graph
-from yuxi_dash.memory.server import ServerHandle, ensure_server, stop_server
+from yuxi_dash.demo.graph_writer import create_indexes, write_graph
+from yuxi_dash.memory.freshness import distributions, graph_changes
+from yuxi_dash.memory.graph import queries
+from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.graph.server import ServerHandle, ensure_server, stop_server
 
 G = "user_memperf_dist"
 DEMO = "user_alice_chen"

@@ -16,10 +16,10 @@ import redis
 from tests.fixtures.graph import graph_settings, make_client
 from tests.memory import test_distributions
 from tests.memory.test_distributions import G, assert_same_as_old, entity, fact, seed_edges
-from yuxi_dash.memory import distributions, graph_changes
-from yuxi_dash.memory.client import GraphClient
-from yuxi_dash.memory.schema import create_indexes, write_graph
-from yuxi_dash.memory.server import ServerHandle, ensure_server, stop_server
+from yuxi_dash.demo.graph_writer import create_indexes, write_graph
+from yuxi_dash.memory.freshness import distributions, graph_changes
+from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.graph.server import ServerHandle, ensure_server, stop_server
 from yuxi_dash.resources import SHARED_SUMMARIES, get_resources
 from yuxi_dash.settings import Settings
 

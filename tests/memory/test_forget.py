@@ -1,4 +1,4 @@
-"""Forget a user (yuxi_dash.memory.forget): deleted, verified, audited; refusals change nothing.
+"""Forget a user (yuxi_dash.memory.desk.forget): deleted, verified, audited; refusals change nothing.
 
 Real FalkorDB (graphs written with graphiti-core's classes), real Redis at
 127.0.0.1:6379 db 13 for the hit counters, the real SQLite store for chat
@@ -21,15 +21,15 @@ from tests.memory.support_graphs import (
     graph_census,
     unique_user,
 )
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.demo.flags import write_demo_flags
 from yuxi_dash.errors import ConfirmationMismatch, Forbidden, InvalidInput
-from yuxi_dash.memory import distributions
-from yuxi_dash.memory.access import gates_for
-from yuxi_dash.memory.client import glob_escape
-from yuxi_dash.memory.forget import FORGET_ACTION, forget_user, hit_keys
-from yuxi_dash.memory.groups import derive_group_id
-from yuxi_dash.memory.ratification import hits_key
+from yuxi_dash.memory.desk.forget import FORGET_ACTION, forget_user, hit_keys
+from yuxi_dash.memory.freshness import distributions
+from yuxi_dash.memory.graph.client import glob_escape
+from yuxi_dash.memory.graph.groups import derive_group_id
+from yuxi_dash.memory.views.gate import gates_for
+from yuxi_dash.memory.views.ratification import hits_key
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ChatMessage, Conversation, MemoryCorrection

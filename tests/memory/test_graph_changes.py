@@ -14,9 +14,9 @@ import redis
 
 from tests.memory.test_distributions import G, assert_same_as_old
 from tests.memory.test_distributions import graph as graph  # the planted graph G (a fixture)
-from yuxi_dash.memory import distributions, graph_changes
-from yuxi_dash.memory.client import GraphClient
-from yuxi_dash.memory.graph_changes import GraphChangeWatcher, GraphVersion
+from yuxi_dash.memory.freshness import distributions, graph_changes
+from yuxi_dash.memory.freshness.graph_changes import GraphChangeWatcher, GraphVersion
+from yuxi_dash.memory.graph.client import GraphClient
 
 OTHER = "user_memperf_other"
 WAIT = 10.0

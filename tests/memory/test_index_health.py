@@ -7,13 +7,13 @@ from pathlib import Path
 import redis
 
 from tests.fixtures.graph import graph_settings, make_client
-from yuxi_dash.memory.index_health import (
+from yuxi_dash.demo.graph_writer import create_indexes
+from yuxi_dash.memory.graph.index_health import (
     check_index_health,
     probe_index_health,
     rebuild_relationship_indexes,
 )
-from yuxi_dash.memory.schema import create_indexes
-from yuxi_dash.memory.server import ensure_server, stop_server
+from yuxi_dash.memory.graph.server import ensure_server, stop_server
 
 G = "user_drift"
 

@@ -9,12 +9,12 @@ from ldclient.integrations.test_data import TestData
 
 from tests.fixtures.desk import CHAT, DESK_USER, THREAD, DeskGraph
 from tests.fixtures.graph import memory_audit
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput, NotFound
 from yuxi_dash.flags import FlagEvaluator
-from yuxi_dash.memory import provenance
-from yuxi_dash.memory.access import open_view
-from yuxi_dash.memory.client import GraphClient
+from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.views import provenance
+from yuxi_dash.memory.views.gate import open_view
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from yuxi_dash.memory import queries
-from yuxi_dash.memory.client import GraphClient
+from yuxi_dash.memory.graph import queries
+from yuxi_dash.memory.graph.client import GraphClient
 
 G = "user_alice_chen"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from yuxi_dash.memory.client import hits_connection
-from yuxi_dash.memory.ratification import assess, hits_key, next_action, read_hits
+from yuxi_dash.memory.graph.client import hits_connection
+from yuxi_dash.memory.views.ratification import assess, hits_key, next_action, read_hits
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

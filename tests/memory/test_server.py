@@ -10,8 +10,8 @@ import redis
 
 from tests.fixtures.graph import graph_settings, make_client
 from yuxi_dash.errors import MemoryUnavailable
-from yuxi_dash.memory.client import get_client
-from yuxi_dash.memory.server import ensure_server, stop_server
+from yuxi_dash.memory.graph.client import get_client
+from yuxi_dash.memory.graph.server import ensure_server, stop_server
 from yuxi_dash.settings import Settings
 
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import pytest
 from ldclient.integrations.test_data import TestData
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden, InvalidInput, MemoryGatedOff, UserNotFound
 from yuxi_dash.flags import FlagEvaluator
-from yuxi_dash.memory import service
-from yuxi_dash.memory.access import gate_message, open_view
-from yuxi_dash.memory.client import GraphClient
-from yuxi_dash.memory.index_views import repair_indexes
+from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.views import gated_views
+from yuxi_dash.memory.views.gate import gate_message, open_view
+from yuxi_dash.memory.views.index_views import repair_indexes
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
 
@@ -52,7 +52,7 @@ def test_gated_off_runs_no_graph_query_and_is_audited(
         access = open_view(
             "bruno_silva", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
-        service.stats(access, client=graph_client)
+        gated_views.stats(access, client=graph_client)
     assert "graphiti-memory is off (the user is targeted individually)" in caught.value.message
     assert caught.value.exit_code == 6
     assert graph_client.queries_run == 0
@@ -102,13 +102,13 @@ def test_communities_off_runs_no_community_query(
     access = open_view(
         "alice_chen", "overview", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
-    service.stats(access, client=graph_client)
+    gated_views.stats(access, client=graph_client)
     with pytest.raises(MemoryGatedOff):
         open_view(
             "alice_chen", "communities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
     with pytest.raises(MemoryGatedOff):
-        service.communities(access, client=graph_client)  # access for another view: refused too
+        gated_views.communities(access, client=graph_client)  # access for another view: refused too
     community_statements = [s for s in graph_client.stats.statements if "Community" in s]
     # the overview's label count is the only statement that names Community
     assert community_statements == ["MATCH (n:Community) RETURN count(n) AS c"]
@@ -116,7 +116,7 @@ def test_communities_off_runs_no_community_query(
     access = open_view(
         "alice_chen", "communities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
-    data = service.communities(access, client=graph_client)
+    data = gated_views.communities(access, client=graph_client)
     assert data["communities"] and data["rebuild"]["reason"] == "enough_new"
     outcomes = [r.outcome for r in audit_rows(memory_settings, "memory:alice_chen")]
     assert sorted(outcomes) == ["gated_off", "ok", "ok"]
@@ -128,11 +128,11 @@ def test_every_view_is_audited_without_query_text(
     access = open_view(
         "alice_chen", "entities", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
-    service.entities(access, search="secret search text", client=graph_client)
+    gated_views.entities(access, search="secret search text", client=graph_client)
     access = open_view(
         "alice_chen", "warm_context", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
-    result = service.warm_context(access, "dark mode secret", client=graph_client)
+    result = gated_views.warm_context(access, "dark mode secret", client=graph_client)
     assert result["block"].startswith("<temporal_context>")
     rows = audit_rows(memory_settings, "memory:alice_chen")
     assert sorted(r.detail["view"] for r in rows) == ["entities", "warm_context"]
@@ -152,14 +152,14 @@ def test_bad_ids_and_missing_graphs(
         "nobody_here", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
     with pytest.raises(UserNotFound):
-        service.stats(access, client=graph_client)
+        gated_views.stats(access, client=graph_client)
 
 
 def test_stats_shape(demo_graphs, graph_client, evaluator, memory_settings) -> None:
     access = open_view(
         "alice_chen", "stats", actor=VIEWER, settings=memory_settings, evaluator=evaluator
     )
-    data = service.stats(access, client=graph_client)
+    data = gated_views.stats(access, client=graph_client)
     for key in ("user_id", "group_id", "entities", "episodes", "communities",
                 "relates_to_edges", "mentions_edges"):  # fmt: skip
         assert key in data
@@ -194,17 +194,17 @@ def test_ratification_episodes_and_relations(demo_graphs, graph_client, evaluato
             "alice_chen", view, actor=VIEWER, settings=memory_settings, evaluator=evaluator
         )
 
-    rat = service.ratification(open_("ratification"), client=graph_client)
+    rat = gated_views.ratification(open_("ratification"), client=graph_client)
     assert set(rat["next_pass"]) == {"promote", "supersede", "leave"}
     assert all(v > 0 for v in rat["next_pass"].values())
     assert sum(rat["next_pass"].values()) == rat["by_status"]["tentative"]
     assert rat["tentative_total"] == rat["by_status"]["tentative"] == len(rat["tentative"])
-    eps = service.episodes(open_("episodes"), limit=100, client=graph_client)["episodes"]
+    eps = gated_views.episodes(open_("episodes"), limit=100, client=graph_client)["episodes"]
     assert any(e["oversized"] for e in eps) and not all(e["oversized"] for e in eps)
     assert {e["source_kind"] for e in eps if e["enveloped"]} == {
         "user_asserted", "assistant_derived", "tool_observed"
     }  # fmt: skip
     assert any(not e["enveloped"] for e in eps)
     assert all(e["mentions"] for e in eps)
-    rel = service.relations(open_("relations"), client=graph_client)
+    rel = gated_views.relations(open_("relations"), client=graph_client)
     assert rel["names"] and rel["duplicates"]["mirrored"]

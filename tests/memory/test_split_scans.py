@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from tests.fixtures.graph import graph_settings, make_client
-from yuxi_dash.memory import distributions, queries, split_scans
-from yuxi_dash.memory.client import GraphClient, get_client
-from yuxi_dash.memory.server import ServerHandle
+from yuxi_dash.memory.freshness import distributions
+from yuxi_dash.memory.graph import queries, split_scans
+from yuxi_dash.memory.graph.client import GraphClient, get_client
+from yuxi_dash.memory.graph.server import ServerHandle
 
 G = "user_split_scans"
 NAMES = ("A", "B", "b", "é", "中", "Zoë", None)

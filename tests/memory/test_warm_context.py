@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.fixtures.graph import DEMO_TEST_USERS
-from yuxi_dash.memory.warm_context import (
+from yuxi_dash.memory.views.warm_context import (
     SEARCH_METHOD,
     build_warm_context,
     format_temporal_context,
@@ -105,7 +105,7 @@ LIMIT $limit"""
 def test_sorting_before_the_filter_finds_the_same_facts(demo_graphs, graph_client) -> None:
     from graphiti_core.driver.falkordb.fulltext import build_falkor_fulltext_query
 
-    from yuxi_dash.memory.warm_context import bm25_fact_search
+    from yuxi_dash.memory.views.warm_context import bm25_fact_search
 
     group = "user_alice_chen"
     stored = graph_client.ro_rows(group, "MATCH ()-[e:RELATES_TO]->() RETURN e.fact AS f LIMIT 3")

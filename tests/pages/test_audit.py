@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from yuxi_dash.audit import record_audit
+from yuxi_dash.access.audit import record_audit
 from yuxi_dash.settings import Settings, get_settings
 
 PAGE = "pages/audit.py"

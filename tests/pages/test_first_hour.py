@@ -21,10 +21,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from yuxi_dash.cli import main
-from yuxi_dash.display import PERCENT_FORMAT, pct
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import count_threads, list_threads
+from yuxi_dash.wording import PERCENT_FORMAT, pct
 
 MAIN_COLUMN_PX = 979  # the dataframe width at a 1440 px viewport, sidebar open
 STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
@@ -139,9 +139,9 @@ def test_a_page_of_a_tool_result_starts_at_the_beginning_of_a_line(
 ) -> None:
     import sqlalchemy as sa
 
+    from yuxi_dash.files.workdir import Workdir
     from yuxi_dash.service import index_saved_files
     from yuxi_dash.store.models import ToolResult
-    from yuxi_dash.workdir import Workdir
 
     content = "".join(f"{n:05d} " + "log text " * (1 + n % 9) + "\n" for n in range(2500))
     assert len(content) > 3 * 20_000  # several pages

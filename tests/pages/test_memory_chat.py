@@ -27,8 +27,8 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
     from yuxi_dash.demo.plan import planted_facts
     from yuxi_dash.demo.story import user_statements
     from yuxi_dash.settings import get_settings
-    from yuxi_dash.ui.format import markdown_literal
     from yuxi_dash.ui.memory import clear_memory_caches
+    from yuxi_dash.ui.page_text import markdown_literal
 
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(falkordb_dir))  # the seeded graphs
     monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))

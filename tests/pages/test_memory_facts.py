@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from yuxi_dash.auth import Actor, Role
-from yuxi_dash.memory import corrections
+from yuxi_dash.access.roles import Actor, Role
+from yuxi_dash.memory.desk import corrections
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.memory_desk import clear_desk_caches
 

@@ -45,7 +45,7 @@ def test_picker_lists_existing_graphs(memory_pages) -> None:
 def test_a_server_with_no_user_graphs_says_how_to_get_some(
     memory_pages, monkeypatch, tmp_path
 ) -> None:
-    from yuxi_dash.memory.server import stop_server
+    from yuxi_dash.memory.graph.server import stop_server
 
     monkeypatch.delenv("GRAPHITI_FALKORDB_HOST", raising=False)
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "empty-fdb"))  # a fresh server
@@ -78,8 +78,8 @@ def _drifted_graph(data_dir, monkeypatch):
 
     from tests.fixtures.graph import graph_settings, make_client
     from yuxi_dash.demo.flags import demo_flags
-    from yuxi_dash.memory.schema import create_indexes
-    from yuxi_dash.memory.server import ensure_server, stop_server
+    from yuxi_dash.demo.graph_writer import create_indexes
+    from yuxi_dash.memory.graph.server import ensure_server, stop_server
 
     settings = graph_settings(data_dir)
     client = make_client(ensure_server(settings), settings)
@@ -109,8 +109,8 @@ def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
     from streamlit.testing.v1 import AppTest
 
     from tests.fixtures.graph import REPO
-    from yuxi_dash.memory.client import close_clients
-    from yuxi_dash.memory.server import stop_server
+    from yuxi_dash.memory.graph.client import close_clients
+    from yuxi_dash.memory.graph.server import stop_server
     from yuxi_dash.ui.memory import clear_memory_caches
 
     settings = _drifted_graph(tmp_path / "fdb", monkeypatch)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import REDIS_URL, SupportUsers, unique_user
-from yuxi_dash.memory.groups import derive_group_id
+from yuxi_dash.memory.graph.groups import derive_group_id
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.memory_support import BUNDLE_TTL_SECONDS, bundle_dir, sweep_bundles
 

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
-from yuxi_dash.ui.format import pct
+from yuxi_dash.ui.page_text import pct
 
 PAGE = "pages/thread_detail.py"
 
@@ -129,7 +129,7 @@ def test_next_input_tokens_is_the_count_the_compress_preview_starts_from(
 ) -> None:
     """Issue 29 item 7: one count for the detail page and the dialog's "before"."""
     from yuxi_dash.service import preview_compression
-    from yuxi_dash.ui.format import tokens
+    from yuxi_dash.ui.page_text import tokens
 
     with session_scope(demo_env) as session:
         hot = list_threads(session, min_pressure=0.85, limit=1000)

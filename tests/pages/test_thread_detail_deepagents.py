@@ -21,8 +21,8 @@ from streamlit.testing.v1.element_tree import Block
 
 from tests.compression.deep_agent import write_dashboard_thread
 from tests.fixtures.app import APP
-from yuxi_dash.ui.format import code, literal, md
 from yuxi_dash.ui.loaders import clear_loaders
+from yuxi_dash.ui.page_text import code, literal, md
 
 PAGE = "pages/thread_detail.py"
 THREAD = "deep-thread-1"

@@ -8,13 +8,13 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden
 from yuxi_dash.service import compress_thread_context
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
-from yuxi_dash.store.state_repository import load_state, state_store
+from yuxi_dash.store.thread_store import load_state, state_store
 
 PAGE = "pages/threads.py"
 

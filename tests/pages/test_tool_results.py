@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from yuxi_dash.files.tool_results import READ_ACTION, count_tool_results
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import list_audit, list_threads
-from yuxi_dash.tool_results import READ_ACTION, count_tool_results
-from yuxi_dash.workdir import Workdir
 
 PAGE = "pages/tool_results.py"
 SALVAGED = (
@@ -27,19 +27,19 @@ SALVAGED = (
 def test_results_list_checks_hashes_and_opening_one_is_audited(
     app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import yuxi_dash.tool_results
+    import yuxi_dash.files.tool_results
 
     with session_scope(demo_env) as session:
         total = count_tool_results(session)
     assert total > 0, "the demo should offload some tool results"
     reads: list[int] = []  # every read of a file, audited or not
-    real_read = yuxi_dash.tool_results.read_tool_result
+    real_read = yuxi_dash.files.tool_results.read_tool_result
 
     def counted_read(result_id: int, **kwargs: Any) -> Any:
         reads.append(int(result_id))
         return real_read(result_id, **kwargs)
 
-    monkeypatch.setattr(yuxi_dash.tool_results, "read_tool_result", counted_read)
+    monkeypatch.setattr(yuxi_dash.files.tool_results, "read_tool_result", counted_read)
     at = app_test("pages/audit.py")  # cache the audit log as it is before any read
     at.switch_page(PAGE).run()
     assert not at.exception

@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from streamlit.testing.v1 import AppTest
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.settings import Settings
 
 PARSER = MarkdownIt("commonmark", {"html": True}).disable("text_join")
@@ -251,8 +251,8 @@ def _payload(
 def seed_store(settings: Settings) -> None:
     """Four hostile threads: hot, compressed (offloaded results), another user's chat, no
     compression support."""
+    from yuxi_dash.files.workdir import Workdir
     from yuxi_dash.service import compress_thread_context, import_thread
-    from yuxi_dash.workdir import Workdir
 
     Workdir(settings.workdir).initialize()
     capable = {
@@ -294,7 +294,7 @@ def build_hostile_graph(group_id: str) -> dict[str, Any]:
     from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
     from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
-    from yuxi_dash.memory.schema import deterministic_embedding
+    from yuxi_dash.demo.graph_writer import deterministic_embedding
 
     now = datetime.now(UTC).replace(microsecond=0)
     uuid = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 1000))

@@ -1,4 +1,4 @@
-"""Reading or exporting the audit log is itself audited, admins only (yuxi_dash.audit_log).
+"""Reading or exporting the audit log is itself audited, admins only (yuxi_dash.access.audit_review).
 
 The service is driven on the test's own database; the page through AppTest;
 the CSV export by clicking it in headless Chromium against a live `yuxi-dash
@@ -18,15 +18,15 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from yuxi_dash.audit import record_audit
-from yuxi_dash.audit_log import (
+from yuxi_dash.access.audit import record_audit
+from yuxi_dash.access.audit_review import (
     EXPORT_ACTION,
     VIEW_ACTION,
     AuditFilter,
     export_audit_log_csv,
     read_audit_log,
 )
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden, InvalidInput
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from yuxi_dash.auth import Role, cli_actor
+from yuxi_dash.access.roles import Role, cli_actor
 from yuxi_dash.cli import UNNAMED_ACTOR, main
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry
-from yuxi_dash.store.state_repository import load_state, state_store
+from yuxi_dash.store.thread_store import load_state, state_store
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:

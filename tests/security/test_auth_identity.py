@@ -1,10 +1,10 @@
-"""`resolve_identity`'s decisions on hostile requests (`yuxi_dash.auth`, no Streamlit)."""
+"""`resolve_identity`'s decisions on hostile requests (`yuxi_dash.access.roles`, no Streamlit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from yuxi_dash.auth import Role, resolve_identity
+from yuxi_dash.access.roles import Role, resolve_identity
 from yuxi_dash.settings import Settings
 
 ADMIN = "boss@example.com"

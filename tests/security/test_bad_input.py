@@ -21,12 +21,13 @@ import sqlalchemy as sa
 
 from tests.service.builders import OPERATOR, conversation, import_payload, seed_thread
 from yuxi_dash import service
-from yuxi_dash.audit import record_audit, wait_for_pending_audit
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import InvalidInput, ThreadDeleted, ThreadNotFound
-from yuxi_dash.memory import service as memory_service
-from yuxi_dash.memory.access import open_view
+from yuxi_dash.files.tool_results import list_tool_results, read_tool_result
+from yuxi_dash.memory.views import gated_views as memory_service
+from yuxi_dash.memory.views.gate import open_view
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
@@ -39,8 +40,7 @@ from yuxi_dash.store.models import (
     ToolResult,
     UsageSnapshotRow,
 )
-from yuxi_dash.store.state_repository import state_store
-from yuxi_dash.tool_results import list_tool_results, read_tool_result
+from yuxi_dash.store.thread_store import state_store
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 _COUNTED = (
@@ -266,7 +266,7 @@ def test_warm_context_sends_only_ro_queries_with_the_timeout(
     demo_graphs: Any, graph_client: Any, falkordb_server: Any
 ) -> None:
     """Before: the fact search went out as GRAPH.QUERY with no timeout (graphiti's driver)."""
-    from yuxi_dash.memory.warm_context import build_warm_context
+    from yuxi_dash.memory.views.warm_context import build_warm_context
 
     monitor_conn = redis.Redis(**falkordb_server.redis_kwargs())
     commands: list[str] = []
@@ -290,7 +290,7 @@ def test_a_failing_warm_context_query_logs_no_parameters(
     demo_graphs: Any, graph_client: Any, falkordb_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Before: graphiti's driver logged the query and its parameters (the search text) at ERROR."""
-    from yuxi_dash.memory.warm_context import build_warm_context
+    from yuxi_dash.memory.views.warm_context import build_warm_context
 
     conn = redis.Redis(**falkordb_server.redis_kwargs())
     conn.set("user_not_a_graph", "plain string")  # every graph query on this key fails
@@ -378,7 +378,7 @@ def test_a_deleted_thread_says_thread_deleted(
     db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: a deleted thread was `thread_not_found`, while the pages said it is deleted."""
-    from yuxi_dash.ui.format import compress_blocker, error_line
+    from yuxi_dash.ui.page_text import compress_blocker, error_line
 
     seed_thread(status="deleted")
     before = row_counts()

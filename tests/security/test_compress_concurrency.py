@@ -29,15 +29,15 @@ from langchain_core.messages import BaseMessage
 
 from tests.service.builders import OPERATOR, conversation, history_files, seed_thread
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.compression import ExtractiveSummarizer, committed_history
 from yuxi_dash.errors import StaleState, ThreadBusy
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ChatMessage, RunRequest, UsageSnapshotRow
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.store.state_repository import load_state, state_store
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.store.thread_store import load_state, state_store
 
 POSTGRES = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 TRIALS = 60
@@ -263,7 +263,7 @@ def test_process_killed_after_the_history_write_leaves_no_real_section(
     script = textwrap.dedent(
         """
         from yuxi_dash import service
-        from yuxi_dash.auth import Actor, Role
+        from yuxi_dash.access.roles import Actor, Role
         service.compress_thread_context("t1", actor=Actor(id="ops@example.com", role=Role.OPERATOR))
         """
     )

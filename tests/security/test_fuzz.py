@@ -24,14 +24,14 @@ from tests.fixtures.profiles import examples
 from tests.security.test_bad_input import audits, row_counts
 from tests.service.builders import OPERATOR, import_payload, seed_thread
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.audit import wait_for_pending_audit
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import MemoryGatedOff, YuxiDashError
+from yuxi_dash.files.tool_results import read_tool_result
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation
-from yuxi_dash.tool_results import read_tool_result
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 FUZZ = settings(

@@ -56,7 +56,7 @@ from tests.security.hostile_world import (
     walk_tokens,
 )
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.ui.format import WORD_JOINER, code, highlighted, markdown_literal, md
+from yuxi_dash.ui.page_text import WORD_JOINER, code, highlighted, markdown_literal, md
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app.py"
@@ -72,8 +72,8 @@ def hostile_world(
 ) -> Iterator[Settings]:
     """The hostile store (this test's SQLite) and graph (the session's FalkorDB), memory on."""
     from tests.fixtures.graph import make_client
-    from yuxi_dash.memory.groups import derive_group_id
-    from yuxi_dash.memory.schema import create_indexes, write_graph
+    from yuxi_dash.demo.graph_writer import create_indexes, write_graph
+    from yuxi_dash.memory.graph.groups import derive_group_id
     from yuxi_dash.ui.loaders import clear_loaders
     from yuxi_dash.ui.memory import clear_memory_caches
 

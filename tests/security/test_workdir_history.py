@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from yuxi_dash.errors import InvalidInput, PathRefused
-from yuxi_dash.workdir import Workdir, history_relpath, parse_history
+from yuxi_dash.files.workdir import Workdir, history_relpath, parse_history
 
 REPO = Path(__file__).resolve().parents[2]
 LEGACY = (
@@ -149,7 +149,7 @@ def test_a_reader_never_sees_a_partly_written_file(tmp_path: Path) -> None:
 
 _FSIZE_LIMITED_HISTORY = """
 import json, resource, signal, sys
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.files.workdir import Workdir
 if sys.argv[2] == "fail":
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG
 else:  # the over-size write kills the process mid-write: no cleanup runs

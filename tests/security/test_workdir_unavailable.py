@@ -13,12 +13,12 @@ from yuxi_dash import service
 from yuxi_dash.cli import main
 from yuxi_dash.cli.serve import prepare
 from yuxi_dash.errors import WorkdirUnavailable
+from yuxi_dash.files.tool_results import read_tool_result
+from yuxi_dash.files.workdir import MARKER_NAME, Workdir
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.store.state_repository import load_state
-from yuxi_dash.tool_results import read_tool_result
-from yuxi_dash.workdir import MARKER_NAME, Workdir
+from yuxi_dash.store.thread_store import load_state
 
 
 def _checkpoint(thread_id: str = "t1") -> str | None:

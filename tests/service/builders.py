@@ -19,9 +19,9 @@ from langchain_core.messages import (
 )
 
 from yuxi_dash import service
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import ExtractiveSummarizer
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
@@ -31,7 +31,7 @@ from yuxi_dash.store.models import (
     UsageSnapshotRow,
 )
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.store.state_repository import load_state, write_state
+from yuxi_dash.store.thread_store import load_state, write_state
 
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)

@@ -24,7 +24,7 @@ from tests.service.builders import (
     snapshot_of_store,
 )
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.errors import (
     AgentNotFound,
     CompressionUnsupported,
@@ -45,7 +45,7 @@ from yuxi_dash.store.models import (
     ToolResult,
     UsageSnapshotRow,
 )
-from yuxi_dash.store.state_repository import load_state, write_state
+from yuxi_dash.store.thread_store import load_state, write_state
 
 # --- the happy path ------------------------------------------------------------------
 

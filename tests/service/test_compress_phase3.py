@@ -22,8 +22,9 @@ from langchain_core.messages import HumanMessage
 
 from tests.service.builders import OPERATOR, audit_rows, seed_thread, snapshot_of_store
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.errors import StaleState, StoreUnavailable
+from yuxi_dash.files.workdir import TOOL_RESULTS_DIR
 from yuxi_dash.service.compress import (
     STEP_CHECKPOINT_WRITTEN,
     STEP_FILES_WRITTEN,
@@ -32,8 +33,7 @@ from yuxi_dash.service.compress import (
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import Conversation, RunRequest, ToolResult
-from yuxi_dash.store.state_repository import load_state, write_state
-from yuxi_dash.workdir import TOOL_RESULTS_DIR
+from yuxi_dash.store.thread_store import load_state, write_state
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,12 +8,12 @@ import sqlalchemy as sa
 
 from tests.service.builders import seed_thread
 from yuxi_dash.compression.compaction import plan_offload
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service.leftovers import created_files, sweep_created, unindexed
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AgentRun, ToolResult
-from yuxi_dash.store.state_repository import load_state
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.store.thread_store import load_state
 
 
 def _workdir() -> Workdir:

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from tests.service.builders import OPERATOR, audit_rows, seed_thread, snapshot_of_store
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
+from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.errors import ThreadBusy
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import is_lock_failure, session_scope

@@ -10,13 +10,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from tests.service.builders import seed_thread
 from yuxi_dash import service
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
 from yuxi_dash.compression.compaction import offload_tool_results, saved_result_header
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
+from yuxi_dash.files.workdir import SavedFile, Workdir
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, ChatMessage, ToolResult, UsageSnapshotRow
-from yuxi_dash.store.state_repository import state_store, write_state
-from yuxi_dash.workdir import SavedFile, Workdir
+from yuxi_dash.store.thread_store import state_store, write_state
 
 
 def _usage(next_tokens: int, at: str) -> dict[str, Any]:

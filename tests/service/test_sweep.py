@@ -21,16 +21,16 @@ import pytest
 
 from tests.service.builders import OPERATOR, VIEWER, seed_thread
 from yuxi_dash import service
-from yuxi_dash.audit import wait_for_pending_audit
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.audit import wait_for_pending_audit
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden, PathRefused
+from yuxi_dash.files.workdir import TOOL_RESULTS_DIR, Workdir
 from yuxi_dash.service.compress import STEP_CHECKPOINT_WRITTEN, STEP_FILES_WRITTEN
 from yuxi_dash.service.sweep import SWEEP_ACTION, SWEEP_TARGET, SweepReport, sweep_workdir
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import list_audit
-from yuxi_dash.workdir import TOOL_RESULTS_DIR, Workdir
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = Actor(id="admin@example.com", role=Role.ADMIN)

@@ -14,7 +14,7 @@ from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.errors import Forbidden, InvalidInput
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Agent, ChatMessage, Conversation
-from yuxi_dash.store.state_repository import load_state
+from yuxi_dash.store.thread_store import load_state
 
 
 def test_import_twice_replaces_never_duplicates(db_url: str) -> None:

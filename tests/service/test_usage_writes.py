@@ -7,11 +7,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from tests.service.builders import seed_thread
 from yuxi_dash import service
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
-from yuxi_dash.store.state_repository import load_state, state_store, write_state
+from yuxi_dash.store.thread_store import load_state, state_store, write_state
 from yuxi_dash.usage import UsageSnapshot
 
 

@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from yuxi_dash.compression import ExtractiveSummarizer
 from yuxi_dash.compression.middleware import ContextCompressionMiddleware, TokenUsageMiddleware
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.sim.loop import (
     SIM_AGENTS,
     AgentProfile,
@@ -27,7 +28,6 @@ from yuxi_dash.sim.loop import (
 )
 from yuxi_dash.sim.model import SimChatModel, user_message
 from yuxi_dash.sim.topics import TOPICS, stable_rng, topic_for
-from yuxi_dash.workdir import Workdir
 
 # an agent without context_compression: only the token-usage middleware, never a compaction
 PLAIN_AGENT = AgentProfile(

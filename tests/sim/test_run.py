@@ -30,7 +30,7 @@ def test_simulate_draws_a_sawtooth_with_one_snapshot_per_model_call() -> None:
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import ChatMessage
     from yuxi_dash.store.queries import get_thread, usage_timeline
-    from yuxi_dash.store.state_repository import state_store
+    from yuxi_dash.store.thread_store import state_store
 
     settings = get_settings()
     _tiny_agent(settings)
@@ -79,13 +79,13 @@ def test_a_simulated_threads_auto_compactions_are_the_middlewares_own() -> None:
     from langchain_core.messages import ToolMessage
 
     from yuxi_dash.compression import parse_saved_result
-    from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+    from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
+    from yuxi_dash.files.workdir import Workdir, encode_text
     from yuxi_dash.settings import get_settings
     from yuxi_dash.sim.run import simulate
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import usage_timeline
-    from yuxi_dash.store.state_repository import state_store
-    from yuxi_dash.workdir import Workdir, encode_text
+    from yuxi_dash.store.thread_store import state_store
 
     settings = get_settings()
     _tiny_agent(settings)
@@ -130,10 +130,10 @@ def test_a_simulated_threads_auto_compactions_are_the_middlewares_own() -> None:
 
 def test_an_agent_without_compression_runs_past_its_threshold() -> None:
     """Only the token-usage middleware: no offload, no summary, pressure over 100%."""
-    from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+    from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
     from yuxi_dash.settings import get_settings
     from yuxi_dash.sim.run import simulate
-    from yuxi_dash.store.state_repository import state_store
+    from yuxi_dash.store.thread_store import state_store
 
     settings = get_settings()
     _tiny_agent(settings, capable=False)
@@ -147,11 +147,11 @@ def test_an_agent_without_compression_runs_past_its_threshold() -> None:
 def test_simulate_goes_through_intake_and_run_lifecycle_and_indexes_files() -> None:
     import sqlalchemy as sa
 
+    from yuxi_dash.files.tool_results import verify_tool_results
     from yuxi_dash.settings import get_settings
     from yuxi_dash.sim.run import simulate
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import AgentRun, RunRequest
-    from yuxi_dash.tool_results import verify_tool_results
 
     settings = get_settings()
     _tiny_agent(settings)
@@ -209,7 +209,7 @@ def test_simulate_on_postgresql(postgres_url: str, tmp_path) -> None:
     from yuxi_dash.sim.run import simulate
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import usage_timeline
-    from yuxi_dash.store.state_repository import state_store
+    from yuxi_dash.store.thread_store import state_store
 
     settings = Settings(database_url=postgres_url, workdir=tmp_path / "workdir")
     report = simulate(settings, threads=1, turns=4, seed=8, thread_prefix="pg-sim")

@@ -30,7 +30,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, Interrupt, Send
 
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.checkpoint_serde import (
@@ -38,7 +38,7 @@ from yuxi_dash.store.checkpoint_serde import (
     CheckpointSerializer,
     checkpoint_serializer,
 )
-from yuxi_dash.store.state_repository import load_state, state_store, write_state
+from yuxi_dash.store.thread_store import load_state, state_store, write_state
 
 SINGLE, POSITIONAL, KEYWORDS, METHOD, PYDANTIC_V2 = 0, 1, 2, 3, 5  # LangGraph's ext codes
 

@@ -220,8 +220,8 @@ def test_upgrade_moves_legacy_thread_states_into_checkpoints(
     checkpoint holds its messages and summary event in deepagents' format, and the table is gone."""
     from langchain_core.messages import AIMessage, HumanMessage, messages_to_dict
 
-    from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-    from yuxi_dash.store.checkpoints import open_checkpoint_store
+    from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+    from yuxi_dash.store.checkpointer import open_checkpoint_store
 
     url = (
         f"sqlite:///{tmp_path / 'legacy.db'}"

@@ -11,14 +11,14 @@ from langchain_core.messages import HumanMessage
 
 from yuxi_dash import service
 from yuxi_dash.compression import ThreadContextState
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.errors import ThreadNotFound
 from yuxi_dash.service.usage_writes import append_chat, apply_usage
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import queries
 from yuxi_dash.store.db import get_engine, is_sqlite, session_scope
 from yuxi_dash.store.models import AgentRun, RunRequest
-from yuxi_dash.store.state_repository import load_state, replace_messages, write_state
+from yuxi_dash.store.thread_store import load_state, replace_messages, write_state
 from yuxi_dash.usage import UsageSnapshot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Compare-and-swap writes of thread state in the checkpointer (yuxi_dash.store.state_repository).
+"""Compare-and-swap writes of thread state in the checkpointer (yuxi_dash.store.thread_store).
 
 Each test runs on the embedded SQLite checkpointer and on PostgreSQL's.
 """
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from tests.fixtures.profiles import examples
-from yuxi_dash.compression.agent_state import SUMMARIZATION_SESSION_ID_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_SESSION_ID_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import StaleState
-from yuxi_dash.store.state_repository import load_state, replace_messages, write_state
+from yuxi_dash.store.thread_store import load_state, replace_messages, write_state
 
 
 def test_first_write_makes_the_first_checkpoint_and_round_trips(db_url: str) -> None:
@@ -126,7 +126,7 @@ def test_locked_store_commits_and_rolls_back_with_the_locking_session(db_url: st
     """PostgreSQL: a write through `locked_store` is part of the session's transaction;
     SQLite: the checkpoints' own file commits on its own (the guarantee the docs state)."""
     from yuxi_dash.store.db import is_sqlite, locked_session
-    from yuxi_dash.store.state_repository import locked_store, state_store
+    from yuxi_dash.store.thread_store import locked_store, state_store
 
     first = write_state("t1", {"messages": [HumanMessage("one")]}, expected_checkpoint_id=None)
     with pytest.raises(_RolledBack), locked_session() as session:

@@ -1,4 +1,4 @@
-"""One number, one look (yuxi_dash.display): ratios, counts, ids, moments, LaunchDarkly reasons.
+"""One number, one look (yuxi_dash.wording): ratios, counts, ids, moments, LaunchDarkly reasons.
 
 The dashboard and the CLI both format through these functions, so a value that reads
 one way here reads that way on every page and in every command.
@@ -15,7 +15,8 @@ import pytest
 
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.cli.threads import _percent, _threads_shown
-from yuxi_dash.display import (
+from yuxi_dash.ui.page_text import ago, md, page_bounds, page_count, page_window
+from yuxi_dash.wording import (
     PERCENT_FORMAT,
     count,
     decimal,
@@ -26,7 +27,6 @@ from yuxi_dash.display import (
     reason_text,
     stamp,
 )
-from yuxi_dash.ui.format import ago, md, page_bounds, page_count, page_window
 
 # Ratios whose percentage ends in an exact half: Python's float formatting rounds them to
 # even, a browser rounds them up; 1.6225 is the demo's hottest thread (162.25%).
@@ -167,7 +167,7 @@ def test_a_line_longer_than_half_a_page_is_cut_and_no_page_is_empty() -> None:
 
 
 def test_detail_text_is_one_readable_line() -> None:
-    from yuxi_dash.display import detail_text
+    from yuxi_dash.wording import detail_text
 
     assert detail_text({}) == "–"
     assert detail_text(None) == "–"

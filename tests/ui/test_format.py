@@ -1,4 +1,4 @@
-"""One-line wording and parsing helpers (yuxi_dash.ui.format)."""
+"""One-line wording and parsing helpers (yuxi_dash.ui.page_text)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from markdown_it import MarkdownIt
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
-from yuxi_dash.ui.format import (
+from yuxi_dash.ui.page_text import (
     ago,
     clip,
     compress_blocker,

@@ -1,10 +1,10 @@
-"""Identity resolution for local, OIDC and trusted-proxy modes (yuxi_dash.auth)."""
+"""Identity resolution for local, OIDC and trusted-proxy modes (yuxi_dash.access.roles)."""
 
 from __future__ import annotations
 
 import pytest
 
-from yuxi_dash.auth import Role, is_loopback, resolve_identity
+from yuxi_dash.access.roles import Role, is_loopback, resolve_identity
 from yuxi_dash.settings import Settings
 
 

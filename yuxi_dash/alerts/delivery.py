@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
+from yuxi_dash.access.audit import record_audit
 from yuxi_dash.alerts.machine import FIRING, RESOLVED
 from yuxi_dash.alerts.payloads import (
     EVENT_HEADER,
@@ -37,7 +38,6 @@ from yuxi_dash.alerts.payloads import (
     signature,
     webhook_configured,
 )
-from yuxi_dash.audit import record_audit
 from yuxi_dash.errors import DeliveryFailed
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope

@@ -24,11 +24,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.access.audit import sanitize_detail, storable
 from yuxi_dash.alerts.delivery import deliver_all
 from yuxi_dash.alerts.machine import CANCELLED, FIRING, PENDING, RESOLVED, Seen, decide
 from yuxi_dash.alerts.payloads import RESOLVED_KEEP_SECONDS, webhook_configured, webhook_payload
-from yuxi_dash.audit import sanitize_detail, storable
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.models import (

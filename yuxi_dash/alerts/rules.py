@@ -17,10 +17,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.audit import audited_refusals, record_audit
-from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.access.audit import audited_refusals, record_audit
+from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.errors import AlertRuleNotFound, InvalidInput
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ALERT_SCOPES, ALERT_SEVERITIES, AlertRule, utcnow

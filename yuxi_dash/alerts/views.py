@@ -16,7 +16,7 @@ from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
 from yuxi_dash.alerts.evaluate import ALERT_ACTION
 from yuxi_dash.alerts.machine import FIRING, PENDING
 from yuxi_dash.alerts.payloads import thread_link, webhook_configured
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertChannel, AlertState, AuditEntry, Conversation, utcnow

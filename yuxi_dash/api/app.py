@@ -34,16 +34,16 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from yuxi_dash.access.audit import audited_refusals, record_audit
+from yuxi_dash.access.roles import Actor
 from yuxi_dash.api import idempotency
 from yuxi_dash.api.metrics import router as metrics_router
 from yuxi_dash.api.tokens import authenticate_token, bearer_token
-from yuxi_dash.audit import audited_refusals, record_audit
-from yuxi_dash.auth import Actor
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.workdir import Workdir
 
 log = logging.getLogger("yuxi_dash.api")
 

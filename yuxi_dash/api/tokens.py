@@ -22,10 +22,10 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from yuxi_dash.audit import audited_refusals, record_audit
-from yuxi_dash.auth import Actor, Role, clean_actor_id, require_role
+from yuxi_dash.access.audit import audited_refusals, record_audit
+from yuxi_dash.access.roles import Actor, Role, clean_actor_id, require_role
 from yuxi_dash.errors import ApiTokenNotFound, InvalidInput, Unauthorized
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import API_TOKEN_ROLES, ApiToken, utcnow

@@ -8,7 +8,7 @@ list, thread detail and tool results cover the platform's threads;
 those threads' state and lock: nothing is ever written there, and a compress
 of an attached thread is refused (`ThreadAttached`).
 
-- `ids`: UUIDv6 checkpoint ids as a clock, and the scan window's floor.
+- `checkpoint_clock`: UUIDv6 checkpoint ids as a clock, and the scan window's floor.
 - `stores`: the platform's conninfo, its secret-free label, its read-only store.
 - `scanner`: `scan(settings) -> ScanReport`: what moved, the watermark, deleted threads.
 - `projector`: a batch of moved threads projected in one transaction (or one by one).

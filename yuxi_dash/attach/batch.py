@@ -31,11 +31,11 @@ from langgraph.pregel._io import read_channels
 
 from yuxi_dash.attach.reader import fold
 from yuxi_dash.attach.stores import PlatformStore
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.service.projection import split_since, usage_from_values
 from yuxi_dash.store.checkpoint_serde import strict
-from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
+from yuxi_dash.store.checkpointer import ThreadCheckpoint, checkpoint_of
 
 # the checkpoints of the batch from each thread's projected one on, with their writes of no task
 ROWS_SQL = """

@@ -46,7 +46,7 @@ from yuxi_dash.service.projection import (
     project_thread,
 )
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
+from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
 

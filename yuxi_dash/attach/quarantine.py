@@ -24,7 +24,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from yuxi_dash.audit import record_audit, record_audit_eventually
+from yuxi_dash.access.audit import record_audit, record_audit_eventually
 from yuxi_dash.errors import (
     CheckpointRefused,
     StaleState,
@@ -32,7 +32,7 @@ from yuxi_dash.errors import (
     ThreadBusy,
     WorkdirUnavailable,
 )
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AttachQuarantine, utcnow

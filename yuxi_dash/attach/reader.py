@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.errors import ThreadAttached
-from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
+from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 
 
 class ProjectionReader(CheckpointStore):

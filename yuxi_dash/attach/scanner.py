@@ -4,7 +4,7 @@
 read-only, parameterized query on the platform's ``checkpoints`` (root namespace,
 statement timeout), then projects them in batches of `BATCH` (`attach.projector`).
 The flow: docs/architecture.md, "An attach scan". Rules:
-- The floor is the stored watermark minus `attach.ids`' overlap; a listed thread
+- The floor is the stored watermark minus `attach.checkpoint_clock`' overlap; a listed thread
   whose newest checkpoint is already projected is skipped without a state read.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (host, port,
   database; never the URL) as the scan goes, threads in order of their newest
@@ -34,7 +34,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from yuxi_dash.attach import quarantine
-from yuxi_dash.attach.ids import OVERLAP_SECONDS, checkpoint_time, scan_floor
+from yuxi_dash.attach.checkpoint_clock import OVERLAP_SECONDS, checkpoint_time, scan_floor
 from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
 from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
@@ -47,7 +47,7 @@ from yuxi_dash.attach.stores import (
     source_label,
     unavailable,
 )
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation, ScanWatermark, utcnow

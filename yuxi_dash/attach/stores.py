@@ -32,9 +32,9 @@ from psycopg_pool import ConnectionPool
 from yuxi_dash.attach.quarantine import refused_read
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint, open_postgres_store
+from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint, open_postgres_store
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
-from yuxi_dash.store.state_repository import state_store
+from yuxi_dash.store.thread_store import state_store
 
 STATEMENT_TIMEOUT_MS = 60_000  # one read of the platform's tables; the page and scan give up then
 CONNECT_TIMEOUT_SECONDS = 10

@@ -101,13 +101,13 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
         api,
         attach,
         db,
-        memory,
         serve,
         simulate,
         threads,
         tool_results,
         workdir,
     )
+    from yuxi_dash.cli.memory import views as memory
 
     parser = _Parser(
         prog="yuxi-dash",

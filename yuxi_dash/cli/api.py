@@ -29,7 +29,7 @@ from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from yuxi_dash.auth import Actor
+    from yuxi_dash.access.roles import Actor
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8600
@@ -39,7 +39,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 def check_bind(host: str, *, allow_network: bool, settings: Settings) -> None:
     """Refuse a bind address that is not loopback unless the network was opted into."""
-    from yuxi_dash.auth import is_loopback
+    from yuxi_dash.access.roles import is_loopback
 
     if is_loopback(host) or allow_network or settings.api_allow_network:
         return

@@ -30,8 +30,8 @@ from yuxi_dash.cli.guards import store_errors
 
 
 def _cmd_scan(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.access.roles import cli_actor
     from yuxi_dash.attach import scan
-    from yuxi_dash.auth import cli_actor
     from yuxi_dash.settings import get_settings
 
     settings = get_settings()

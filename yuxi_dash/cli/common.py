@@ -1,7 +1,7 @@
 """What every `yuxi-dash` command module shares: results, exit codes, flags, the actor.
 
 The command modules (`cli.db`, `cli.threads`, `cli.tool_results`, `cli.workdir`,
-`cli.simulate`, `cli.memory`, `cli.attach`, `cli.serve`) import these from here, never from the
+`cli.simulate`, `cli.memory.views`, `cli.attach`, `cli.serve`) import these from here, never from the
 `yuxi_dash.cli` package, whose `main` registers them: that way no command module
 and the entry point import each other.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from yuxi_dash.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from yuxi_dash.auth import Actor
+    from yuxi_dash.access.roles import Actor
 
 log = logging.getLogger("yuxi_dash.cli")
 
@@ -91,13 +91,13 @@ def add_user_command(
 def command_actor(
     args: argparse.Namespace, *, action: str, target: str, default: str | None = None
 ) -> Actor:
-    """The actor of this command (see `yuxi_dash.auth.cli_actor`).
+    """The actor of this command (see `yuxi_dash.access.roles.cli_actor`).
 
     An empty, missing or malformed actor is InvalidInput (exit 2); the refusal is
     audited under `action` and `target` as actor `cli:unnamed`, and nothing else runs.
     """
-    from yuxi_dash.audit import record_audit
-    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.access.audit import record_audit
+    from yuxi_dash.access.roles import cli_actor
 
     try:
         return cli_actor(getattr(args, "actor", None), default=default)

@@ -32,7 +32,7 @@ def _migrate(action: str, revision: str) -> CommandResult:
     data: dict[str, Any] = {"action": action, "from_revision": before, "revision": after}
     text = f"database {action}: {before or 'base'} -> {after or 'base'}"
     if action == "upgrade":  # first set-up creates the workdir (as do the demo and `serve`)
-        from yuxi_dash.workdir import Workdir
+        from yuxi_dash.files.workdir import Workdir
 
         workdir = Workdir(get_settings().workdir)
         created = workdir.initialize()

@@ -29,7 +29,7 @@ def cli_refusals(
     The row names the command's actor (`--actor`, else YUXI_DASH_CLI_ACTOR, else
     cli); a hostile value in `target` is escaped by the audit writer.
     """
-    from yuxi_dash.audit import audited_refusals
+    from yuxi_dash.access.audit import audited_refusals
 
     return audited_refusals(
         actor=actor_id(args), action=action, target=target, detail={"via": "cli"}
@@ -37,7 +37,7 @@ def cli_refusals(
 
 
 def actor_id(args: argparse.Namespace) -> str:
-    from yuxi_dash.auth import cli_actor
+    from yuxi_dash.access.roles import cli_actor
 
     try:
         return cli_actor(getattr(args, "actor", None), default="cli").id

@@ -1,10 +1,10 @@
 """Plain-text output of the `yuxi-dash` commands: `render_table`, `percent`, `iso`.
 
-A cell reads as `yuxi_dash.display.plain` writes it, the same as on the dashboard:
+A cell reads as `yuxi_dash.wording.plain` writes it, the same as on the dashboard:
 None as "-", a bool as yes / no, an int with thousands separators, a float with
 one decimal, a list comma-separated, a mapping as "key value, ...", a moment in
 UTC to the minute; never a Python repr. Any text is one line, cut at 60
-characters. An id is passed as text (`display.ident`), so it has no separators.
+characters. An id is passed as text (`wording.ident`), so it has no separators.
 A column whose every value is a number, or number-shaped text ("1595",
 "85.0%", "1,234"), is right-aligned. Imports nothing from the CLI, so every
 command module can use it.
@@ -16,13 +16,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from yuxi_dash.display import pct, plain
+from yuxi_dash.wording import pct, plain
 
 _NUMBER_TEXT = re.compile(r"-?\d[\d,]*(\.\d+)?%?")
 
 
 def percent(ratio: float | None) -> str:
-    """A ratio as every page and command shows it (`yuxi_dash.display.pct`): "162.3%"."""
+    """A ratio as every page and command shows it (`yuxi_dash.wording.pct`): "162.3%"."""
     return pct(ratio, missing="-")
 
 

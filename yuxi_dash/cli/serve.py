@@ -41,7 +41,7 @@ from yuxi_dash.settings import Settings, get_settings
 if TYPE_CHECKING:
     from yuxi_dash.alerts.loop import AlertLoop
     from yuxi_dash.attach.loop import ScanLoop
-    from yuxi_dash.memory.server import ServerLease
+    from yuxi_dash.memory.graph.server import ServerLease
     from yuxi_dash.service.sweep_loop import SweepLoop
 
 LOOPBACK = "127.0.0.1"
@@ -81,7 +81,7 @@ def streamlit_command(settings: Settings, streamlit_args: list[str]) -> list[str
     checks the address Streamlit really bound again on every visit, which also
     covers a plain `streamlit run app.py`.
     """
-    from yuxi_dash.auth import is_loopback
+    from yuxi_dash.access.roles import is_loopback
 
     args = list(streamlit_args)
     address = _option_value(args, "server.address")
@@ -112,8 +112,8 @@ def prepare(settings: Settings, *, demo: bool) -> dict:
     workdir (say a shared volume that did not mount) stays missing and every
     compress answers 503 workdir_unavailable.
     """
+    from yuxi_dash.files.workdir import Workdir
     from yuxi_dash.store.db import get_engine
-    from yuxi_dash.workdir import Workdir
 
     get_engine(settings)  # applies pending Alembic migrations once per process
     empty = _database_is_empty(settings)
@@ -181,7 +181,7 @@ class _Supervisor:
 
 
 def run_serve(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory.server import ServerLease
+    from yuxi_dash.memory.graph.server import ServerLease
     from yuxi_dash.service.sweep_loop import SweepLoop
 
     settings = get_settings()

@@ -186,7 +186,7 @@ def _threads_shown(shown: int, total: int, args: argparse.Namespace) -> str:
 
 
 def _message_role(message: Any) -> str:
-    from yuxi_dash.compression.state import chat_role, is_summary_message
+    from yuxi_dash.compression.thread_view import chat_role, is_summary_message
 
     return "summary" if is_summary_message(message) else chat_role(message)
 

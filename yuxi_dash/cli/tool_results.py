@@ -16,15 +16,15 @@ from yuxi_dash.cli.arguments import add_page_flags
 from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
-from yuxi_dash.display import check_label
+from yuxi_dash.wording import check_label
 
 LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
 
 
 def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
+    from yuxi_dash.files.tool_results import list_tool_results, verify_tool_results
     from yuxi_dash.store.db import session_scope
-    from yuxi_dash.tool_results import list_tool_results, verify_tool_results
 
     target = "tool_results:*" if args.thread is None else f"thread:{args.thread}"
     with cli_refusals(args, "cli.tool_results", target):

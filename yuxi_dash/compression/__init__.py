@@ -31,19 +31,10 @@ from yuxi_dash.compression.estimate import (
     estimate_summary,
     summary_readiness,
 )
-from yuxi_dash.compression.preview import (
+from yuxi_dash.compression.previews.preview import (
     generic_preview,
     structured_preview,
     tool_result_preview,
-)
-from yuxi_dash.compression.state import (
-    SAVED_RESULT_MARKER,
-    SUMMARY_SOURCE,
-    CompressionOutcome,
-    SummaryEvent,
-    ThreadContextState,
-    is_summary_message,
-    message_text,
 )
 from yuxi_dash.compression.summarizers import (
     SECTIONS,
@@ -51,6 +42,15 @@ from yuxi_dash.compression.summarizers import (
     OpenAICompatibleSummarizer,
     Summarizer,
     get_summarizer,
+)
+from yuxi_dash.compression.thread_view import (
+    SAVED_RESULT_MARKER,
+    SUMMARY_SOURCE,
+    CompressionOutcome,
+    SummaryEvent,
+    ThreadContextState,
+    is_summary_message,
+    message_text,
 )
 from yuxi_dash.compression.tokens import count_tokens
 from yuxi_dash.compression.view import BREAKDOWN_PARTS, ContextView, VisibleMessage, context_view

@@ -26,10 +26,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from yuxi_dash.agents import DEFAULT_TOOL_RESULT_TOKEN_LIMIT
-from yuxi_dash.compression.preview import tool_result_preview
-from yuxi_dash.compression.state import SAVED_RESULT_MARKER
+from yuxi_dash.compression.previews.preview import tool_result_preview
+from yuxi_dash.compression.thread_view import SAVED_RESULT_MARKER
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
-from yuxi_dash.workdir import SavedFile, Workdir, encode_text
+from yuxi_dash.files.workdir import SavedFile, Workdir, encode_text
 
 logger = logging.getLogger(__name__)
 # A write that fails for any of these keeps its message exactly as it was.

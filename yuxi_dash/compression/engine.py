@@ -36,7 +36,8 @@ from yuxi_dash.compression.compaction import (
     write_offloads,
 )
 from yuxi_dash.compression.cutoff import find_cutoff
-from yuxi_dash.compression.state import (
+from yuxi_dash.compression.summarizers import Summarizer
+from yuxi_dash.compression.thread_view import (
     SUMMARY_SOURCE,
     CompressionOutcome,
     SummaryEvent,
@@ -44,10 +45,9 @@ from yuxi_dash.compression.state import (
     is_summary_message,
     message_text,
 )
-from yuxi_dash.compression.summarizers import Summarizer
 from yuxi_dash.compression.tokens import SystemPrompt, count_tokens
 from yuxi_dash.errors import SummarizerFailed, WorkdirUnavailable
-from yuxi_dash.workdir import HistorySection, Workdir, safe_name
+from yuxi_dash.files.workdir import HistorySection, Workdir, safe_name
 
 DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 

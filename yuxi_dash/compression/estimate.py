@@ -28,12 +28,12 @@ from yuxi_dash.compression.engine import (
     prepare_summary,
     summarized_state,
 )
-from yuxi_dash.compression.state import ThreadContextState, is_summary_message, message_text
 from yuxi_dash.compression.summarizers import Summarizer
+from yuxi_dash.compression.thread_view import ThreadContextState, is_summary_message, message_text
 from yuxi_dash.compression.tokens import SystemPrompt
 from yuxi_dash.compression.view import context_view
 from yuxi_dash.errors import SummarizerFailed
-from yuxi_dash.workdir import Workdir, history_relpath
+from yuxi_dash.files.workdir import Workdir, history_relpath
 
 INSUFFICIENT_HISTORY = "insufficient_history"
 _NOWHERE = Workdir(".")  # planning only hashes and names files: nothing is opened

@@ -6,7 +6,7 @@ model's view only); at or over it large tool results are offloaded first, the
 input counted again, and a summary made only if still at or over the trigger,
 or once when the provider raises ``ContextOverflowError`` (then the call is
 retried). Changes go back into the state as deepagents 0.7 keeps it
-(``agent_state``); messages are never removed.
+(``state_format``); messages are never removed.
 
 ``TokenUsageMiddleware`` runs inside it and writes every model call's usage
 snapshot into the state's ``token_usage``.
@@ -41,28 +41,28 @@ from yuxi_dash.agents import (
     DEFAULT_SUMMARY_THRESHOLD,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
 )
-from yuxi_dash.compression.agent_state import (
-    TOKEN_USAGE_KEY,
-    CompressedContextState,
-    context_state,
-    state_update,
-)
 from yuxi_dash.compression.engine import (
     DEFAULT_TOOL_ARG_MAX_LENGTH,
     auto_compact,
     model_view,
 )
-from yuxi_dash.compression.state import (
+from yuxi_dash.compression.state_format import (
+    TOKEN_USAGE_KEY,
+    CompressedContextState,
+    context_state,
+    state_update,
+)
+from yuxi_dash.compression.summarizers import ExtractiveSummarizer, Summarizer
+from yuxi_dash.compression.thread_view import (
     CompressionOutcome,
     ThreadContextState,
     is_summary_message,
 )
-from yuxi_dash.compression.summarizers import ExtractiveSummarizer, Summarizer
 from yuxi_dash.compression.tokens import count_tokens
 from yuxi_dash.errors import InvalidInput
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.usage import summary_trigger_tokens as summary_trigger_tokens_of
 from yuxi_dash.usage import usage_snapshot
-from yuxi_dash.workdir import Workdir
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 Clock = Callable[[], datetime]  # when a model call is measured (aware datetimes)

@@ -30,7 +30,7 @@ from yuxi_dash.compression.compaction import (
     truncate_tool_args,
 )
 from yuxi_dash.compression.engine import DEFAULT_TOOL_ARG_MAX_LENGTH, model_view
-from yuxi_dash.compression.state import ThreadContextState, is_summary_message
+from yuxi_dash.compression.thread_view import ThreadContextState, is_summary_message
 from yuxi_dash.compression.tokens import SystemPrompt, count_tokens, system_messages
 
 BREAKDOWN_PARTS = ("system", "tools", "messages", "tool_results", "summary", "compressed_away")

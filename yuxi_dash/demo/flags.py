@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from yuxi_dash.memory.access import DEMO_FLAGS_FILE  # named where the gate message says it
+from yuxi_dash.memory.views.gate import DEMO_FLAGS_FILE  # named where the gate message says it
 
 __all__ = ["DEMO_FLAGS_FILE", "demo_flags", "write_demo_flags"]
 

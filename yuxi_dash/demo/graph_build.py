@@ -26,10 +26,10 @@ from typing import Any
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
+from yuxi_dash.demo.graph_writer import deterministic_embedding
 from yuxi_dash.demo.plan import FirstExchange, first_exchanges, planted_facts
 from yuxi_dash.demo.story import Statement, told_fact, user_statements
-from yuxi_dash.memory.groups import derive_group_id
-from yuxi_dash.memory.schema import deterministic_embedding
+from yuxi_dash.memory.graph.groups import derive_group_id
 
 LARGE_EPISODE_CHARS = 70 * 1024
 _COMMUNITY_LABELS = ("Person", "Project", "Concept", "Preference")  # every user has these

@@ -2,7 +2,7 @@
 
 Owns `seed_demo_graphs`: for each user without a graph (every user with
 `reset=True`, after dropping theirs) it builds the graph (`yuxi_dash.demo.graph_build`),
-writes it in graphiti-core's true schema (`yuxi_dash.memory.schema`) with its
+writes it in graphiti-core's true schema (`yuxi_dash.demo.graph_writer`) with its
 indexes, and sets the hit counters of its tentative facts at
 `mem:hits:{user_id}:{edge_uuid}`. Each graph is built from the user's own demo
 chat messages (no database read: the builder replays them), so it can be seeded
@@ -19,10 +19,10 @@ from typing import Any
 
 from yuxi_dash.demo.flags import DEMO_FLAGS_FILE, write_demo_flags
 from yuxi_dash.demo.graph_build import DemoGraph, build_demo_graph
-from yuxi_dash.memory.client import GraphClient, get_client, hits_connection
-from yuxi_dash.memory.groups import derive_group_id
-from yuxi_dash.memory.ratification import HITS_TTL_SECONDS, hits_key
-from yuxi_dash.memory.schema import create_indexes, write_graph
+from yuxi_dash.demo.graph_writer import create_indexes, write_graph
+from yuxi_dash.memory.graph.client import GraphClient, get_client, hits_connection
+from yuxi_dash.memory.graph.groups import derive_group_id
+from yuxi_dash.memory.views.ratification import HITS_TTL_SECONDS, hits_key
 from yuxi_dash.settings import Settings
 
 

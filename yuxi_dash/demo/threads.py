@@ -27,10 +27,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import Summarizer, ThreadContextState, get_summarizer
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY
 from yuxi_dash.compression.engine import history_session_id
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.demo.clock import OffloadClock, StoryClock
 from yuxi_dash.demo.plan import (
     DEMO_MODEL_SEED,
@@ -55,13 +55,14 @@ from yuxi_dash.demo.rows import (
     write_runs,
 )
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
+from yuxi_dash.files.workdir import Workdir, history_relpath
 from yuxi_dash.service import compress_thread_context, create_thread, thread_target, upsert_agent
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.settings import Settings
 from yuxi_dash.sim.loop import SIM_AGENTS, Agent, build_agent, play_turn, sim_agent
 from yuxi_dash.sim.run import simulate
 from yuxi_dash.sim.topics import stable_rng, topic_for
-from yuxi_dash.store.checkpoints import CheckpointStore
+from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
     Agent as AgentRow,
@@ -75,9 +76,8 @@ from yuxi_dash.store.models import (
     ToolResult,
     UsageSnapshotRow,
 )
-from yuxi_dash.store.state_repository import delete_thread_state, load_state, state_store
+from yuxi_dash.store.thread_store import delete_thread_state, load_state, state_store
 from yuxi_dash.usage import SUGGESTION_RATIO
-from yuxi_dash.workdir import Workdir, history_relpath
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from yuxi_dash.auth import Actor
+from yuxi_dash.access.roles import Actor
 from yuxi_dash.service.compress import CompressResult, compress_thread_context
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope

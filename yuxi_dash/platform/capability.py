@@ -15,9 +15,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.display import attached_label
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.models import AuditEntry
+from yuxi_dash.wording import attached_label
 
 _LOOK_BACK = 2000  # newest compress audit rows read
 

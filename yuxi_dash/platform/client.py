@@ -36,6 +36,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from yuxi_dash.errors import (
     CompressionUnsupported,
+    PlatformAttemptFailed,
     PlatformAuthFailed,
     PlatformBadResponse,
     PlatformMisconfigured,
@@ -66,15 +67,6 @@ class Attempt:
     code: str  # completed, no_op, or the error code it ended with
     latency_ms: float
     platform_ms: float | None  # the platform's own handling time (Server-Timing), when it says
-
-
-class _Retryable(Exception):
-    """A failure before the platform handled the call: worth another attempt."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 def platform_label(url: str) -> str:
@@ -212,7 +204,7 @@ class PlatformClient:
         base = self._backoff(state)
         outcome = state.outcome
         error = outcome.exception() if outcome is not None else None
-        asked = error.retry_after if isinstance(error, _Retryable) else None
+        asked = error.retry_after if isinstance(error, PlatformAttemptFailed) else None
         return min(max(base, asked or 0.0), MAX_WAIT_SECONDS)
 
     def compress(
@@ -242,7 +234,7 @@ class PlatformClient:
                     response = self._client.post(path, json=body, headers=headers)
                 except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                     code = "platform_unavailable"
-                    raise _Retryable(f"cannot connect ({type(exc).__name__})") from None
+                    raise PlatformAttemptFailed(f"cannot connect ({type(exc).__name__})") from None
                 except httpx.TimeoutException:
                     code = PlatformOutcomeUnknown.code
                     raise PlatformOutcomeUnknown(
@@ -262,7 +254,7 @@ class PlatformClient:
                 result = self._outcome(response, thread_id)
                 code = str(result["status"])
                 return result
-            except _Retryable:
+            except PlatformAttemptFailed:
                 code = PlatformUnavailable.code
                 raise
             except YuxiDashError as exc:
@@ -284,13 +276,13 @@ class PlatformClient:
 
         retrying = Retrying(
             stop=stop_after_attempt(MAX_ATTEMPTS),
-            retry=retry_if_exception_type(_Retryable),
+            retry=retry_if_exception_type(PlatformAttemptFailed),
             wait=self._wait,
             reraise=True,
         )
         try:
             return retrying(attempt)
-        except _Retryable as exc:
+        except PlatformAttemptFailed as exc:
             raise PlatformUnavailable(
                 f"platform {self.label} is unavailable after {MAX_ATTEMPTS} attempts: {exc.reason}"
             ) from None
@@ -309,7 +301,7 @@ class PlatformClient:
                 )
             return body
         if status in (502, 503):
-            raise _Retryable(f"HTTP {status}", retry_after=_retry_after(response))
+            raise PlatformAttemptFailed(f"HTTP {status}", retry_after=_retry_after(response))
         if status == 504:
             raise PlatformOutcomeUnknown(
                 f"platform {self.label} answered 504 (a gateway gave up waiting for it)"

@@ -30,11 +30,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash import validation
+from yuxi_dash.access.audit import record_audit_eventually, thread_target
+from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
 from yuxi_dash.attach.stores import platform_store
-from yuxi_dash.audit import record_audit_eventually, thread_target
-from yuxi_dash.auth import Actor, Role, require_role
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.errors import (
     CompressionUnsupported,
     PlatformOutcomeUnknown,
@@ -45,7 +45,7 @@ from yuxi_dash.errors import (
 )
 from yuxi_dash.platform.client import Attempt, platform_client
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.checkpoints import ThreadCheckpoint, checkpoint_of
+from yuxi_dash.store.checkpointer import ThreadCheckpoint, checkpoint_of
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
 

@@ -29,11 +29,11 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
+from yuxi_dash.access.audit import record_audit, record_audit_eventually
+from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.attach.stores import thread_store
-from yuxi_dash.audit import record_audit, record_audit_eventually
-from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import (
     PreparedSummary,
     Summarizer,
@@ -43,8 +43,8 @@ from yuxi_dash.compression import (
     summary_readiness,
     write_summary,
 )
-from yuxi_dash.compression.agent_state import TOKEN_USAGE_KEY, state_update
-from yuxi_dash.compression.state import ThreadContextState
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, state_update
+from yuxi_dash.compression.thread_view import ThreadContextState
 from yuxi_dash.errors import (
     CompressionUnsupported,
     StaleState,
@@ -54,11 +54,12 @@ from yuxi_dash.errors import (
     ThreadBusy,
     YuxiDashError,
 )
+from yuxi_dash.files.workdir import Workdir
 
 # the module, not its names: it reaches `attach`, which loads this package while it loads
 from yuxi_dash.platform import compress as platform_compress
 from yuxi_dash.platform.capability import unsupported_agents
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.service.leftovers import (
     created_files,
     hold_files_shared,
@@ -75,18 +76,17 @@ from yuxi_dash.service.locking import (
 from yuxi_dash.service.projection import catch_up
 from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpoints import CheckpointStore
+from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import is_lock_failure, session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
 from yuxi_dash.store.queries import busy_reason
-from yuxi_dash.store.state_repository import (
+from yuxi_dash.store.thread_store import (
     StoredState,
     load_state,
     locked_store,
     state_store,
 )
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
-from yuxi_dash.workdir import Workdir
 
 log = logging.getLogger(__name__)
 

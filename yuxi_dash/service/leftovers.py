@@ -24,12 +24,12 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.compression.compaction import PendingOffload
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import busy_reason
-from yuxi_dash.workdir import Workdir
 
 log = logging.getLogger(__name__)
 

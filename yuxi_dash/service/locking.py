@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.audit import thread_target
+from yuxi_dash.access.audit import thread_target
 from yuxi_dash.errors import AgentNotFound, ThreadBusy, ThreadDeleted, ThreadNotFound
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_lock_failure, locked_session

@@ -34,15 +34,15 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.compression.engine import count_state_tokens
-from yuxi_dash.compression.state import chat_role, chat_text, is_summary_message
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.compression.thread_view import chat_role, chat_text, is_summary_message
 from yuxi_dash.errors import ImpossibleUsage
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
-from yuxi_dash.store.checkpoints import CheckpointStore, ThreadCheckpoint
+from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,

@@ -17,7 +17,7 @@ from yuxi_dash.compression import Readiness, ThreadContextState, summary_readine
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Agent, Conversation
-from yuxi_dash.store.state_repository import load_state
+from yuxi_dash.store.thread_store import load_state
 
 
 def compress_readiness(

@@ -24,10 +24,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
+from yuxi_dash.access.audit import audited_refusals
 from yuxi_dash.alerts.hooks import after_usage_write
-from yuxi_dash.audit import audited_refusals
 from yuxi_dash.errors import InvalidInput, NotFound
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.service.locking import require_thread, thread_lock, thread_target
 from yuxi_dash.service.usage_writes import append_chat
 from yuxi_dash.settings import Settings, get_settings

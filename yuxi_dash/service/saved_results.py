@@ -2,7 +2,7 @@
 
 A saved-result header is a message's own text, so a tool (or a platform's
 user) can forge one. The writer names a result's file by its content alone
-(`workdir.tool_result_relpath`: the results directory, the tool's name, the
+(`files.workdir.tool_result_relpath`: the results directory, the tool's name, the
 first 16 hex digits of the content's SHA-256), and that is the namespace a
 header is held to: it is indexed only when its path is exactly the file its
 own tool and full SHA-256 name (never a history file, the marker, another
@@ -23,12 +23,12 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.audit import record_audit
+from yuxi_dash.access.audit import record_audit
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import InvalidInput
+from yuxi_dash.files.workdir import tool_result_relpath
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows
 from yuxi_dash.store.models import Conversation, ToolResult, utcnow
-from yuxi_dash.workdir import tool_result_relpath
 
 PROJECTION_ACTOR = "system:projection"
 REFUSE_ACTION = "index_saved_result"

@@ -27,19 +27,19 @@ import sqlalchemy as sa
 from langchain_core.messages import ToolMessage
 from sqlalchemy.orm import Session
 
-from yuxi_dash import safe_fs
-from yuxi_dash.audit import audited_refusals, record_audit_eventually
-from yuxi_dash.auth import Actor, Role, require_role
+from yuxi_dash.access.audit import audited_refusals, record_audit_eventually
+from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import PathRefused, SweepHeld, WorkdirUnavailable, YuxiDashError
-from yuxi_dash.records import Record
+from yuxi_dash.files import safe_fs
+from yuxi_dash.files.workdir import TOOL_RESULTS_DIR, Workdir
+from yuxi_dash.printable_record import Record
 from yuxi_dash.service.leftovers import SWEEP_WAIT_SECONDS, hold_files_exclusive, unindexed
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.checkpoints import CheckpointStore
+from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import is_lock_failure, locked_session, session_scope
 from yuxi_dash.store.models import Conversation, ToolResult
-from yuxi_dash.store.state_repository import state_store
-from yuxi_dash.workdir import TOOL_RESULTS_DIR, Workdir
+from yuxi_dash.store.thread_store import state_store
 
 SWEEP_ACTION = "workdir.sweep"
 SWEEP_TARGET = f"workdir:{TOOL_RESULTS_DIR}"

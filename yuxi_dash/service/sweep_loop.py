@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.settings import Settings
 

@@ -25,23 +25,23 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
+from yuxi_dash.access.audit import record_audit, record_audit_eventually
+from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.alerts.hooks import after_usage_write
-from yuxi_dash.audit import record_audit, record_audit_eventually
-from yuxi_dash.auth import Actor, Role, require_role
 from yuxi_dash.compression import count_tokens
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-from yuxi_dash.compression.state import (
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.compression.thread_view import (
     ThreadContextState,
     message_text,
 )
 from yuxi_dash.errors import InvalidInput, ThreadNotFound, YuxiDashError
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.service.locking import require_idle, thread_lock, thread_target
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
-from yuxi_dash.store.state_repository import locked_store, replace_messages, state_store
+from yuxi_dash.store.thread_store import locked_store, replace_messages, state_store
 from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 IMPORT_ACTION = "import_thread"

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.errors import InvalidInput
+from yuxi_dash.files.workdir import SavedFile
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
     ChatMessage,
@@ -28,7 +29,6 @@ from yuxi_dash.store.models import (
     UsageSnapshotRow,
 )
 from yuxi_dash.usage import UsageSnapshot
-from yuxi_dash.workdir import SavedFile
 
 # per-call context fields of token_usage that a compression makes stale
 PER_CALL_USAGE_FIELDS = frozenset(

@@ -30,11 +30,11 @@ from yuxi_dash.compression.middleware import (
     TokenUsageMiddleware,
     context_compression_middleware,
 )
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.sim.model import SimChatModel
 from yuxi_dash.sim.tools import SIM_TOOLS
 from yuxi_dash.store.models import CONTEXT_COMPRESSION
 from yuxi_dash.usage import summary_trigger_tokens
-from yuxi_dash.workdir import Workdir
 
 Agent = CompiledStateGraph[Any, Any, Any, Any]
 

@@ -24,11 +24,12 @@ from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, Mod
 from sqlalchemy.orm import Session
 
 from yuxi_dash.compression import Summarizer, get_summarizer
-from yuxi_dash.compression.agent_state import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.compression.middleware import Handler
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.demo.story import DEMO_USERS, remark_for
 from yuxi_dash.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
-from yuxi_dash.records import Record
+from yuxi_dash.files.workdir import Workdir
+from yuxi_dash.printable_record import Record
 from yuxi_dash.service import (
     create_thread,
     dispatch_next_request,
@@ -51,12 +52,11 @@ from yuxi_dash.sim.loop import (
 )
 from yuxi_dash.sim.model import user_message
 from yuxi_dash.sim.topics import stable_rng, topic_for
-from yuxi_dash.store.checkpoints import CheckpointStore
+from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Agent as AgentRow
 from yuxi_dash.store.models import Conversation, ToolResult, UsageSnapshotRow
-from yuxi_dash.store.state_repository import state_store
-from yuxi_dash.workdir import Workdir
+from yuxi_dash.store.thread_store import state_store
 
 
 @dataclass

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from yuxi_dash.resources import SQL_ENGINES, get_resources
 from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpoints import close_checkpoint_stores, open_checkpoint_store
+from yuxi_dash.store.checkpointer import close_checkpoint_stores, open_checkpoint_store
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BEGIN_OPTION = "yuxi_sqlite_begin"  # execution option: "IMMEDIATE" takes the write lock

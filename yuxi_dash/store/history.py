@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation
 
 

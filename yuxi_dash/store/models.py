@@ -2,7 +2,7 @@
 
 `conversations` is THE row the service locks. A thread's state (messages,
 summary event, token usage) is not a table here: it lives in a LangGraph
-checkpointer (`store.checkpoints`). The row carries a projection of it: the
+checkpointer (`store.checkpointer`). The row carries a projection of it: the
 newest checkpoint id and the thread's current usage (the latest
 `usage_snapshots` row's figures, written in the same transaction), so "latest
 pressure per thread" is an index lookup on `conversations.summary_pressure_ratio`,

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
 from yuxi_dash.store.thread_list import thread_filters as _thread_filters
 from yuxi_dash.usage import SUGGESTION_RATIO

@@ -5,7 +5,7 @@ the denormalized current-usage columns on `conversations` (index
 `ix_conversations_pressure`), never from a scan of `usage_snapshots`; busy
 reasons and capability are computed for the returned page only (a row's
 `compression` label derives from them; an attached thread's is
-`display.attached_label` of the platform's label, read once per page from the
+`wording.attached_label` of the platform's label, read once per page from the
 newest scan watermark: `attached_platform`). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
 the list, the count and `store.overview` filter on.
@@ -20,8 +20,7 @@ from typing import Literal, TypedDict, Unpack
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.display import attached_label
-from yuxi_dash.records import Record
+from yuxi_dash.printable_record import Record
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
     NON_FINAL_RUN_STATUSES,
@@ -32,6 +31,7 @@ from yuxi_dash.store.models import (
     RunRequest,
     ScanWatermark,
 )
+from yuxi_dash.wording import attached_label
 
 BusyReason = Literal["running", "queued", "interrupted"]
 # how a thread stands with compression here: its agent's capability, unless the platform owns it

@@ -12,7 +12,7 @@ import pandas as pd
 from yuxi_dash.attach.quarantine import QuarantineEntry
 from yuxi_dash.attach.status import AttachStatus, attach_status
 from yuxi_dash.settings import get_settings
-from yuxi_dash.ui.format import stamp
+from yuxi_dash.ui.page_text import stamp
 
 COLUMNS = ["thread", "checkpoint", "code", "reason", "first seen", "last seen"]
 

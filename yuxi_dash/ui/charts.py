@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from yuxi_dash.display import count, pct, stamp
 from yuxi_dash.store.overview import POINTS_FLOOR
 from yuxi_dash.usage import SUGGESTION_LABEL
 from yuxi_dash.usage import SUGGESTION_RATIO as SUGGESTION_LINE
+from yuxi_dash.wording import count, pct, stamp
 
 THRESHOLD_LINE = 1.0
 PICK = "pick"  # name of the point selection on the overview chart
@@ -74,7 +74,7 @@ def _rule(y: float, color: str, label: str, *, label_at_x: float | None = None) 
 def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
     """Heatmap cells (x0, x1, y0, y1, threads) under points (one row per thread).
 
-    Tooltips show text made by `yuxi_dash.display`, so a pressure reads as it does
+    Tooltips show text made by `yuxi_dash.wording`, so a pressure reads as it does
     everywhere else (the browser would round halves its own way).
     """
     heatmap = heatmap.assign(

@@ -20,12 +20,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.auth import Actor
+from yuxi_dash.access.roles import Actor
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.platform.bulk import Outcome, compress_each
 from yuxi_dash.service import preview_compression
-from yuxi_dash.ui.format import error_line, literal, md, outcome_line, short_id, tokens
 from yuxi_dash.ui.loaders import clear_loaders
+from yuxi_dash.ui.page_text import error_line, literal, md, outcome_line, short_id, tokens
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import streamlit as st
 from streamlit.navigation.page import Page
 
 from yuxi_dash.errors import StoreUnavailable, YuxiDashError
-from yuxi_dash.ui.format import error_line, literal
+from yuxi_dash.ui.page_text import error_line, literal
 
 log = logging.getLogger(__name__)
 

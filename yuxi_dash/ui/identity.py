@@ -2,7 +2,7 @@
 
 `current_identity` reads what the request carries from Streamlit (`st.user`,
 `st.context.headers`, the address Streamlit bound, the session's TCP peer) and
-hands it to `yuxi_dash.auth.resolve_identity`, the pure decision (modes and
+hands it to `yuxi_dash.access.roles.resolve_identity`, the pure decision (modes and
 rules are described there); `require_actor` is what app.py and every page call
 first: it draws the refusal page and stops the run when nobody acceptable is
 asking, so a refused visitor sees nothing else.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from yuxi_dash.auth import Actor, Identity, Role, is_loopback, resolve_identity
+from yuxi_dash.access.roles import Actor, Identity, Role, is_loopback, resolve_identity
 from yuxi_dash.settings import Settings, get_settings
 
 __all__ = [
@@ -88,7 +88,7 @@ def show_refusal(identity: Identity) -> None:
     """The refusal page: one line, a sign-in button when that would help, nothing else."""
     import streamlit as st
 
-    from yuxi_dash.ui.format import markdown_literal
+    from yuxi_dash.ui.page_text import markdown_literal
 
     st.title("yuxi-dash")
     st.error(markdown_literal(identity.refusal or "You are not allowed to use yuxi-dash."))

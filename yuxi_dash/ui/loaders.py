@@ -211,7 +211,7 @@ def thread_ids(limit: int = 2000) -> list[str]:
 def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) -> dict[str, Any]:
     from yuxi_dash.attach import thread_store
     from yuxi_dash.compression import context_view
-    from yuxi_dash.compression.state import message_text
+    from yuxi_dash.compression.thread_view import message_text
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
 
     with session_scope(get_settings()) as session:
@@ -305,7 +305,7 @@ def _tool_results(
     limit: int,
     offset: int,
 ) -> pd.DataFrame:
-    from yuxi_dash.tool_results import list_tool_results
+    from yuxi_dash.files.tool_results import list_tool_results
 
     with session_scope(get_settings()) as session:
         rows = list_tool_results(
@@ -335,7 +335,7 @@ def tool_results(
 
 @settings_cached
 def _verify_statuses(database_url: str, result_ids: tuple[int, ...]) -> dict[int, str]:
-    from yuxi_dash.tool_results import verify_tool_results
+    from yuxi_dash.files.tool_results import verify_tool_results
 
     settings = get_settings()
     with session_scope(settings) as session:

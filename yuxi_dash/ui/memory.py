@@ -2,7 +2,7 @@
 
 Every memory page starts with `open_memory_page(view)`: identity, the
 searchable picker over existing user graphs, the gate panel (both flags with
-LaunchDarkly's reason) and `memory.access.open_view`, which checks the gate
+LaunchDarkly's reason) and `memory.views.gate.open_view`, which checks the gate
 and writes the audit row on every render. Only after that do the cached
 loaders run; they take the `MemoryAccess` (unhashed) plus the user id and
 parameters as their cache key, so a cached result is only ever reachable
@@ -19,15 +19,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import MemoryGatedOff, YuxiDashError
 from yuxi_dash.flags import MemoryGates
-from yuxi_dash.memory import index_views, service
-from yuxi_dash.memory.access import MemoryAccess, gates_for, list_memory_users, open_view
+from yuxi_dash.memory.views import gated_views, index_views
+from yuxi_dash.memory.views.gate import MemoryAccess, gates_for, list_memory_users, open_view
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.cache import settings_cached
-from yuxi_dash.ui.format import MarkdownSafe, code, literal, md, reason_text
 from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import MarkdownSafe, code, literal, md, reason_text
 
 T = TypeVar("T")
 USER_KEY = "memory_user"
@@ -143,13 +143,13 @@ def clear_memory_caches() -> None:
 # The views that read nothing but the access: one cached loader serves them all, keyed by
 # the view's name (each view still has its own cache entries).
 _PLAIN_VIEWS: dict[str, Callable[[MemoryAccess], dict[str, Any]]] = {
-    "stats": service.stats,
+    "stats": gated_views.stats,
     "index_health": index_views.index_health,
     "index_probe": index_views.index_probe,
-    "facts": service.relations,
-    "ratification": service.ratification,
-    "communities": service.communities,
-    "chat": service.chat_vs_memory,
+    "facts": gated_views.relations,
+    "ratification": gated_views.ratification,
+    "communities": gated_views.communities,
+    "chat": gated_views.chat_vs_memory,
 }
 
 
@@ -162,24 +162,24 @@ def _plain_view(_access: MemoryAccess, user_id: str, server: str, view: str) -> 
 def _entities(
     _access: MemoryAccess, user_id: str, server: str, search: str, limit: int, offset: int
 ) -> dict[str, Any]:
-    return service.entities(_access, search=search, limit=limit, offset=offset)
+    return gated_views.entities(_access, search=search, limit=limit, offset=offset)
 
 
 @settings_cached
 def _entity_detail(
     _access: MemoryAccess, user_id: str, server: str, uuid: str, valid_from: str, valid_to: str
 ) -> dict[str, Any]:
-    return service.entity_detail(_access, uuid, valid_from=valid_from, valid_to=valid_to)
+    return gated_views.entity_detail(_access, uuid, valid_from=valid_from, valid_to=valid_to)
 
 
 @settings_cached
 def _episodes(_access: MemoryAccess, user_id: str, server: str, limit: int) -> dict[str, Any]:
-    return service.episodes(_access, limit=limit)
+    return gated_views.episodes(_access, limit=limit)
 
 
 @settings_cached
 def _warm_context(_access: MemoryAccess, user_id: str, server: str, query: str) -> dict[str, Any]:
-    return service.warm_context(_access, query)
+    return gated_views.warm_context(_access, query)
 
 
 _LOADERS = (

@@ -14,7 +14,7 @@
   (for supersede) the corrected text and a confirmation box; the result shows
   its audit row id and an Undo button for its author, or for an admin with a
   reason (the service checks the same again).
-Every string from the graph or the chat is shown literally (`ui.format`).
+Every string from the graph or the chat is shown literally (`ui.page_text`).
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from yuxi_dash.auth import Actor, Role
+from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.memory import corrections
-from yuxi_dash.memory.access import MemoryAccess, open_view
-from yuxi_dash.memory.correction_rules import INVALIDATED_STATUSES
-from yuxi_dash.memory.provenance import fact_provenance
-from yuxi_dash.memory.service import facts
+from yuxi_dash.memory.desk import corrections
+from yuxi_dash.memory.graph.correction_rules import INVALIDATED_STATUSES
+from yuxi_dash.memory.views.gate import MemoryAccess, open_view
+from yuxi_dash.memory.views.gated_views import facts
+from yuxi_dash.memory.views.provenance import fact_provenance
 from yuxi_dash.ui.cache import settings_cached
-from yuxi_dash.ui.format import MarkdownSafe, code, error_line, highlighted, literal, md
 from yuxi_dash.ui.memory import clear_memory_caches, guarded, server_key
+from yuxi_dash.ui.page_text import MarkdownSafe, code, error_line, highlighted, literal, md
 from yuxi_dash.ui.tables import draw_records
 
 FACT_KEY = "desk_fact"

@@ -20,9 +20,9 @@ from typing import Any
 
 import streamlit as st
 
-from yuxi_dash.auth import Actor, Role
-from yuxi_dash.memory.bundle import BundleResult, bundle_to_file
-from yuxi_dash.memory.forget import forget_user
+from yuxi_dash.access.roles import Actor, Role
+from yuxi_dash.memory.desk.bundle import BundleResult, bundle_to_file
+from yuxi_dash.memory.desk.forget import forget_user
 from yuxi_dash.ui.memory import clear_memory_caches, guarded
 
 BUNDLE_KEY = "memory_support_bundle"

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from yuxi_dash.compression import parse_saved_result
-from yuxi_dash.ui.format import code, count, literal, md, structured_records
+from yuxi_dash.ui.page_text import code, count, literal, md, structured_records
 
 _AVATARS = {
     "human": "user",

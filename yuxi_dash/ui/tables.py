@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from yuxi_dash.ui.format import MISSING, literal, plain, stamp
+from yuxi_dash.ui.page_text import MISSING, literal, plain, stamp
 
 Width = Literal["small", "medium", "large"] | int
 

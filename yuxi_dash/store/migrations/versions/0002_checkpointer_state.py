@@ -22,9 +22,9 @@ import sqlalchemy as sa
 from alembic import op
 from langchain_core.messages import messages_from_dict
 
-from yuxi_dash.compression.agent_state import event_from_summary
-from yuxi_dash.compression.state import SummaryEvent
-from yuxi_dash.store.checkpoints import open_checkpoint_store
+from yuxi_dash.compression.state_format import event_from_summary
+from yuxi_dash.compression.thread_view import SummaryEvent
+from yuxi_dash.store.checkpointer import open_checkpoint_store
 
 revision: str = "0002"
 down_revision: str | None = "0001"

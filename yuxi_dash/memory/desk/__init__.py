@@ -1,0 +1,1 @@
+"""The support desk: fact corrections, forgetting a user, and the support bundle."""
