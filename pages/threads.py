@@ -53,7 +53,9 @@ shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {
 st.caption(md("{} threads, highest summary pressure first.", shown))
 blocked = sum(blocker is not None for blocker in blockers.values())
 # a compress that would write nothing (insufficient_history): not offered first, nor in bulk
-checked = [r for r in records if blockers[r["thread_id"]] is None][:READINESS_ROWS]
+# an attached platform's thread is the platform's to judge: its own history rules apply
+checked = [r for r in records if blockers[r["thread_id"]] is None and not r["attached"]]
+checked = checked[:READINESS_ROWS]
 shown_checkpoints = [
     c if isinstance(c, str) else None for c in (r["checkpoint_id"] for r in checked)
 ]
@@ -115,8 +117,8 @@ st.dataframe(
     column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
         "open": st.column_config.LinkColumn("", display_text="open", width=44),
         "thread": st.column_config.TextColumn("Thread", width=72),
-        "user": st.column_config.TextColumn("User", width=108),
-        "agent": st.column_config.TextColumn("Agent", width=100),
+        "user": st.column_config.TextColumn("User", width=92),
+        "agent": st.column_config.TextColumn("Agent", width=88),
         "busy": st.column_config.TextColumn(
             "Busy", help="running, queued or interrupted: wait", width=82
         ),
@@ -124,31 +126,31 @@ st.dataframe(
             "Compression",
             help="unsupported: the thread's agent does not support context compression, so "
             "it cannot be compressed; attached: <platform>: the thread belongs to that attached "
-            "platform and is never compressed here",
+            "platform, which compresses it when YUXI_DASH_PLATFORM_URL is set (never without it)",
             width=92,
         ),
-        "last compression": st.column_config.TextColumn("Last compression", width=118),
+        "last compression": st.column_config.TextColumn("Last compression", width=100),
         "note": st.column_config.TextColumn(
             "Note",
             help="nothing to summarize: a compress would change nothing (too few messages "
             "since the last summary); it is not offered first nor in a selection",
-            width="medium",
+            width=80,
         ),
         "pressure": st.column_config.ProgressColumn(
             "Summary pressure",
             format=PERCENT_FORMAT,
             min_value=0.0,
             max_value=100.0,
-            width=124,
+            width=112,
         ),
         "context usage": st.column_config.ProgressColumn(
-            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=100
+            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=92
         ),
         "tokens to threshold": st.column_config.TextColumn(
             "To threshold (tokens)",
             help="tokens the next call may add before the summary threshold, or how far "
             "over it the next call already is",
-            width=132,
+            width=124,
         ),
     },
 )

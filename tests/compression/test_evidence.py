@@ -132,7 +132,8 @@ def test_any_records_any_budget_every_shown_record_is_whole_and_in_order(
             assert len(smallest) > limit * 4
         else:  # no record at all: only when even the empty envelope does not fit
             empty = json.dumps(
-                {"kind": KIND[tool], "result_count": 0, "results": []}, separators=(",", ":")
+                {"kind": KIND[tool], "result_count": 0, "results": [], "omitted_results": 0},
+                separators=(",", ":"),
             )
             assert limit * 4 < len(empty)
         assert tool_result_preview(tool, text, limit) in (
