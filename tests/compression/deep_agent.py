@@ -11,7 +11,7 @@ deepagents actually gave the model (`ScriptedChatModel.seen`).
 checkpoint store (a `conversations` row first, then the agent's turns, then
 the projection under the row lock, as the simulator does) and ends with a
 model call that fails: its input is what the dashboard must show as the next
-model call's. Used by tests/compression/test_agent_state.py, the
+model call's. Used by tests/compression/test_state_format.py, the
 thread-detail page tests and the `context` command tests.
 """
 

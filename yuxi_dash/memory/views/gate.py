@@ -54,7 +54,7 @@ COMMUNITY_VIEWS = frozenset({"communities"})
 NOT_CONFIGURED = "not configured"  # a gate's reason when no LaunchDarkly source is configured
 # The flag file the demo ships (`yuxi_dash.demo.flags` re-exports it): named by path here,
 # since the product never imports the demo.
-DEMO_FLAGS_FILE = Path(__file__).resolve().parents[1] / "demo" / "flags.json"
+DEMO_FLAGS_FILE = Path(__file__).resolve().parents[2] / "demo" / "flags.json"
 
 
 @dataclass(frozen=True)

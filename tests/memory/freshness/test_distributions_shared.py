@@ -14,8 +14,14 @@ import pytest
 import redis
 
 from tests.fixtures.graph import graph_settings, make_client
-from tests.memory import test_distributions
-from tests.memory.test_distributions import G, assert_same_as_old, entity, fact, seed_edges
+from tests.memory.freshness import test_distributions
+from tests.memory.freshness.test_distributions import (
+    G,
+    assert_same_as_old,
+    entity,
+    fact,
+    seed_edges,
+)
 from yuxi_dash.demo.graph_writer import create_indexes, write_graph
 from yuxi_dash.memory.freshness import distributions, graph_changes
 from yuxi_dash.memory.graph.client import GraphClient

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import redis
 
-from tests.memory.test_distributions import G, assert_same_as_old
-from tests.memory.test_distributions import graph as graph  # the planted graph G (a fixture)
+from tests.memory.freshness.test_distributions import G, assert_same_as_old
+from tests.memory.freshness.test_distributions import (
+    graph as graph,  # the planted graph G (a fixture)
+)
 from yuxi_dash.memory.freshness import distributions, graph_changes
 from yuxi_dash.memory.freshness.graph_changes import GraphChangeWatcher, GraphVersion
 from yuxi_dash.memory.graph.client import GraphClient

@@ -196,7 +196,7 @@ def test_write_cut_short_leaves_no_partial_file_under_any_name(tmp_path: Path) -
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     outcome = json.loads(run.stdout)
     assert outcome["failed"] == "OSError"
@@ -229,7 +229,7 @@ def test_crash_mid_write_leaves_no_partial_file_under_the_final_name(tmp_path: P
     run = subprocess.run(
         [sys.executable, "-c", _FSIZE_LIMITED_SAVE, str(root), "crash"],
         capture_output=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert run.returncode == -signal.SIGXFSZ
     big = hashlib.sha256(b"b" * 5000).hexdigest()
