@@ -81,7 +81,7 @@ def test_the_pass_is_off_with_zero_seconds_and_idle_without_rules(
     get_settings.cache_clear()
     assert get_settings().alert_evaluate_seconds == 0
     loop = AlertLoop(get_settings(), interval=FAST)
-    loop.pass_once()  # no rule, no alert, no notice: nothing read beyond that, nothing run
+    loop.run_once()  # no rule, no alert, no notice: nothing read beyond that, nothing run
     assert (loop.passes, loop.last) == (0, None)
 
 

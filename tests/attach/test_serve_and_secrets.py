@@ -86,7 +86,7 @@ def test_a_failed_scan_is_one_log_line_without_the_url(
     get_settings.cache_clear()
     loop = ScanLoop(get_settings(), interval=60)
     with caplog.at_level(logging.WARNING):
-        loop.scan_once()
+        loop.run_once()
     records = [r for r in caplog.records if r.name == "yuxi_dash.attach"]
     assert len(records) == 1 and loop.failures == 1
     line = records[0].getMessage()

@@ -13,21 +13,23 @@ compress) from ever removing a file something names.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from yuxi_dash.access.roles import Actor, Role
+from yuxi_dash.background import BackgroundLoop
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SWEEP_ACTOR = Actor(id="serve:sweep", role=Role.ADMIN, via="serve")
-STOP_WAIT_SECONDS = 30.0
 
 
-class SweepLoop:
-    """Runs the workdir sweep every ``interval`` seconds in a daemon thread."""
+class SweepLoop(BackgroundLoop):
+    """Runs the workdir sweep every ``interval`` seconds in a daemon thread (every replica)."""
+
+    job = "the workdir sweep"
+    first_run_now = False
 
     def __init__(
         self,
@@ -36,29 +38,20 @@ class SweepLoop:
         interval: float | None = None,
         report: Callable[[str], None] | None = None,
     ) -> None:
+        super().__init__(
+            interval if interval is not None else settings.workdir_sweep_seconds,
+            thread_name="yuxi-dash-sweep",
+            report=report,
+        )
         self.settings = settings
-        self.interval = float(interval if interval is not None else settings.workdir_sweep_seconds)
-        self.report = report
         self.runs = 0
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="yuxi-dash-sweep", daemon=True)
 
     @staticmethod
     def wanted(settings: Settings) -> bool:
         """Whether `serve` runs it: an interval is set and no platform shares the workdir."""
         return settings.workdir_sweep_seconds > 0 and not settings.attach_configured
 
-    def start(self) -> SweepLoop:
-        self._thread.start()
-        return self
-
-    def stop(self, wait_seconds: float = STOP_WAIT_SECONDS) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(wait_seconds)
-
-    def sweep_once(self) -> None:
+    def run_once(self) -> None:
         from yuxi_dash.service.sweep import sweep_workdir
 
         try:
@@ -71,7 +64,3 @@ class SweepLoop:
         self.runs += 1
         if self.report is not None and result.files:
             self.report(f"workdir sweep removed {len(result.files)} orphaned offloaded files")
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sweep_once()
