@@ -85,6 +85,7 @@ st.dataframe(
         [
             "id",
             "thread_id",
+            "origin",
             "user_id",
             "tool_name",
             "chars",
@@ -99,6 +100,11 @@ st.dataframe(
     column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
         "id": st.column_config.NumberColumn("Id", format="%d", width=56),
         "thread_id": st.column_config.TextColumn("Thread", width=130),
+        "origin": st.column_config.TextColumn(
+            "Thread of",
+            help='"ours", or "attached: <platform>" for an attached platform\'s thread',
+            width=90,
+        ),
         "user_id": st.column_config.TextColumn("User", width=110),
         "tool_name": st.column_config.TextColumn("Tool", width=100),
         "chars": st.column_config.NumberColumn("Chars", format="localized", width=64),
@@ -114,7 +120,7 @@ st.dataframe(
         "file": st.column_config.TextColumn(
             "File" if folder is not None else "Path (under the workdir)",
             help=literal(f"under {folder}/ in the workdir") if folder else None,
-            width=236,
+            width=146,
         ),
     },
 )

@@ -171,3 +171,40 @@ def test_the_platform_and_the_demo_results_both_check_ok(
     threads = set(at.dataframe[0].value["thread_id"])
     assert "plat-hot" in threads and any(t.startswith("demo-") for t in threads)
     assert any(c.value.endswith("SHA-256 re-checked: all ok.") for c in at.caption)
+
+
+def test_every_list_says_a_thread_is_attached(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 29 item 4: the overview's points and the tool-results list name the platform too."""
+    from yuxi_dash.ui import loaders
+
+    files = {**HOT, "thread_id": "plat-files", "turns": 2, "result_words": 1500}  # offloads
+    attached.run([HOT, files])
+    assert main(["attach", "scan"]) == 0
+    label = _label(attached)
+
+    loaders.clear_loaders()
+    points = loaders.pressure_overview()["points"].set_index("thread_id")["origin"]
+    assert points["plat-hot"] == label
+    assert {o for t, o in points.items() if t.startswith("demo-")} == {"ours"}
+    at = app_test("pages/overview.py")
+    assert not at.exception
+
+    at = app_test("pages/tool_results.py")
+    assert not at.exception
+    listing = at.dataframe[0].value
+    origin = dict(zip(listing["thread_id"], listing["origin"], strict=True))
+    assert origin["plat-files"] == label
+    assert {o for t, o in origin.items() if t.startswith("demo-")} == {"ours"}
+
+    capsys.readouterr()
+    assert main(["tool-results", "--thread", "plat-files", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["attached"] and label.endswith(r["platform"]) for r in rows)
+    assert main(["tool-results", "--thread", "plat-files"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "plat-files" in x]
+    assert lines and all(label in x for x in lines)

@@ -16,7 +16,7 @@ from yuxi_dash.cli.arguments import add_page_flags
 from yuxi_dash.cli.common import EXIT_FAILURE, EXIT_OK, CommandResult, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals, store_errors
 from yuxi_dash.cli.output import iso, render_table
-from yuxi_dash.wording import check_label
+from yuxi_dash.wording import attached_label, check_label
 
 LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
 
@@ -68,6 +68,7 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
         (
             str(item["id"]),  # an id: no thousands separators
             item["thread_id"],
+            attached_label(item["platform"]) if item["attached"] else "ours",
             item["tool_name"],
             item["chars"],
             item["approx_tokens"],
@@ -76,7 +77,9 @@ def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
         )
         for item in items
     ]
-    text = render_table(rows, ("ID", "THREAD", "TOOL", "CHARS", "TOKENS", "SHA-256", "PATH"))
+    text = render_table(
+        rows, ("ID", "THREAD", "THREAD OF", "TOOL", "CHARS", "TOKENS", "SHA-256", "PATH")
+    )
     if not items:
         text += "\n(no offloaded tool results)"
     return CommandResult(items, text=text)

@@ -30,7 +30,9 @@ from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation, ToolResult
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation, ToolResult
+from yuxi_dash.store.thread_list import attached_platform
+from yuxi_dash.wording import attached_label
 
 READ_ACTION = "read_tool_result"
 DEFAULT_READ_LIMIT = 20_000
@@ -40,7 +42,7 @@ VerifyStatus = Literal["ok", "mismatch", "missing"]
 
 @dataclass(frozen=True)
 class ToolResultInfo(Record):
-    """One index row, with the owning thread's user."""
+    """One index row, with the owning thread's user and, for an attached thread, its platform."""
 
     id: int
     thread_id: str
@@ -52,6 +54,13 @@ class ToolResultInfo(Record):
     chars: int
     approx_tokens: int
     created_at: datetime
+    attached: bool = False
+    platform: str | None = None  # the attached platform's label (attached threads only)
+
+    @property
+    def origin(self) -> str:
+        """Whose thread: "ours", or "attached: <platform>" as every page and command says it."""
+        return attached_label(self.platform) if self.attached else "ours"
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,7 @@ def _filters(
     return filters
 
 
-def _info(row: ToolResult, user_id: str) -> ToolResultInfo:
+def _info(row: ToolResult, user_id: str, platform: str | None = None) -> ToolResultInfo:
     return ToolResultInfo(
         id=row.id,
         thread_id=row.thread_id,
@@ -160,6 +169,8 @@ def _info(row: ToolResult, user_id: str) -> ToolResultInfo:
         chars=row.chars,
         approx_tokens=row.approx_tokens,
         created_at=row.created_at,
+        attached=platform is not None,
+        platform=platform,
     )
 
 
@@ -177,7 +188,7 @@ def list_tool_results(
     limit = validation.non_negative(limit, "limit")
     offset = validation.non_negative(offset, "offset")
     rows = session.execute(
-        sa.select(ToolResult, Conversation.user_id)
+        sa.select(ToolResult, Conversation.user_id, Conversation.origin)
         .join(Conversation, Conversation.thread_id == ToolResult.thread_id)
         .where(
             *_filters(
@@ -188,7 +199,12 @@ def list_tool_results(
         .limit(limit)
         .offset(offset)
     ).all()
-    return [_info(row, user) for row, user in rows]
+    attached = any(origin == ORIGIN_ATTACHED for _row, _user, origin in rows)
+    platform = (attached_platform(session) or "platform") if attached else None
+    return [
+        _info(row, user, platform if origin == ORIGIN_ATTACHED else None)
+        for row, user, origin in rows
+    ]
 
 
 def count_tool_results(

@@ -100,6 +100,7 @@ class PressurePoint(Record):
     summary_trigger_tokens: int
     llm_input_tokens: int
     context_window: int
+    origin: str  # "dashboard" (ours) or "attached" (a platform's)
 
 
 def _floor_int(session: Session, expr: sa.ColumnElement[float]) -> sa.ColumnElement[int]:
@@ -300,12 +301,13 @@ def pressure_points(
             Conversation.summary_trigger_tokens,
             Conversation.llm_input_tokens,
             Conversation.context_window,
+            Conversation.origin,
         )
         .where(Conversation.summary_pressure_ratio >= floor, *where.clauses())
         .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id)
         .limit(limit)
     ).all()
-    return [PressurePoint(*row) for row in rows]
+    return [PressurePoint(**row._asdict()) for row in rows]
 
 
 def count_at_or_above(

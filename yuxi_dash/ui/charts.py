@@ -129,6 +129,7 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
                 alt.Tooltip("thread_id:N", title="Thread"),
                 alt.Tooltip("user_id:N", title="User"),
                 alt.Tooltip("agent_slug:N", title="Agent"),
+                alt.Tooltip("origin:N", title="Thread of"),
                 alt.Tooltip("pressure_text:N", title="Summary pressure"),
                 alt.Tooltip("usage_text:N", title="Context usage"),
                 alt.Tooltip("next_text:N", title="Next input tokens"),

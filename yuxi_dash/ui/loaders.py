@@ -23,8 +23,11 @@ import pandas as pd
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import overview
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import ORIGIN_ATTACHED
+from yuxi_dash.store.thread_list import attached_platform
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.usage import SUGGESTION_RATIO
+from yuxi_dash.wording import attached_label
 
 THREAD_COLUMNS = [
     "thread_id",
@@ -83,6 +86,7 @@ POINT_COLUMNS = [
     "summary_trigger_tokens",
     "llm_input_tokens",
     "context_window",
+    "origin",  # "ours" or "attached: <platform>" (the raw origin is replaced by its label)
 ]
 
 
@@ -100,17 +104,24 @@ def _overview(
     with session_scope(get_settings()) as session:
         population = overview.pressure_population(session, where=where)  # one scan
         points = overview.pressure_points(session, where=where)
+        attached = any(p.origin == ORIGIN_ATTACHED for p in points)
+        platform = attached_platform(session) if attached else None
     point_of = attrgetter(*POINT_COLUMNS)  # up to MAX_POINTS rows: no dataclasses.asdict per row
+    frame = (
+        pd.DataFrame([point_of(p) for p in points], columns=POINT_COLUMNS)
+        if points
+        else pd.DataFrame(columns=POINT_COLUMNS)
+    )
+    frame["origin"] = [
+        attached_label(platform) if origin == ORIGIN_ATTACHED else "ours"
+        for origin in frame["origin"]
+    ]
     return {
         "kpis": population.kpis.to_dict(),
         "heatmap": _frame(
             [c.to_dict() for c in population.cells], ["x0", "x1", "y0", "y1", "threads"]
         ),
-        "points": (
-            pd.DataFrame([point_of(p) for p in points], columns=POINT_COLUMNS)
-            if points
-            else pd.DataFrame(columns=POINT_COLUMNS)
-        ),
+        "points": frame,
         "points_total": population.at_or_above_points_floor,
         "deleted": population.deleted,
     }
@@ -292,6 +303,7 @@ TOOL_RESULT_COLUMNS = [
     "chars",
     "approx_tokens",
     "created_at",
+    "origin",  # "ours" or "attached: <platform>"
 ]
 
 
@@ -317,7 +329,7 @@ def _tool_results(
             limit=limit,
             offset=offset,
         )
-    return _frame([r.to_dict() for r in rows], TOOL_RESULT_COLUMNS)
+    return _frame([{**r.to_dict(), "origin": r.origin} for r in rows], TOOL_RESULT_COLUMNS)
 
 
 def tool_results(
