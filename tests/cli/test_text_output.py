@@ -87,7 +87,8 @@ def test_tool_result_ids_have_no_thousands_separators(
     assert code == 0
     row = text.splitlines()[2].split()
     assert row[0] == str(newest.id)  # "1595", not "1,595"
-    assert row[3] == f"{newest.chars:,}"  # counts keep theirs
+    assert row[2] == "ours"  # whose thread: the demo's own
+    assert row[4] == f"{newest.chars:,}"  # counts keep theirs
 
 
 def test_memory_text_has_no_python_reprs(cli_memory, capsys: pytest.CaptureFixture[str]) -> None:
