@@ -4,7 +4,8 @@ Starts the real command as a subprocess on a free port (its own process group,
 always killed), waits for Streamlit's "You can now view" line, then drives
 Debian's headless Chromium with Playwright: open the threads page, open the
 compress dialog, confirm, and see the one-line outcome. The screenshot lands
-in test-artifacts/.
+in test-artifacts/. Serial: building the whole demo inside `serve` beside busy
+workers once timed out on FalkorDB, so it runs after the parallel part.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from tests.fixtures.live_server import REPO, dashboard_env, launch_chromium, serve_dashboard
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.serial]
 
 ARTIFACTS = REPO / "test-artifacts"
 STARTUP_DEADLINE_SECONDS = 240
