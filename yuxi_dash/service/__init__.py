@@ -5,7 +5,7 @@ One module per job, the public names re-exported here, so both
 
 - `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and the
   refusals checked under it; the audit target of a thread.
-- `compress`: manual compression in three phases and its read-only preview.
+- `compress`: manual compression in three phases; `compress_preview`: its read-only preview.
 - `readiness`: which threads a compress would leave unchanged (read-only).
 - `usage_writes`: usage snapshots and current usage, the tool-results index,
   the chat record.
@@ -20,11 +20,10 @@ The lock protocol: docs/architecture.md, "A compress click (the lock protocol)".
 
 from yuxi_dash.service.compress import (
     COMPRESS_ACTION,
-    CompressionPreview,
     CompressResult,
     compress_thread_context,
-    preview_compression,
 )
+from yuxi_dash.service.compress_preview import CompressionPreview, preview_compression
 from yuxi_dash.service.locking import thread_lock, thread_target
 from yuxi_dash.service.readiness import compress_readiness
 from yuxi_dash.service.runs import (

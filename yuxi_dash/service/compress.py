@@ -12,9 +12,7 @@ Rules:
   code) or failed, with what was caught up, swept, left or adopted.
 - A summarizer failure writes nothing; files of an attempt that then fails are
   swept (`service.leftovers`). `on_step` is called at each phase-3 step (tests).
-- The preview locks nothing and writes nothing: it runs the engine's estimate of
-  the same path (`compression.estimate`: the real summary when the summarizer is
-  deterministic, as the extractive default is; no model is ever called).
+- The dialog's read-only preview is `service.compress_preview`.
 """
 
 from __future__ import annotations
@@ -31,20 +29,15 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.access.audit import record_audit, record_audit_eventually
 from yuxi_dash.access.roles import Actor, Role, require_role
-from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.alerts.hooks import after_usage_write
-from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.compression import (
     PreparedSummary,
     Summarizer,
-    estimate_summary,
     get_summarizer,
     prepare_summary,
-    summary_readiness,
     write_summary,
 )
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, state_update
-from yuxi_dash.compression.thread_view import ThreadContextState
 from yuxi_dash.errors import (
     CompressionUnsupported,
     StaleState,
@@ -58,7 +51,6 @@ from yuxi_dash.files.workdir import Workdir
 
 # the module, not its names: it reaches `attach`, which loads this package while it loads
 from yuxi_dash.platform import compress as platform_compress
-from yuxi_dash.platform.capability import unsupported_agents
 from yuxi_dash.printable_record import Record
 from yuxi_dash.service.leftovers import (
     created_files,
@@ -77,12 +69,10 @@ from yuxi_dash.service.projection import catch_up
 from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore
-from yuxi_dash.store.db import is_lock_failure, session_scope
+from yuxi_dash.store.db import is_lock_failure
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
-from yuxi_dash.store.queries import busy_reason
 from yuxi_dash.store.thread_store import (
     StoredState,
-    load_state,
     locked_store,
     state_store,
 )
@@ -111,21 +101,6 @@ class CompressResult(Record):
     file_path: str | None
     reason: str | None
     checkpoint_id: str | None  # the thread's newest checkpoint after the attempt
-
-
-@dataclass(frozen=True)
-class CompressionPreview(Record):
-    """What a compress would do now, read-only: nothing is locked, summarized or written."""
-
-    thread_id: str
-    messages_to_summarize: int
-    estimated_before_tokens: int
-    estimated_after_tokens: int
-    checkpoint_id: str | None  # the checkpoint the preview read (the stale-click guard's value)
-    busy_reason: str | None
-    capable: bool
-    reason: str | None  # why a compress would not summarize (insufficient_history, ...)
-    note: str | None = None  # insufficient_history in words (`compression.summary_readiness`)
 
 
 def compress_thread_context(
@@ -475,66 +450,3 @@ def _write_locked(
         on_step(STEP_PROJECTED)
     created.clear()  # committed: every file it wrote is indexed
     return result
-
-
-def preview_compression(
-    thread_id: str,
-    settings: Settings | None = None,
-    *,
-    user_id: str | None = None,
-    summarizer: Summarizer | None = None,
-) -> CompressionPreview:
-    """What a compress would summarize now, and the engine's estimate of it; writes nothing."""
-    settings = settings or get_settings()
-    thread_id = validation.thread_id(thread_id)
-    with session_scope(settings) as session:
-        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
-        conv = require_thread(conv, thread_id, user_id=user_id)
-        agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
-        reason_busy = busy_reason(session, thread_id)
-        attached = conv.origin == ORIGIN_ATTACHED
-        refused_by_platform = unsupported_agents(session).get(conv.agent_slug) if attached else None
-        if attached:  # the state the platform's checkpointer holds
-            latest = thread_store(conv, settings).latest(thread_id)
-            stored = StoredState.of(latest) if latest is not None else None
-        else:
-            stored = load_state(thread_id, settings)
-        keep = agent.summary_keep_messages if agent else DEFAULT_SUMMARY_KEEP_MESSAGES
-        tool_limit = (
-            agent.summary_tool_result_token_limit if agent else DEFAULT_TOOL_RESULT_TOKEN_LIMIT
-        )
-        agent_capable = bool(agent and agent.compression_capable)
-        agent_known = agent is not None
-    state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
-    estimate = estimate_summary(
-        state,
-        summarizer=summarizer or get_summarizer(settings),
-        keep_messages=keep,
-        tool_result_token_limit=tool_limit,
-    )
-    reason: str | None = None
-    readiness = summary_readiness(state, keep_messages=keep)
-    if estimate.messages_to_summarize == 0:
-        reason = readiness.reason or "insufficient_history"
-    if attached and not settings.platform_configured:
-        reason, agent_capable = "thread_attached", False
-    elif attached:  # the platform decides; an estimate with our defaults meanwhile
-        agent_capable = refused_by_platform is None
-        reason = "compression_unsupported" if refused_by_platform else reason
-    elif not agent_known:
-        reason = "agent_not_found"
-    elif not agent_capable:
-        reason = "compression_unsupported"
-    elif reason_busy:
-        reason = "thread_busy"
-    return CompressionPreview(
-        thread_id=thread_id,
-        messages_to_summarize=estimate.messages_to_summarize,
-        estimated_before_tokens=estimate.before_tokens,
-        estimated_after_tokens=estimate.after_tokens,
-        checkpoint_id=stored.checkpoint_id if stored else None,
-        busy_reason=reason_busy,
-        capable=agent_capable,
-        reason=reason,
-        note=readiness.note if reason == "insufficient_history" else None,
-    )
