@@ -23,7 +23,6 @@ from yuxi_dash.compression import (
     summary_readiness,
 )
 from yuxi_dash.compression.thread_view import ThreadContextState
-
 from yuxi_dash.platform.capability import unsupported_agents
 from yuxi_dash.printable_record import Record
 from yuxi_dash.service.locking import require_thread
