@@ -1,17 +1,15 @@
 """The one owner of the process's long-lived resources, and the order they are closed in.
 
-A process (the dashboard, a CLI command, a test run) holds things that outlive a
-call: engines, our checkpoint stores, graph clients, FalkorDB servers it
-started, flag evaluators, the audit log's background writer, the distribution
-cache and its shared store, the graph-change watchers, the split-scan threads.
-Each is created here lazily on first use, under a key of the settings that
-matter for it, and registered with the function that closes it.
+A process (the dashboard, a CLI command, a test run) holds things that outlive a call:
+engines, our checkpoint stores, graph clients, FalkorDB servers it started, flag evaluators,
+the audit log's background writer, the distribution cache and its shared store, the
+graph-change watchers, the split-scan threads. Each is created here lazily on first use,
+under a key of the settings that matter for it, and registered with its closing function.
 
 Rules:
-- `close_all()` closes newest first (a client before its server; the audit writer
-  drains while its engine is open), logs a failing close by type only and goes
-  on; a second call does nothing. It runs once at exit (`atexit`, registered on
-  first use); `close_kind` closes one kind (tests, reset helpers).
+- `close_all()` closes newest first (a client before its server; the audit writer drains
+  while its engine is open), logs a failing close by type only and goes on; a second call
+  does nothing. It runs once at exit (`atexit`); `close_kind` closes one kind (tests).
 - Modules keep thin accessors (`store.db.get_engine`, `memory.graph.client.get_client`,
   ...) that delegate here. Importing this module creates nothing.
 """

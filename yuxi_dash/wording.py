@@ -1,12 +1,11 @@
 """How a number, a moment or a LaunchDarkly reason reads, on the dashboard and on the CLI.
 
-One formatter per kind of value, so one thread's pressure reads the same on every page
-and in every command. These are pure functions with no Streamlit. `yuxi_dash.ui.page_text`
-re-exports them for the pages.
+One formatter per kind of value, so one thread's pressure reads the same on every page and
+in every command. Pure functions, no Streamlit; `yuxi_dash.ui.page_text` re-exports them.
 
-- A ratio is a percentage with one decimal, rounded half up: 1.6225 -> "162.3%".
-  Python rounds a float's halves to even and the browser rounds them up, so the pages
-  hand the browser `percent_value` numbers that are already rounded, or finished text.
+- A ratio is a percentage with one decimal, rounded half up: 1.6225 -> "162.3%". Python
+  rounds a float's halves to even and the browser rounds them up, so the pages hand the
+  browser `percent_value` numbers that are already rounded, or finished text.
 - A count has thousands separators: 28045 -> "28,045". An id never has them: 1595 -> "1595".
 - A moment is shown to the minute in UTC: "2026-11-19 15:40 UTC".
 - A LaunchDarkly evaluation reason is shown in words:

@@ -1,19 +1,18 @@
 """The audit log: who did what to which target, and how it ended.
 
-`record_audit` is the one writer of `audit_log`: in the caller's session when
-given one (same transaction), else in its own short transaction, so a refused or
-failed attempt is recorded even when its work was rolled back.
+`record_audit` is the one writer of `audit_log`: in the caller's session when given one
+(same transaction), else in its own short transaction, so a refused or failed attempt is
+recorded even when its work was rolled back.
 
 Rules:
-- `detail` holds ids, codes and counts only: keys that could carry user content
-  or query parameters are dropped before writing.
-- `record_audit_eventually` hands a row to a background writer when the write
-  lock cannot be had now (SQLite), so a "thread is locked" refusal is recorded
-  too; the resource owner (`yuxi_dash.resources`) starts it and drains it at exit.
+- `detail` holds ids, codes and counts only: keys that could carry user content or query
+  parameters are dropped before writing.
+- `record_audit_eventually` hands a row to a background writer when the write lock cannot be
+  had now (SQLite), so a "thread is locked" refusal is recorded too; the resource owner
+  (`yuxi_dash.resources`) starts it and drains it at exit.
 - `audited_refusals` makes every typed refusal of an entry point one audit row.
-- Every string is made storable first (a NUL becomes the four characters
-  backslash, x, 0, 0; a lone surrogate its escape), then clipped to its column;
-  a non-finite float becomes its name.
+- Every string is made storable first (a NUL becomes the four characters backslash, x, 0, 0;
+  a lone surrogate its escape), then clipped to its column; a non-finite float its name.
 """
 
 from __future__ import annotations

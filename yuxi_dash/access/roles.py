@@ -1,19 +1,16 @@
 """Who is asking and what they may do: identities, roles from allowlists, the role check.
 
-The service layer calls the role check on every write (and memory views), so a
-hidden button is never the only guard. This module maps an email to a role,
-builds the CLI's actor (`cli_actor`: its role is `YUXI_DASH_CLI_ROLE`) and
-decides who a dashboard request is (`resolve_identity`). It never imports
-Streamlit: `yuxi_dash.ui.identity` hands it what a request carries.
-
-Dashboard modes (settings.auth_mode):
-- local: `local_operator`, role from the allowlists or ADMIN. Nobody is signed
-  in unless Streamlit's bound address (the last ``--server.address``, config or
-  environment) is loopback AND the peer is loopback.
+The service layer calls the role check on every write (and memory views), so a hidden button
+is never the only guard. This module maps an email to a role, builds the CLI's actor
+(`cli_actor`: its role is `YUXI_DASH_CLI_ROLE`) and decides who a dashboard request is
+(`resolve_identity`). It never imports Streamlit: `yuxi_dash.ui.identity` hands it what a
+request carries. Dashboard modes (settings.auth_mode):
+- local: `local_operator`, role from the allowlists or ADMIN. Nobody is signed in unless
+  Streamlit's bound address (the last ``--server.address``, config or environment) is
+  loopback AND the peer is loopback.
 - oidc: `st.user`; the email must be on an allowlist and not marked unverified.
-- proxy: the email in `proxy_user_header`, believed only with
-  `proxy_secret_header` equal to `proxy_secret` when one is set, else only on a
-  loopback bind (with a warning banner).
+- proxy: the email in `proxy_user_header`, believed only with `proxy_secret_header` equal to
+  `proxy_secret` when one is set, else only on a loopback bind (with a warning banner).
 """
 
 from __future__ import annotations

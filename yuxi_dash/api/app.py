@@ -1,21 +1,17 @@
 """The FastAPI application of `yuxi-dash api serve`: `create_app()`.
 
-Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's compress
-contract, over our own threads), `GET /healthz` (the process answers),
-`GET /readyz` (the database answers and the workdir is writable; else 503),
-and `GET /metrics` (`api.metrics`, Prometheus text; a token of any role).
-Compress needs `Authorization: Bearer <token>` (`yuxi_dash.api.tokens`); the
-body is optional JSON `{"expected_checkpoint_id": ...}`, at most 64 KiB,
-other keys ignored. The answer is the result the CLI prints for `compress
---json`; every error is `{"detail": {"code", "message"}}` with the status of
-our typed error (401 token, 403 role, 404 thread, 409 busy or stale, 422
-unsupported, 400 bad input, 503 store or workdir). Every compress call is one
-audit row: the service writes it for an authenticated actor (`api:<name>`),
-this module for a refused credential, header or body and for a replay. The
-row's detail carries the caller's `X-Request-Id` and `Idempotency-Key`
-(`request_id`, `idempotency_key`; each 1-128 visible ASCII characters, else
-400). A repeated key replays the first answer (`api.idempotency`). The probes
-are not audited. Nothing here logs a token, a body or a query string.
+Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's compress contract, over
+our own threads), `GET /healthz`, `GET /readyz` (the database answers and the workdir is
+writable; else 503) and `GET /metrics` (`api.metrics`; a token of any role). Rules:
+- Compress needs `Authorization: Bearer <token>` (`api.tokens`); the body is optional JSON
+  `{"expected_checkpoint_id": ...}`, at most 64 KiB, other keys ignored. The answer is what
+  `compress --json` prints; an error is `{"detail": {"code", "message"}}` with the status of
+  our typed error (the table: docs/operations.md, "The HTTP API and its tokens").
+- Every compress call is one audit row: the service writes it for an authenticated actor
+  (`api:<name>`), this module for a refused credential, header or body and for a replay.
+  It carries `X-Request-Id` and `Idempotency-Key` (1-128 visible ASCII characters, else 400).
+- A repeated key replays the first answer (`api.idempotency`). The probes are not audited.
+- Nothing here logs a token, a body or a query string.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """Reading many platform threads' new checkpoints in a few queries, as `ProjectionReader` reads one.
 
-`read_new_checkpoints(store, since)` reads a scan batch's threads from the
-checkpoint each was projected up to, in two or three read-only queries:
-`ROWS_SQL` (the root checkpoints and their pending writes of no task), then
-`BLOBS_SQL` (each (thread, channel, version) blob once). Each thread comes back
-as `project_thread` would get it: folded as `attach.reader.fold` folds and split
-at the projected checkpoint (`service.projection.split_since`).
+`read_new_checkpoints(store, since)` reads a scan batch's threads from the checkpoint each
+was projected up to, in two or three read-only queries (`ROWS_SQL`, then `BLOBS_SQL`). Each
+thread comes back as `project_thread` would get it: folded as `attach.reader.fold` folds and
+split at the projected checkpoint (`service.projection.split_since`).
 
-Rules: blobs are fetched and decoded once, and only where needed (`_plan`);
-of the projected checkpoint only ``token_usage`` and the summary event are read.
-A thread comes back as None when this read cannot stand in for the per-thread
-one (its projected checkpoint is pruned, a checkpoint is in the saver's format
-before version 4, or a blob is refused by `store.checkpoint_serde`); the
-scanner projects those alone. This uses pinned langgraph internals (the saver's
-``_load_writes``, the graph's ``_prepare_state_snapshot``, ``read_channels``);
-`tests/attach/test_projector.py` compares its rows with the per-thread path's and
-`tests/attach/test_batch_internals.py` names each internal (langgraph is pinned).
+Rules: each blob is fetched and decoded once, only where needed (`_plan`); of the projected
+checkpoint only ``token_usage`` and the summary event are read. A thread comes back as None
+when this read cannot stand in for the per-thread one (its projected checkpoint pruned, a
+checkpoint in the saver's format before version 4, a blob refused by
+`store.checkpoint_serde`); the scanner projects those alone. This uses pinned langgraph
+internals: `tests/attach/test_projector.py` compares its rows with the per-thread path's,
+`tests/attach/test_batch_internals.py` names each internal.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Checkpoint ids as a clock: LangGraph's UUIDv6 ids, their time, and the scanner's floor.
 
-LangGraph names every checkpoint ``str(uuid6(clock_seq=step))``: a version-6
-UUID whose first 60 bits are the creation time in 100-ns ticks since
-1582-10-15, most significant first, written as lowercase hex with hyphens at
-fixed places. So the ids of one checkpointer sort by creation time as plain
-strings (that is how the saver itself finds a thread's latest checkpoint:
-``ORDER BY checkpoint_id DESC``), and an id can be turned back into a time.
+LangGraph names every checkpoint ``str(uuid6(clock_seq=step))``: its first 60 bits are the
+creation time in 100-ns ticks since 1582-10-15, most significant first, in lowercase hex with
+hyphens at fixed places. So one checkpointer's ids sort by creation time as plain strings
+(the saver finds a thread's latest with ``ORDER BY checkpoint_id DESC``), and an id can be
+turned back into a time.
 
-The scanner keeps the newest id it has seen as its watermark and reads from a
-floor ``OVERLAP`` earlier than it (`scan_floor`). The time in an id is the
-creating process's clock when the step ended, not the commit time, so a
-checkpoint can become visible after a scan that already saw a larger id: a
-replica whose clock runs behind, or a write committed late (asynchronous
-durability). Any such checkpoint up to ``OVERLAP`` older than the watermark is
-still read by the next scans; the threads in that window whose newest
-checkpoint is already projected are skipped without reading their state.
+The scanner keeps the newest id it has seen as its watermark and reads from a floor
+``OVERLAP`` earlier (`scan_floor`). An id holds the creating process's clock when the step
+ended, not the commit time, so a checkpoint can become visible after a scan saw a larger id
+(a replica's clock behind, a late commit under asynchronous durability). The next scans
+still read any such checkpoint up to ``OVERLAP`` older than the watermark; the threads in
+that window whose newest checkpoint is already projected are skipped without a state read.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """Projecting a batch of moved platform threads into our tables: together, or one by one.
 
-`run_batch` projects a batch in ONE transaction of our database and two or
-three queries on the platform (the flow: docs/architecture.md, "An attach scan"):
-rows for new threads are inserted (``ON CONFLICT DO NOTHING``), the batch's rows
-locked ``FOR UPDATE SKIP LOCKED``, the new checkpoints read (`attach.batch`),
-what we hold read (`service.projected_rows`), and one statement per table writes.
-
-Rules:
-- A row another transaction holds, a thread the batch cannot stand for, and
-  every thread of a failed batch go through `project_one` (`thread_lock`,
-  `ProjectionReader`, `project_thread`), so a failure stays with its thread.
-- A thread that cannot be projected (an id we cannot hold, a typed refusal of
-  its rows, a `CheckpointRefused` checkpoint read alone) goes into the tally's
-  ``problems`` to be quarantined (`attach.quarantine`); a transient failure
-  (its row lock busy) holds the watermark back instead.
+`run_batch` projects a batch in ONE transaction of our database and two or three queries on
+the platform (the steps: docs/architecture.md, "An attach scan"). Rules:
+- A row another transaction holds, a thread the batch cannot stand for, and every thread of
+  a failed batch go through `project_one` (`thread_lock`, `ProjectionReader`,
+  `project_thread`), so a failure stays with its thread.
+- A thread that cannot be projected (an id we cannot hold, a typed refusal of its rows, a
+  `CheckpointRefused` checkpoint read alone) goes into the tally's ``problems`` to be
+  quarantined (`attach.quarantine`); a transient failure (its row lock busy) holds the
+  watermark back instead.
 - A thread id of one of our own threads is skipped and counted as a conflict.
 - A thread marked deleted that has checkpoints again is active again.
 """

@@ -1,16 +1,14 @@
 """How `project_thread` reads a platform thread: newest first, in pages, one step per model call.
 
-`service.projection.project_thread` walks a thread's history newest first until
-it meets the checkpoint it projected last, then projects the newer ones oldest
-first. `ProjectionReader` is the platform store as it sees it:
-
-- in growing pages (2, 8, 32, ... 256 checkpoints): a thread that moved by one
-  step costs one query;
+`service.projection.project_thread` walks a thread's history newest first until it meets
+the checkpoint it projected last, then projects the newer ones oldest first.
+`ProjectionReader` is the platform store as it sees it:
+- in growing pages (2, 8, 32, ... 256 checkpoints): a thread that moved by one step costs
+  one query;
 - only the checkpoints that matter: the newest, the projected one, and each whose
-  ``token_usage`` differs from the one before (a model call or a compaction).
-  The steps in between are folded into the next model call (`fold`): their
-  messages are recorded with it, in order, at its time. The usage timeline is
-  the one every step would give;
+  ``token_usage`` differs from the one before (a model call or a compaction). The steps in
+  between are folded into the next model call (`fold`): their messages are recorded with
+  it, in order, at its time. The usage timeline is the one every step would give;
 - counted: checkpoints read, and how many were newer than the projected one.
 
 It never writes: a write is ThreadAttached.

@@ -1,23 +1,18 @@
 """The incremental scan: project an attached platform's threads into the dashboard's tables.
 
-`scan(settings)` lists the threads with a checkpoint above a floor in ONE
-read-only, parameterized query on the platform's ``checkpoints`` (root namespace,
-statement timeout), then projects them in batches of `BATCH` (`attach.projector`).
-The flow: docs/architecture.md, "An attach scan". Rules:
+`scan(settings)` lists the threads with a checkpoint above a floor in ONE read-only,
+parameterized, timed-out query on the platform's ``checkpoints`` (root namespace), then
+projects them in batches of `BATCH` (`attach.projector`; docs/architecture.md, "An attach
+scan"). Nothing is written to the platform: every transaction there is read-only. Rules:
 - The floor is the stored watermark minus `attach.checkpoint_clock`' overlap; a listed thread
   whose newest checkpoint is already projected is skipped without a state read.
-- The watermark is stored in ``scan_watermarks`` under `source_label` (host, port,
-  database; never the URL) as the scan goes, threads in order of their newest
-  checkpoint, so a stopped scan resumes. A failed thread holds it back; a
-  quarantined one (`attach.quarantine`; a `CheckpointRefused` checkpoint is
-  one) does not, and is skipped until it moves.
-- First the platform says who it is and its clock (`attach.platforms`): another
-  platform than the last is refused unless confirmed; the watermark never passes
-  the platform's ``now()`` plus a skew, and a later-dated thread is flagged.
-- A thread's user is its metadata's ``user_id`` (else "unknown"), its agent
-  ``assistant_id`` or ``graph_id`` (else "attached").
-- ``full=True`` lists every thread and marks the vanished ones ``deleted``.
-  Nothing here writes to the platform: every transaction there is read-only.
+- The watermark is stored in ``scan_watermarks`` under `source_label` (never the URL) as the
+  scan goes, in order of newest checkpoint, so a stopped scan resumes. A failed thread holds
+  it back; a quarantined one (`attach.quarantine`) does not, and is skipped until it moves.
+- Another platform than the last is refused unless confirmed (`attach.platforms`); the
+  watermark never passes the platform's ``now()`` plus a skew; a later-dated thread is flagged.
+- A thread's user is its metadata's ``user_id`` (else "unknown"), its agent ``assistant_id``
+  or ``graph_id`` (else "attached"). ``full=True`` lists all and marks vanished ones ``deleted``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """Which checkpointer holds a thread: ours, or the attached platform's (read-only).
 
-``YUXI_DASH_ATTACH_CHECKPOINTER`` names the platform's LangGraph PostgreSQL
-checkpointer. It is a secret (it may carry a password): it is never logged,
-printed or stored; what is shown and stored instead is `source_label`, the
-host, port and database. The platform owns those tables: its store is opened
-without the saver's ``setup()`` (a read-only role could not run it), every
-transaction on it is read-only, and statements have a timeout. Its blobs are
-read with the allow-list of `store.checkpoint_serde`: a checkpoint naming
-another type is `CheckpointRefused` for its thread: quarantined and audited
-(`attach.quarantine`) by the scan, or by a page's or the CLI's read through
-`thread_store`.
+``YUXI_DASH_ATTACH_CHECKPOINTER`` names the platform's LangGraph PostgreSQL checkpointer. It
+is a secret (it may carry a password): it is never logged, printed or stored; `source_label`
+(host, port and database) is shown and stored instead. The platform owns those tables: its
+store is opened without the saver's ``setup()`` (a read-only role could not run it), every
+transaction on it is read-only, and statements have a timeout. Its blobs are read with the
+allow-list of `store.checkpoint_serde`: a checkpoint naming another type is
+`CheckpointRefused` for its thread, quarantined and audited (`attach.quarantine`) by the
+scan, or by a page's or the CLI's read through `thread_store`.
 
-`thread_store` is the one seam the read side uses to pick a thread's
-checkpointer: an attached thread's state is read from the platform, every
-other thread's from our own database. The store layer never imports this
-module; callers pass ``thread_store`` into `store.queries.get_thread`.
+`thread_store` is the one seam the read side uses to pick a thread's checkpointer: an
+attached thread's state is read from the platform, every other thread's from our own
+database. The store layer never imports this module; callers pass ``thread_store`` into
+`store.queries.get_thread`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
 """CLI command `yuxi-dash serve [--demo] [STREAMLIT ARGS...]`: run the dashboard.
 
-Applies pending migrations, seeds the demo when asked and the database is empty,
-pins the bind address to 127.0.0.1 in local auth mode (no sign-in: it must not
-be reachable from the network), then runs `streamlit run <repo>/app.py` plus the
-extra arguments as its child.
+Applies pending migrations, seeds the demo when asked and the database is empty, and runs
+`streamlit run <repo>/app.py` plus the extra arguments as its child. In local auth mode (no
+sign-in) the bind address is pinned to 127.0.0.1: it must not be reachable from the network.
 
-It holds a `ServerLease` from the start: the embedded FalkorDB server starts
-before the dashboard, and when the dashboard exits or `serve` gets SIGTERM,
-SIGINT or SIGHUP (also while migrating or seeding), Streamlit and then the
-server are stopped, unless that server was already running (or is external).
+It holds a `ServerLease` from the start: the embedded FalkorDB server starts before the
+dashboard, and when the dashboard exits or `serve` gets SIGTERM, SIGINT or SIGHUP (also
+while migrating or seeding), Streamlit and then the server are stopped, unless that server
+was already running (or is external).
 
-With `YUXI_DASH_ATTACH_CHECKPOINTER` set, `serve` also scans the attached
-platform's checkpointer every `YUXI_DASH_ATTACH_SCAN_SECONDS` in a background
-thread until it stops (`yuxi_dash.attach.loop`); a failed scan is one line.
-Without one, it sweeps orphaned offloaded files every
-`YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`yuxi_dash.service.sweep_loop`; 0: never).
-It also runs the alert pass every `YUXI_DASH_ALERT_EVALUATE_SECONDS` (0: off)
-in a background thread (`yuxi_dash.alerts.loop`), on one replica at a time.
+Background threads: the attach scan every `YUXI_DASH_ATTACH_SCAN_SECONDS` when
+`YUXI_DASH_ATTACH_CHECKPOINTER` is set (`attach.loop`; a failed scan is one line), else the
+orphan sweep every `YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`service.sweep_loop`; 0: never); and the
+alert pass every `YUXI_DASH_ALERT_EVALUATE_SECONDS`, on one replica (`alerts.loop`; 0: off).
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """The entry points of the compression engine: ``force_summarize`` and ``auto_compact``.
 
-- ``force_summarize`` is the operator's manual action: compaction, then a summary
-  regardless of the threshold, or ``no_op``/``insufficient_history`` writing nothing.
-  It is ``prepare_summary`` (plan the offloads, call the summarizer: no I/O of
-  ours) followed by ``write_summary`` (every write), so a service can hold its
-  lock only around the writes and never across the summarizer call.
-- ``auto_compact`` is the automatic path at a model call: under the threshold pass
-  through; at/over it compact and recount; summarize only if still at/over the
-  same threshold or the provider reported a context overflow.
+- ``force_summarize`` is the operator's manual action: compaction, then a summary regardless
+  of the threshold, or ``no_op``/``insufficient_history`` writing nothing. It is
+  ``prepare_summary`` (plan the offloads, call the summarizer: no I/O of ours) followed by
+  ``write_summary`` (every write), so a service can hold its lock only around the writes and
+  never across the summarizer call.
+- ``auto_compact`` is the automatic path at a model call: under the threshold pass through;
+  at or over it compact and recount; summarize only if still at or over the same threshold
+  or the provider reported a context overflow.
 
-Order inside a summary: plan the offloads (no I/O) → cutoff → summarizer
-(failure: SummarizerFailed, nothing written: no history, no offloaded file) →
-write the offloaded files → write the history section → return the new state.
-History sections are keyed by the first message index they cover, so a retry
-after an attempt that never committed replaces its section rather than adding
-a second copy. Neither touches the database; the caller persists ``outcome.state``.
+A summarizer failure is SummarizerFailed with nothing written (no history, no offloaded
+file). History sections are keyed by the first message index they cover, so a retry after
+an attempt that never committed replaces its section rather than adding a second copy.
+Neither touches the database; the caller persists ``outcome.state``.
 """
 
 from __future__ import annotations

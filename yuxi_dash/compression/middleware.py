@@ -1,20 +1,16 @@
 """The compression engine as LangChain v1 agent middleware, for ``create_agent`` graphs.
 
-``ContextCompressionMiddleware`` runs before every model call: under the summary
-trigger the call passes through (long file-write arguments shortened in the
-model's view only); at or over it large tool results are offloaded first, the
-input counted again, and a summary made only if still at or over the trigger,
-or once when the provider raises ``ContextOverflowError`` (then the call is
-retried). Changes go back into the state as deepagents 0.7 keeps it
-(``state_format``); messages are never removed.
-
-``TokenUsageMiddleware`` runs inside it and writes every model call's usage
-snapshot into the state's ``token_usage``.
+``ContextCompressionMiddleware`` runs before every model call. Under the summary trigger the
+call passes through (long file-write arguments shortened in the model's view only). At or
+over it, large tool results are offloaded first and the input counted again; a summary is
+made only if still at or over the trigger, or once when the provider raises
+``ContextOverflowError`` (then the call is retried). Messages are never removed.
+``TokenUsageMiddleware`` runs inside it and writes every model call's usage snapshot into
+``token_usage``. Both write deepagents 0.7's state format (``state_format``), checked by the tests.
 
 The trigger is given once, by name: ``summary_threshold_k`` (x 1024 tokens) or
-``summary_trigger_tokens``; one above the context window is ``InvalidInput``.
-It is langchain's ``AgentMiddleware`` (deepagents' hooks are private); the state
-it writes is deepagents' format, checked by the tests. Usage: the README.
+``summary_trigger_tokens``; one above the context window is ``InvalidInput``. It is
+langchain's ``AgentMiddleware`` (deepagents' hooks are private). Usage: the README.
 """
 
 from __future__ import annotations

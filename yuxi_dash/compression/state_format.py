@@ -1,11 +1,9 @@
 """The agent state format the engine reads and writes: deepagents' keys in a LangGraph state.
 
-A thread's state is a LangGraph checkpoint of an agent built with
-``langchain.agents.create_agent``. It holds:
-
-- ``messages``: every message of the thread, never dropped (``add_messages``
-  reducer: a message with the id of an existing one replaces it, which is how
-  an offloaded tool result takes the place of the original);
+A thread's state is a LangGraph checkpoint of a ``langchain.agents.create_agent`` agent:
+- ``messages``: every message of the thread, never dropped (``add_messages`` reducer: a
+  message with the id of an existing one replaces it, which is how an offloaded tool result
+  takes the place of the original);
 - ``_summarization_event``: the latest summary as deepagents 0.7 writes it
   (``cutoff_index``, ``summary_message``, ``file_path``, ``created_at_index``);
 - ``_summarization_session_id``: the id naming the history file;
@@ -13,8 +11,8 @@ A thread's state is a LangGraph checkpoint of an agent built with
   (``summary_pressure_ratio``, ``context_usage_ratio``, ``summary_trigger_tokens``,
   ``summary_active``, ...), as the token-usage middleware keeps it.
 
-This module converts between those values and the engine's
-``ThreadContextState``, and builds the state update a change amounts to.
+This module converts between those values and the engine's ``ThreadContextState``, and
+builds the state update a change amounts to.
 """
 
 from __future__ import annotations

@@ -1,19 +1,17 @@
 """What the next model call of a thread sees, and its tokens by part: `context_view(state)`.
 
-The one place that computes it: the `yuxi-dash context` command, the thread
-detail loader (its "what the next model call gets" list and the breakdown
-chart) all read a `ContextView`. Pure: no database, no files, no Streamlit.
+The one place that computes it: the `yuxi-dash context` command and the thread detail loader
+(its "what the next model call gets" list and breakdown chart) read a `ContextView`. Pure:
+no database, no files, no Streamlit.
 
-The view is the engine's `model_view` (the summary message first, then the
-messages from the cutoff on, long file-write arguments shortened), so
-`total_tokens` is what the engine counts for the next call. The breakdown
-splits that total into its parts (``system + tools + messages + tool_results
-+ summary`` equals it) and adds ``compressed_away``: what the summary replaced
-(the messages before the cutoff) plus what offloading removed from the
-visible tool results (the original's approximate tokens, from the
-saved-result header, minus what the model sees now). The system prompt and
-the tool schemas are counted only when given; ``unmeasured`` names the parts
-that were not (the dashboard does not know an agent's prompt or tools).
+The view is the engine's `model_view` (the summary message first, then the messages from the
+cutoff on, long file-write arguments shortened), so `total_tokens` is what the engine counts
+for the next call. The breakdown splits that total into its parts (``system + tools +
+messages + tool_results + summary`` equals it) and adds ``compressed_away``: the messages
+the summary replaced plus what offloading removed from the visible tool results (from the
+saved-result header). The system prompt and the tool schemas are counted only when given;
+``unmeasured`` names the parts that were not (the dashboard does not know an agent's prompt
+or tools).
 """
 
 from __future__ import annotations

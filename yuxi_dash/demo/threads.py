@@ -1,19 +1,16 @@
 """The demo's thread seeder: each planned thread played by a real agent, as a platform would.
 
-Owns `seed_demo_threads` and its parts. Each `ThreadPlan` is played turn by
-turn by the simulator's `create_agent` graph (`yuxi_dash.sim.loop.build_agent`:
-the fake model, the realistic tools, our compression middleware for agents
-with `context_compression`, the configured checkpointer), so every offload,
-summary and auto-compaction in its timeline is the middleware's own; after
-each turn the new checkpoints are projected into the dashboard's tables
-(`project_thread`) until the thread's pressure is in its band
-(`build_thread`). The story's times come from the thread's `StoryClock` (the
-token-usage middleware's clock) and `yuxi_dash.demo.rows`. A few `demo-live-*`
-threads go through the real intake and run lifecycle (`yuxi_dash.sim.run`),
-and a few idle threads are compressed by an operator through the locked
-service core (`compress_some`). A thread that already exists is never touched
-again; `reset_demo_threads` removes every demo thread, its rows, checkpoints
-and files.
+Owns `seed_demo_threads` and its parts. Each `ThreadPlan` is played turn by turn by the
+simulator's `create_agent` graph (`yuxi_dash.sim.loop.build_agent`), so every offload,
+summary and auto-compaction in its timeline is the middleware's own. After each turn the new
+checkpoints are projected (`project_thread`) until the thread's pressure is in its band
+(`build_thread`). The story's times come from the thread's `StoryClock` and
+`yuxi_dash.demo.rows`. A few `demo-live-*` threads go through the real intake and run
+lifecycle (`yuxi_dash.sim.run`); a few idle threads are compressed by an operator through
+the locked service core (`compress_some`).
+
+A thread that already exists is never touched again; `reset_demo_threads` removes every demo
+thread, its rows, checkpoints and files.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """The agent workdir: offloaded tool results and conversation history files.
 
 The on-disk layout:
+- ``.yuxi-dash-workdir``: the marker :meth:`Workdir.initialize` writes on first set-up; a
+  root without it is ``workdir_unavailable``, and only ``initialize`` creates the root.
+- ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt``: one file per distinct
+  content; the file is the truth, its SHA-256 is in the saved-result header. Writing a copy
+  that is already there touches it (the orphan sweep's clock).
+- ``outputs/conversation_history/session_<id>.md``: a thread's summarized parts as keyed
+  sections (:meth:`Workdir.write_history_section`).
 
-- ``.yuxi-dash-workdir``: the marker :meth:`Workdir.initialize` writes on first
-  set-up; a root without it is ``workdir_unavailable``, and only ``initialize``
-  creates the root.
-- ``outputs/large_tool_results/{safe_tool}-{sha256[:16]}.txt``: one file per
-  distinct content; the file is the truth, its SHA-256 is in the saved-result header.
-  Writing a copy that is already there touches it (the orphan sweep's clock).
-- ``outputs/conversation_history/session_<id>.md``: a thread's summarized parts
-  as keyed sections (:meth:`Workdir.write_history_section`).
-
-Every path below the root is opened through :mod:`yuxi_dash.files.safe_fs` (each
-component relative to its parent's descriptor, ``O_NOFOLLOW``): a symlink is
-``PathRefused``. A pass (:meth:`Workdir.writing_pass`) walks to a directory once.
-Other write failures are ``OSError``, so the engine leaves that message as it was.
+Every path below the root is opened through :mod:`yuxi_dash.files.safe_fs` (each component
+relative to its parent's descriptor, ``O_NOFOLLOW``): a symlink is ``PathRefused``. A pass
+(:meth:`Workdir.writing_pass`) walks to a directory once. Other write failures are
+``OSError``, so the engine leaves that message as it was.
 """
 
 from __future__ import annotations

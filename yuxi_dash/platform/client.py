@@ -1,20 +1,18 @@
 """The attached platform's compress endpoint over HTTP: one call, its outcome as our typed errors.
 
 `PlatformClient.compress(thread_id, expected_checkpoint_id=...)` sends
-``POST {YUXI_DASH_PLATFORM_URL}/api/chat/thread/{thread_id}/compress`` with httpx
-(explicit connect and read timeouts), ``Authorization: Bearer <token>``, one
-``X-Request-Id`` per compress and a fresh ``Idempotency-Key`` per attempt, and
-the JSON body ``{"expected_checkpoint_id": ...}``. Outcomes: 200 is the body
-(status completed or no_op); 404 ThreadNotFound; 409 ThreadBusy (StaleState
-when the platform says stale_state); 422 CompressionUnsupported; 401/403
-PlatformAuthFailed; none of these is retried. 502/503 and a connection that
-fails before the request is sent are retried twice (tenacity: exponential
-backoff with jitter, at least the server's ``Retry-After``), then
-PlatformUnavailable. A timeout or a dropped connection after the request was
-sent (and a 504) is PlatformOutcomeUnknown: never re-sent, the platform may
-have summarized. A body that is not the contract's JSON is PlatformBadResponse.
-Every attempt is reported to ``on_attempt`` (for the audit). The token never
-appears in a message, a log line or a repr.
+``POST {YUXI_DASH_PLATFORM_URL}/api/chat/thread/{thread_id}/compress`` with httpx (explicit
+connect and read timeouts), ``Authorization: Bearer <token>``, one ``X-Request-Id`` per
+compress, a fresh ``Idempotency-Key`` per attempt and ``{"expected_checkpoint_id": ...}``.
+- 200 is the body (status completed or no_op); 404 ThreadNotFound; 409 ThreadBusy
+  (StaleState for stale_state); 422 CompressionUnsupported; 401/403 PlatformAuthFailed.
+  None of these is retried.
+- 502/503, or a connection failing before the request is sent: retried twice (exponential
+  backoff with jitter, at least ``Retry-After``), then PlatformUnavailable.
+- A timeout or a dropped connection after sending, and a 504: PlatformOutcomeUnknown, never
+  re-sent (the platform may have summarized). A body off the contract: PlatformBadResponse.
+Every attempt is reported to ``on_attempt`` (for the audit). The token never appears in a
+message, a log line or a repr.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
 """Compressing an attached platform's thread: through the platform's endpoint, never here.
 
-`compress_on_platform` is what `service.compress_thread_context` runs for a
-thread whose origin is "attached" when ``YUXI_DASH_PLATFORM_URL`` is set:
-
-1. the refusals we can decide ourselves: the operator role, the thread
-   (404 / deleted / another user's), the stale-click guard (the checkpoint the
-   operator saw against the platform checkpointer's newest: 409 stale_state);
-2. the call (`client.PlatformClient.compress`, with that newest checkpoint as
-   ``expected_checkpoint_id``); nothing is locked or written on our side while
-   it runs;
-3. on 200, the thread is projected again at once (`attach.refresh`), so the
-   pages and `yuxi-dash context` show the new summary before the next scan;
-   on a lost answer (platform_outcome_unknown) the newest checkpoint is read
-   again and the error says whether a new summary landed (never a second call).
-
-Every HTTP attempt is one audit row (action ``compress``): the platform, request
-id, idempotency key, HTTP status, outcome code, latency and the summary
-pressure before and after; a refusal before any call is one row too. A 422 is
-remembered per agent (`capability`) so the pages say why.
+`compress_on_platform` is what `service.compress_thread_context` runs for an attached
+thread when ``YUXI_DASH_PLATFORM_URL`` is set (docs/architecture.md, "A platform compress").
+- First the refusals we can decide ourselves: the operator role, the thread (404 / deleted /
+  another user's), the stale click (the checkpoint the operator saw against the platform
+  checkpointer's newest: 409 stale_state). That newest is sent as ``expected_checkpoint_id``.
+- Nothing is locked or written on our side while the call runs.
+- On 200 the thread is projected again at once (`attach.refresh`), before the next scan.
+- A lost answer (platform_outcome_unknown) is never a second call: the newest checkpoint
+  is read again, and the error says whether a new summary landed.
+- Every HTTP attempt is one audit row (action ``compress``: platform, request id,
+  idempotency key, HTTP status, outcome code, latency, summary pressure before and after);
+  a refusal before any call is one row too. A 422 is remembered per agent (`capability`).
 """
 
 from __future__ import annotations

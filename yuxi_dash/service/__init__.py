@@ -1,19 +1,16 @@
 """The locked service core: every write to a thread goes through this package.
 
 One module per job, the public names re-exported here, so both
-`service.compress_thread_context(...)` and `from yuxi_dash.service import X` work.
-
-- `locking`: THE lock on a thread's `conversations` row (`thread_lock`) and the
-  refusals checked under it; the audit target of a thread.
-- `compress`: manual compression in three phases; `compress_preview`: its read-only preview.
-- `readiness`: which threads a compress would leave unchanged (read-only).
-- `usage_writes`: usage snapshots and current usage, the tool-results index,
-  the chat record.
-- `leftovers`: offloaded files of a compress that did not commit; the files lock.
-- `sweep`, `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
-- `runs`: the platform's intake (`enqueue_request`) and the run lifecycle.
-- `threads`: agents, thread rows, thread status, and `import_thread`.
-- `projection`, `projected_rows`, `bulk_rows`: checkpoints into our tables.
+`service.compress_thread_context(...)` and `from yuxi_dash.service import X` work. The modules:
+- `locking`: THE lock on a thread's `conversations` row (`thread_lock`), the refusals
+  checked under it, a thread's audit target.
+- `compress`: manual compression in three phases; `compress_preview` and `readiness`:
+  read-only (its preview; which threads a compress would leave unchanged).
+- `projection`, `projected_rows`, `bulk_rows`, `usage_writes`: checkpoints into our tables.
+- `leftovers`: offloaded files of a compress that did not commit, the files lock; `sweep`,
+  `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
+- `runs`: the platform's intake (`enqueue_request`) and the run lifecycle; `threads`: agents,
+  thread rows, thread status, and `import_thread`.
 
 The lock protocol: docs/architecture.md, "A compress click (the lock protocol)".
 """

@@ -1,23 +1,18 @@
 """Projecting checkpoints into the dashboard's tables: usage timeline, current usage, index, chat.
 
-The checkpoint is the truth; our rows are a projection that can always be made
-again. `project_thread` reads the checkpoints newer than
+The checkpoint is the truth; our rows are a projection that can always be made again and
+writes nothing twice. `project_thread` reads the checkpoints newer than
 `conversations.checkpoint_id` and, in the caller's transaction:
+- adds a `usage_snapshots` row per checkpoint whose `token_usage` changed (a state with no
+  usage is measured with the agent's settings);
+- moves the current usage to the newest snapshot and records the newest checkpoint id;
+- indexes the saved tool results (each header held to its writer's namespace,
+  `service.saved_results`) and appends new messages to the chat record, as first written.
 
-- adds a `usage_snapshots` row per checkpoint whose `token_usage` changed
-  (`manual_compression`, `auto_compaction` or `model_call`; a state with no usage
-  is measured with the agent's settings), once per checkpoint;
-- moves the current usage to the newest snapshot; indexes the saved tool results
-  (by path; each header held to its writer's namespace, `service.saved_results`);
-  appends each new message to the chat record (by message id, as
-  first written); records the newest checkpoint id.
-
-Usage that is not finite, whole, non-negative or within 32 bits is
-`ImpossibleUsage`; text with a NUL is `InvalidInput` (the scan quarantines it).
-
-The batch path is the same steps split: `service.projected_rows.load_projected`,
-`project_checkpoints` (in memory) and `ProjectionWrites.flush`, so both give the
-same rows. `catch_up` is `project_thread` saying what it caught up on.
+Usage that is not finite, whole, non-negative or within 32 bits is `ImpossibleUsage`; text
+with a NUL is `InvalidInput` (the scan quarantines it). The batch path
+(`service.projected_rows.load_projected`, `project_checkpoints`, `ProjectionWrites.flush`)
+runs the same steps split, so both give the same rows.
 """
 
 from __future__ import annotations

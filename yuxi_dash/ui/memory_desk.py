@@ -1,19 +1,16 @@
 """The memory desk on the Facts page: pick a fact, read its provenance, correct it, undo.
 
-- `fact_picker(access)`: the user's facts, newest first (a select box, mirrored
-  in `?fact=UUID` so a ticket can link to one fact), or a pasted uuid. With
-  none asked for it opens on the headline: the newest active fact the user
-  asserted (the words they said), else the newest fact.
-- `draw_provenance(actor, access, uuid)`: the audited `provenance` look
-  (`open_view` on every render) and its drawing: the fact and its validity, each
-  episode's chat message with the fact's key words in bold, who said it, and a
-  link to the thread's full chat at that message; what invalidated the fact and
-  the facts retired in the same batch.
-- `draw_corrections(actor, user_id, fact)`: for operators only (the service
-  checks the role again), a form per correction with the reason, ticket and
-  (for supersede) the corrected text and a confirmation box; the result shows
-  its audit row id and an Undo button for its author, or for an admin with a
-  reason (the service checks the same again).
+- `fact_picker(access)`: the user's facts, newest first (mirrored in `?fact=UUID` so a
+  ticket can link to one fact), or a pasted uuid. With none asked for, it opens on the
+  newest active fact the user asserted, else the newest fact.
+- `draw_provenance(actor, access, uuid)`: the audited `provenance` look (`open_view` on every
+  render) and its drawing: the fact and its validity, each episode's chat message with the
+  fact's key words in bold, who said it, a link to that message in the thread's chat, what
+  invalidated the fact and the facts retired in the same batch.
+- `draw_corrections(actor, user_id, fact)`: for operators only, a form per correction
+  (reason, ticket; for supersede the corrected text and a confirmation box). The result
+  shows its audit row id and an Undo button for its author, or for an admin with a reason.
+  The service checks the role and these rules again.
 Every string from the graph or the chat is shown literally (`ui.page_text`).
 """
 

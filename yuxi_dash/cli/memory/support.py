@@ -1,17 +1,14 @@
 """CLI commands for support tickets: `memory forget USER --confirm USER` and `memory bundle USER`.
 
-Both go through the same services as the Memory support page, so the gates,
-roles and audit rows are the same:
-
-- `memory forget` (admin only: YUXI_DASH_CLI_ROLE=admin) deletes the user's
-  graph and hit counters and checks nothing is left; it works whether or not
-  the memory flag is on (erasure is a right). A wrong `--confirm` is exit 2,
-  a missing role exit 1, both audited and nothing deleted. Prints what was
-  deleted and the audit row id (`audit_id` in --json).
-- `memory bundle USER --out FILE [--format json|md] [--episodes N]` writes the
-  support bundle to FILE (streamed; replaced only when complete) and prints its
-  counts and the audit row id. Viewer or higher; a gated-off user still gets a
-  bundle without facts.
+Both go through the same services as the Memory support page, so the gates, roles and audit
+rows are the same:
+- `memory forget` (admin only: YUXI_DASH_CLI_ROLE=admin) deletes the user's graph and hit
+  counters and checks nothing is left; it works whether or not the memory flag is on
+  (erasure is a right). A wrong `--confirm` is exit 2, a missing role exit 1, both audited
+  and nothing deleted. Prints what was deleted and the audit row id (`audit_id` in --json).
+- `memory bundle USER --out FILE [--format json|md] [--episodes N]` writes the support
+  bundle to FILE (streamed; replaced only when complete) and prints its counts and the
+  audit row id. Viewer or higher; a gated-off user still gets a bundle without facts.
 
 Registered from `cli.memory.views` (`register(memory_sub)`).
 """

@@ -1,19 +1,17 @@
 """One query_kb / web_search record as a structured preview shows it.
 
 A shown record is whole: its citation is always written in full (``citation``):
-
-- query_kb: ``id``, ``title``, ``source`` (or ``metadata.filename`` when there is
-  no source), ``metadata.chunk_index`` and ``score``;
+- query_kb: ``id``, ``title``, ``source`` (or ``metadata.filename`` when there is no
+  source), ``metadata.chunk_index`` and ``score``;
 - web_search: ``url``, ``title`` and ``score``.
+Each field is written where the record has it (top level or under ``metadata``; query_kb
+looks at the top level first, except for ``chunk_index``). A title is clipped head…tail to
+``MAX_TITLE_CHARS``; every other citation value is kept as it is.
 
-Each field is written where the record has it (top level or under ``metadata``;
-query_kb looks at the top level first, except for ``chunk_index``). A title is
-clipped head…tail to ``MAX_TITLE_CHARS``; every other citation value is kept as
-it is. Other kept fields (``EXTRA_FIELDS``) follow as room allows, strings
-clipped to ``MAX_EXTRA_CHARS``; left out as already visible are null or empty
-values, metadata copies of a top-level value, a ``kb_id`` equal to the
-header's and a ``site_name`` that is only the url's host. The body is the first
-of ``BODY_FIELDS`` that is a string and not blank, clipped head…tail.
+Other kept fields (``EXTRA_FIELDS``) follow as room allows, strings clipped to
+``MAX_EXTRA_CHARS``. Left out as already visible: null or empty values, metadata copies of a
+top-level value, a ``kb_id`` equal to the header's, a ``site_name`` that is only the url's
+host. The body is the first of ``BODY_FIELDS`` that is a non-blank string, clipped head…tail.
 """
 
 from __future__ import annotations

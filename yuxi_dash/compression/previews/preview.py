@@ -1,20 +1,18 @@
 """Previews of large tool results: what stays in the model's view after offloading.
 
 Two shapes, both within ``token_limit × 4`` characters:
+- the generic preview: ``[HEAD]`` (2/5 of the budget), ``[MIDDLE]`` (1/5, from the middle of
+  the text) and ``[TAIL]`` (the rest);
+- the structured preview of a ``query_kb`` / ``web_search`` result (a ``results`` list, a
+  bare list, or a ``results`` list one level inside an envelope such as ``{"code": 0,
+  "data": {...}}``): compact JSON with the result kind and count, the leading records, each
+  whole (``citation_records``, fitted by ``evidence``), the header fields (``query``,
+  ``kb_id``) as room allows and ``omitted_results``.
 
-- the generic preview: ``[HEAD]`` (2/5 of the budget), ``[MIDDLE]`` (1/5, from the
-  middle of the text) and ``[TAIL]`` (the rest);
-- the structured preview of a ``query_kb`` / ``web_search`` result (a ``results``
-  list, a bare list, or a ``results`` list one level inside an envelope such as
-  ``{"code": 0, "data": {...}}``): compact JSON with the result kind, the result
-  count, the leading records, each whole (``citation_records``, fitted by ``evidence``),
-  the header fields (``query``, ``kb_id``) as room allows and ``omitted_results``.
-
-The result is decoded once, by ``json`` (``salvage.parse_records_text``). Text
-that is not JSON but starts with records (cut short, trailing text, a Python
-repr) gets the structured preview of its leading complete records, marked
-``"salvaged"`` in the header; other bad or unexpected JSON gets the generic
-preview. No cut lands inside a character, and a preview never raises.
+The result is decoded once (``salvage.parse_records_text``). Text that is not JSON but starts
+with records gets the structured preview of those records, marked ``"salvaged"`` in the
+header; other bad or unexpected JSON gets the generic preview. No cut lands inside a
+character, and a preview never raises.
 """
 
 from __future__ import annotations

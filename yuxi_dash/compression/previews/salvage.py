@@ -1,21 +1,18 @@
 """Reading a tool result's JSON records, and salvaging them from text that is not JSON.
 
-``parse_records_text`` decodes the text once (``json.JSONDecoder.raw_decode``);
-when that fails it recovers the leading complete records. The salvages:
-
+``parse_records_text`` decodes the text once (``json.JSONDecoder.raw_decode``); when that
+fails it recovers the leading complete records. The salvages:
 - ``"trailing_text"``: a whole JSON document followed by other text;
-- ``"cut"``: JSON cut short: every complete value before the cut is kept. Cut
-  objects and lists are read down to ``MAX_SALVAGE_DEPTH`` levels; list items
-  are whole or absent, at most ``MAX_SALVAGED_ITEMS`` of them (and of a cut
-  object's pairs);
-- ``"python_repr"`` (``"python_repr_cut"`` when cut): a Python literal. A plain
-  repr is turned into JSON with string operations; any other is read with
-  ``ast.literal_eval`` (never code), whole only, within ``MAX_LITERAL_CHARS`` and
-  ``MAX_LITERAL_ITEMS``.
+- ``"cut"``: JSON cut short: every complete value before the cut is kept, down to
+  ``MAX_SALVAGE_DEPTH`` levels; list items (and a cut object's pairs) are whole or absent,
+  at most ``MAX_SALVAGED_ITEMS`` of them;
+- ``"python_repr"`` (``"python_repr_cut"`` when cut): a Python literal. A plain repr is
+  turned into JSON with string operations; any other is read with ``ast.literal_eval``
+  (never code), whole only, within ``MAX_LITERAL_CHARS`` and ``MAX_LITERAL_ITEMS``.
 
-Bounded: a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times,
-each linear. Too deep, too large or unparseable gives None (the caller shows the
-generic preview). Never raises.
+Bounded: a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times, each linear.
+Too deep, too large or unparseable gives None (the caller shows the generic preview).
+Never raises.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
 """Corrections of a user's memory, each audited with the exact edges before and after.
 
-`correct(action, user_id, fact_uuid, ...)` (`retract`, `supersede`, `restore`,
-`reject`) and `undo_correction(audit_id, actor=...)`. Every call:
-
+`correct(action, user_id, fact_uuid, ...)` (`retract`, `supersede`, `restore`, `reject`)
+and `undo_correction(audit_id, actor=...)`. Every call:
 1. checks input, role, user and gate in one audited block (`correction_rules`);
 2. reads the fact through `memory.graph.fact_writer` on the user's own graph;
-3. in one transaction holding the fact's lock (PostgreSQL advisory lock,
-   SQLite write lock; too long is `fact_busy`): the fact read and the action
-   checked again, the audit row (ids only), the graph write, the edges read
-   back, the `memory_corrections` row (edges before and after, reason). A failed
-   commit puts the edges back;
+3. in one transaction holding the fact's lock (PostgreSQL advisory lock, SQLite write lock;
+   too long is `fact_busy`): the fact read and the action checked again, the audit row (ids
+   only), the graph write, the edges read back, the `memory_corrections` row (edges before
+   and after, reason). A failed commit puts the edges back;
 4. clears the fact's Redis hit counter after a retract or reject.
 
-An undo restores exactly the edges a correction found (a superseding fact is
-deleted). Its author may undo; another operator needs admin and a reason
-(`not_your_correction`, `reason_required`). Refused: `already_undone`,
-`not_undoable` (an undo), `stale_fact` (the edges changed since).
+An undo restores exactly the edges a correction found (a superseding fact is deleted). Its
+author may undo; another operator needs admin and a reason (`not_your_correction`,
+`reason_required`). Refused: `already_undone`, `not_undoable` (an undo), `stale_fact`.
 """
 
 from __future__ import annotations

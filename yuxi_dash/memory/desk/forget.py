@@ -1,19 +1,16 @@
-"""Forget everything about a user, verified: their graph (communities included), their hit
-counters, their correction rows and the shared copies of their memory distributions.
+"""Forget everything about a user, verified: graph, hit counters, corrections, shared copies.
 
-`forget_user` is admin only (checked here) and needs a typed confirmation equal
-to the user id. It counts what the graph holds, then deletes:
-
-1. the whole graph (GRAPH.DELETE: one graph per user, `derive_group_id`);
-2. every hit counter under ``mem:hits:{user_id}:`` (SCAN MATCH on the escaped
-   prefix, never KEYS);
+`forget_user` is admin only (checked here) and needs a typed confirmation equal to the user
+id. It counts what the graph holds, then deletes:
+1. the whole graph, communities included (GRAPH.DELETE: one graph per user, `derive_group_id`);
+2. every hit counter under ``mem:hits:{user_id}:`` (SCAN MATCH on the escaped prefix, never
+   KEYS);
 3. the user's `memory_corrections` rows (they copy facts; their audit rows stay);
 4. the shared distribution copies (`SharedStore.forget`, with YUXI_DASH_REDIS_URL);
-
-then verifies none is left before the outcome is `ok` (else `failed`,
-`ForgetIncomplete`). One audit row, `memory.forget`, with the counts. Refusals
-are typed, audited and change nothing. The memory flag is not consulted (erasure
-is a right); chat records, thread state, tool results and the audit log stay.
+then verifies none is left before the outcome is `ok` (else `failed`, `ForgetIncomplete`).
+One audit row, `memory.forget`, with the counts. Refusals are typed, audited and change
+nothing. The memory flag is not consulted (erasure is a right); chat records, thread state,
+tool results and the audit log stay.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """The memory views' distributions, computed once per graph state and kept process-wide.
 
-The parts (facts by status x source kind x live, per relation name, the same
-triple, the same fact text, mirrored pairs, the newest facts) each read every
-fact label-free, one read-only statement of `memory.graph.queries` each; no index may
-serve them (the index drift, docs/operations.md). The caching rules:
-
-- Kept: each part is kept in the process's `SummaryCache` under (server, graph,
-  part, limit) with the mark read *before* computing it: the graph's own version
-  while `memory.freshness.graph_changes`' watcher vouches for it, else the server-wide
-  fingerprint. A view reads the mark again and reuses rows only when unchanged.
-- Together: views of one part share one computation (the part's gate; one
-  part at a time, so no deadlock).
-- Split: on graphs of `split_scans.SPLIT_MIN_FACTS` or more, some parts run as
-  node-id ranges at once (`memory.graph.split_scans`) while the watcher vouches; a
-  version that moved meanwhile reads the part again in one statement.
-- Shared: with `YUXI_DASH_REDIS_URL`, parts are also kept there (`SharedStore`,
-  SHARED_TTL_SECONDS) under the server-wide fingerprint only, never on the
-  FalkorDB server itself; `memory.desk.forget` deletes a graph's copies.
+Each part (facts by status x source kind x live, per relation name, the same triple, the
+same fact text, mirrored pairs, the newest facts) reads every fact label-free in one
+read-only statement of `memory.graph.queries`; no index may serve it (the index drift,
+docs/operations.md). The caching rules:
+- Kept: in the process's `SummaryCache` under (server, graph, part, limit) with the mark read
+  *before* computing: the graph's version while `memory.freshness.graph_changes`' watcher
+  vouches, else the server-wide fingerprint. Rows are reused only while the mark is unchanged.
+- Together: views of one part share one computation (its gate; one part at a time: no deadlock).
+- Split: on graphs of `split_scans.SPLIT_MIN_FACTS` facts or more, while the watcher vouches,
+  some parts run as node-id ranges at once; a version that moved reads the part again whole.
+- Shared: with `YUXI_DASH_REDIS_URL`, also in `SharedStore` (SHARED_TTL_SECONDS), under the
+  fingerprint only, never on the FalkorDB server itself; `memory.desk.forget` deletes them.
 - A server that refuses INFO gets no caching: every view computes.
 """
 

@@ -1,21 +1,18 @@
 """Whether a graph may have changed since a part of it was read: per graph, or server-wide.
 
-FalkorDB marks a graph key modified on every write to it (never on a read or on a
-write to another graph), and Redis client-side caching turns the mark into an
-invalidation naming the key (docs/operations.md).
+FalkorDB marks a graph key modified on every write to it (never on a read or another graph's
+write); Redis client-side caching turns that into an invalidation naming it (docs/operations.md).
 
 `GraphChangeWatcher` holds two connections: the listener (subscribed to
-``__redis__:invalidate``, read by a daemon thread that counts messages per graph;
-a flush starts a new epoch) and the tracker (``CLIENT TRACKING ON REDIRECT
-<listener> BCAST PREFIX user_``). `version(graph)` is (epoch, count), or None
-when the watcher cannot vouch: it checks the tracker's CLIENT ID, then a PING
-barrier on the listener (every write finished before the call is counted). Any
-failure voids the epoch; a server that refuses the handshake leaves it idle.
+``__redis__:invalidate``; a daemon thread counts messages per graph, a flush starts a new
+epoch) and the tracker (``CLIENT TRACKING ON REDIRECT <listener> BCAST PREFIX user_``).
+`version(graph)` is (epoch, count), or None when the watcher cannot vouch: it checks the
+tracker's CLIENT ID, then a PING barrier on the listener, so every earlier write is counted.
+Any failure voids the epoch; a server that refuses the handshake leaves it idle.
 
-`fingerprint` is the server-wide fallback: INFO's `run_id`, `rdb_saves`,
-`rdb_last_save_time`, `rdb_changes_since_last_save`, plus the graph's O(1) node
-and fact counts. No write leaves it unchanged, but any graph's write moves it.
-`change_marks` gives the version while the watcher vouches. Errors log by type.
+`fingerprint` is the server-wide fallback (INFO's `run_id` and save counters, the graph's
+O(1) node and fact counts): any write to any graph moves it. `change_marks` gives the
+version while the watcher vouches, else the fingerprint. Errors log by type.
 """
 
 from __future__ import annotations

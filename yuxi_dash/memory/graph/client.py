@@ -1,19 +1,17 @@
 """The graph driver layer: every Cypher statement yuxi-dash sends goes through here.
 
-- The user's graph is opened by name for every call (graphiti's shared driver
-  rebinds on writes), so one user's view can never read another's.
-- Reads use GRAPH.RO_QUERY (`ro_query`); every statement is parameterized and
-  carries a per-query timeout (`settings.falkordb_query_timeout_ms`).
-- "Max pending queries exceeded" is retried with ``base*2^attempt +
-  uniform(0, base)`` (each wait capped at 2 s) up to the configured attempts;
-  every other error fails at once. The final-failure log names the error, never
-  the query parameters.
+- The user's graph is opened by name for every call (graphiti's shared driver rebinds on
+  writes), so one user's view can never read another's.
+- Reads use GRAPH.RO_QUERY (`ro_query`); every statement is parameterized and carries a
+  per-query timeout (`settings.falkordb_query_timeout_ms`).
+- "Max pending queries exceeded" is retried with ``base*2^attempt + uniform(0, base)`` (each
+  wait capped at 2 s) up to the configured attempts; every other error fails at once. The
+  final-failure log names the error, never the query parameters.
 - A server that cannot be reached becomes one `MemoryUnavailable` line.
 
-`queries_run` counts statements sent, so tests can prove a gated-off view
-sent none. `get_client` hands out the process's client for a server and these
-settings; the resource owner (`yuxi_dash.resources`) holds it and closes it at
-exit, or when `stop_server` stops that server.
+`queries_run` counts statements sent, so tests can prove a gated-off view sent none.
+`get_client` hands out the process's client for a server and these settings; the resource
+owner (`yuxi_dash.resources`) holds it and closes it at exit, or when `stop_server` stops it.
 """
 
 from __future__ import annotations

@@ -2,18 +2,16 @@
 
 `fact_provenance(access, fact_uuid)` takes the `MemoryAccess` of
 `open_view(user_id, "provenance", ...)` and returns plain JSON-able data:
-
 - the fact, its validity, its source and target, its Redis hits;
-- each of its episodes with the user's chat message it came from: one holding
-  the episode's words (exact first, the named thread next, nearest in time),
-  else the message within a day with most of the fact's key words; who said it
-  (the message's role, else the envelope's `source_kind`: `said_by_basis`);
-- the span of the fact's key words in that message, and a link to it;
-- for an invalidated fact, what invalidated it (`superseded_by`, else the newer
-  fact on the same source, name and target) and the facts retired with it.
+- each of its episodes with the user's chat message it came from: one holding the episode's
+  words (exact first, the named thread next, nearest in time), else the message within a
+  day with most of the fact's key words; who said it (the message's role, else the
+  envelope's `source_kind`: `said_by_basis`); the key words' span there, and a link to it;
+- for an invalidated fact, what invalidated it (`superseded_by`, else the newer fact on the
+  same source, name and target) and the facts retired with it.
 
-A malformed uuid is `invalid_fact_uuid`, one not in this user's graph
-`fact_not_found`; both are audited under the view.
+A malformed uuid is `invalid_fact_uuid`, one not in this user's graph `fact_not_found`; both
+are audited under the view.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The warm-context preview: the exact `<temporal_context>` block the agent would get.
 
-The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS)
-plus the last 5 episodes. With no embedder, the fact search here is the BM25
-statement graphiti-core's `edge_fulltext_search` runs on FalkorDB (the same
-rows), and the page says so. It goes through `GraphClient.ro_rows` (read-only,
-timed out, parameters never logged), not graphiti-core's driver. Format:
+The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS) plus the last
+5 episodes. With no embedder, the fact search here is graphiti-core's `edge_fulltext_search`
+BM25 statement on FalkorDB (the same rows; the page says so), through `GraphClient.ro_rows`
+(read-only, timed out, parameters never logged). Each fact says if it is live (`not_live`). Format:
 
     <temporal_context>
     <FACTS>
@@ -14,8 +13,6 @@ timed out, parameters never logged), not graphiti-core's driver. Format:
     - [{created_at}] {content[:500]}
     </RECENT_EPISODES>
     </temporal_context>
-
-Each fact also says whether it is still live (`not_live`).
 """
 
 from __future__ import annotations
