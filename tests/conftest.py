@@ -8,6 +8,7 @@ profile (`ci` or `dev`, tests/fixtures/profiles.py) is loaded here.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,11 +79,28 @@ _ISOLATED_ENV = (
 )
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite database migrated to head, once per worker (a copy is cheaper)."""
+    from yuxi_dash.store.db import upgrade
+
+    path = tmp_path_factory.mktemp("migrated") / "yuxi_dash.db"
+    upgrade(f"sqlite:///{path}")
+    assert not path.with_name(path.name + "-wal").exists(), "the migration left a WAL behind"
+    return path
+
+
 @pytest.fixture(autouse=True)
-def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point every store at a fresh temp dir; never read the developer's `.env`."""
+def isolated_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, migrated_sqlite: Path
+) -> Iterator[Path]:
+    """Point every store at a fresh temp dir; never read the developer's `.env`.
+
+    The database there starts as a copy of `migrated_sqlite`: empty, at head.
+    """
     for name in _ISOLATED_ENV:
         monkeypatch.delenv(name, raising=False)
+    shutil.copyfile(migrated_sqlite, tmp_path / "yuxi_dash.db")
     monkeypatch.chdir(tmp_path)  # `.env` and relative `var/` paths resolve here
     monkeypatch.setenv("YUXI_DASH_DATABASE_URL", f"sqlite:///{tmp_path / 'yuxi_dash.db'}")
     monkeypatch.setenv("YUXI_DASH_WORKDIR", str(tmp_path / "workdir"))

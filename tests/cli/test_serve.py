@@ -23,8 +23,9 @@ def _dry_run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]
 
 
 def test_dry_run_migrates_and_binds_loopback_in_local_mode(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], isolated_settings: Path
 ) -> None:
+    (isolated_settings / "yuxi_dash.db").unlink()  # no database yet: serve makes and migrates it
     code, data = _dry_run(capsys, "--server.port", "8765")
     assert code == 0
     assert data["migrated"] is True and data["demo_seeded"] is None

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.app import copy_demo
 from tests.fixtures.live_server import free_port, yuxi_dash_command
 from yuxi_dash.memory.graph.server import PIDFILE_NAME, ensure_server, stop_server
 from yuxi_dash.settings import Settings
@@ -149,8 +150,10 @@ def _stop(served: Served, how: str) -> None:
     ("how", "demo"), [("SIGTERM to serve", True), ("Ctrl-C", False)], ids=["sigterm", "ctrl-c"]
 )
 def test_stopping_serve_stops_the_falkordb_server_it_started(
-    serve: type[Served], how: str, demo: bool
+    serve: type[Served], how: str, demo: bool, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    if demo:  # `serve --demo` on the seeded demo: it seeds nothing, then starts as usual
+        copy_demo(request.getfixturevalue("demo_seed"), tmp_path)
     served = serve(*(["--demo"] if demo else []))
     served.wait_for("You can now view", STARTUP_SECONDS)
     falkordb = served.falkordb_pid()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from tests.fixtures.app import SEED_RECORD, copy_demo
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.demo.plan import DEMO_PREFIX
 from yuxi_dash.demo.seed import seed_demo
@@ -33,8 +34,6 @@ from yuxi_dash.store.models import (
 from yuxi_dash.store.queries import busy_reasons, list_agents
 from yuxi_dash.store.thread_store import state_store
 
-ANCHOR = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
 
 def _settings(root: Path) -> Settings:
     return Settings(
@@ -45,13 +44,19 @@ def _settings(root: Path) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, DemoReport]:
-    """One demo seed (threads only) shared by the read-only tests of this module."""
-    root = tmp_path_factory.mktemp("demo")
-    settings = _settings(root)
-    report = seed_demo(settings, memory=False, now=ANCHOR)
-    get_engine(settings).dispose()
-    return settings, report
+def seeded(
+    demo_seed: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Settings, DemoReport]:
+    """A copy of the run's demo seed (threads only), shared by this module's tests."""
+    root = copy_demo(demo_seed, tmp_path_factory.mktemp("demo"))
+    record = json.loads((root / SEED_RECORD).read_text())
+    return _settings(root), DemoReport(**record["report"])
+
+
+@pytest.fixture(scope="module")
+def anchor(demo_seed: Path) -> datetime:
+    """The seed's "now": every story time is before it."""
+    return datetime.fromisoformat(json.loads((demo_seed / SEED_RECORD).read_text())["anchor"])
 
 
 def _copy(settings: Settings, target: Path) -> Settings:
@@ -247,10 +252,10 @@ def test_demo_records_chats_snapshots_compressions_and_files(
     assert len(history) >= 5
 
 
-def test_second_seed_changes_nothing(seeded: tuple[Settings, DemoReport]) -> None:
+def test_second_seed_changes_nothing(seeded: tuple[Settings, DemoReport], anchor: datetime) -> None:
     settings, first = seeded
     before = _fingerprint(settings)
-    again = seed_demo(settings, memory=False, now=ANCHOR)
+    again = seed_demo(settings, memory=False, now=anchor)
     assert _fingerprint(settings) == before
     assert (again.threads, again.users, again.tool_results) == (
         first.threads,
@@ -260,7 +265,7 @@ def test_second_seed_changes_nothing(seeded: tuple[Settings, DemoReport]) -> Non
 
 
 def test_reset_starts_clean_and_rebuilds_the_same_demo(
-    seeded: tuple[Settings, DemoReport], tmp_path: Path
+    seeded: tuple[Settings, DemoReport], anchor: datetime, tmp_path: Path
 ) -> None:
     from yuxi_dash.access.roles import cli_actor
     from yuxi_dash.service import compress_thread_context, import_thread
@@ -288,7 +293,7 @@ def test_reset_starts_clean_and_rebuilds_the_same_demo(
     import_thread(sample, actor=cli_actor("tester"), settings=settings)
     assert _fingerprint(settings, content_only=True) != original
 
-    report = seed_demo(settings, reset=True, memory=False, now=ANCHOR)
+    report = seed_demo(settings, reset=True, memory=False, now=anchor)
 
     assert any("reset" in note for note in report.notes)
     assert _fingerprint(settings, content_only=True) == original
@@ -402,7 +407,7 @@ def test_demo_busy_threads_are_paused_mid_turn_with_their_tool_calls_pending(
         assert isinstance(last, AIMessage) and last.tool_calls, thread_id
 
 
-def test_demo_times_follow_the_story(seeded: tuple[Settings, DemoReport]) -> None:
+def test_demo_times_follow_the_story(seeded: tuple[Settings, DemoReport], anchor: datetime) -> None:
     """Days of conversations: every time before the anchor, chat in time order, and the
     newest checkpoint states the time its usage snapshot has (the middleware's clock)."""
     settings, _ = seeded
@@ -430,10 +435,10 @@ def test_demo_times_follow_the_story(seeded: tuple[Settings, DemoReport]) -> Non
         ).all()
     # an operator's compression happens now (wall clock), after the story's anchor
     story = [c for c in convs if c.thread_id not in manual]
-    assert all(c.created_at <= c.last_activity_at <= ANCHOR for c in story)
-    assert min(c.created_at for c in convs) < ANCHOR - timedelta(days=5)
+    assert all(c.created_at <= c.last_activity_at <= anchor for c in story)
+    assert min(c.created_at for c in convs) < anchor - timedelta(days=5)
     running = [c for c in convs if reasons.get(c.thread_id) == "running"]
-    assert running and all(ANCHOR - c.last_activity_at < timedelta(minutes=15) for c in running)
+    assert running and all(anchor - c.last_activity_at < timedelta(minutes=15) for c in running)
     for (thread, _, at), (next_thread, _, next_at) in zip(chat, chat[1:], strict=False):
         assert thread != next_thread or at <= next_at, thread
     store = state_store(settings)

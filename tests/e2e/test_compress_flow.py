@@ -1,23 +1,25 @@
-"""End to end in a real browser: `yuxi-dash serve --demo` on a fresh database, compress one thread.
+"""End to end in a real browser: `yuxi-dash serve --demo` over the seeded demo, compress one thread.
 
-Starts the real command as a subprocess on a free port (its own process group,
-always killed), waits for Streamlit's "You can now view" line, then drives
-Debian's headless Chromium with Playwright: open the threads page, open the
-compress dialog, confirm, and see the one-line outcome. The screenshot lands
-in test-artifacts/. Serial: building the whole demo inside `serve` beside busy
-workers once timed out on FalkorDB, so it runs after the parallel part.
+Copies the run's seeded demo (`demo_seed`: seeding from an empty database is
+`tests/cli/test_serve.py`'s and `tests/demo/`'s), starts the real command as a
+subprocess on a free port (its own process group, always killed), waits for
+Streamlit's "You can now view" line, then drives Debian's headless Chromium
+with Playwright: open the threads page, open the compress dialog, confirm, and
+see the one-line outcome. The screenshot lands in test-artifacts/.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from tests.fixtures.app import copy_demo
 from tests.fixtures.live_server import REPO, dashboard_env, launch_chromium, serve_dashboard
 
-pytestmark = [pytest.mark.browser, pytest.mark.serial]
+pytestmark = [pytest.mark.browser]
 
 ARTIFACTS = REPO / "test-artifacts"
 STARTUP_DEADLINE_SECONDS = 240
@@ -30,15 +32,15 @@ class ServedDemo:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedDemo]:
-    """`yuxi-dash serve --demo` running on a fresh temp database (one per module)."""
-    root = tmp_path_factory.mktemp("served")
+def served(tmp_path_factory: pytest.TempPathFactory, demo_seed: Path) -> Iterator[ServedDemo]:
+    """`yuxi-dash serve --demo` running on a copy of the seeded demo (one per module)."""
+    root = copy_demo(demo_seed, tmp_path_factory.mktemp("served"))
     env = dashboard_env(root, YUXI_DASH_AUTH_MODE="local")
     try:
         with serve_dashboard(root, env, "--demo", startup_seconds=STARTUP_DEADLINE_SECONDS) as url:
             yield ServedDemo(url, env["YUXI_DASH_DATABASE_URL"])
     finally:
-        # the demo's memory seeding started an embedded FalkorDB server of its own (own session)
+        # serve started an embedded FalkorDB server of its own (own session)
         from yuxi_dash.memory.graph.server import stop_server
         from yuxi_dash.settings import Settings
 
