@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.builders import seed_thread
 from yuxi_dash.cli import main
 from yuxi_dash.cli.serve import app_path, streamlit_command
+from yuxi_dash.demo.threads import DemoReport
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import current_revision, session_scope
@@ -70,27 +72,30 @@ def test_other_modes_pass_the_address_through() -> None:
 def test_demo_seeds_an_empty_database_once(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`serve --demo` calls the demo seeder (memory on, progress shown) on an empty database
+    only. The seeder here writes one real thread, so the second start finds the database
+    in use; the real seeder from empty is the `demo` command's test (tests/cli/test_threads.py)
+    and tests/demo/'s."""
     import yuxi_dash.demo.seed
 
-    calls: list[bool] = []
-    real_seed = yuxi_dash.demo.seed.seed_demo
+    calls: list[tuple[bool, bool]] = []
 
-    def seed_threads_only(
+    def seed_one_thread(
         settings: Settings, *, reset: bool = False, memory: bool = True, progress=None
-    ):
-        calls.append(memory)
+    ) -> DemoReport:
         assert progress is not None  # serve shows the seeding stages
-        return real_seed(settings, reset=reset, memory=False)  # memory graphs: tests/memory
+        calls.append((reset, memory))
+        seed_thread("demo-stand-in")
+        return DemoReport(threads=1, users=1)
 
-    monkeypatch.setattr(yuxi_dash.demo.seed, "seed_demo", seed_threads_only)
+    monkeypatch.setattr(yuxi_dash.demo.seed, "seed_demo", seed_one_thread)
     code, data = _dry_run(capsys, "--demo")
-    assert code == 0 and data["demo_seeded"]["threads"] > 0
+    assert code == 0 and data["demo_seeded"]["threads"] == 1
     with session_scope() as session:
-        seeded = count_threads(session)
-    assert seeded > 0
+        assert count_threads(session) == 1
     code, data = _dry_run(capsys, "--demo")
     assert code == 0 and data["demo_seeded"] is None  # not empty any more: left alone
-    assert calls == [True]
+    assert calls == [(False, True)]
 
 
 def test_demo_gates_memory_by_the_shipped_flag_file_unless_configured(
