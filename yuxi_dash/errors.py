@@ -223,6 +223,14 @@ class PlatformBadResponse(YuxiDashError):
     exit_code = 1
 
 
+class CompressedNotProjected(YuxiDashError):
+    """The platform compressed the thread, but projecting it here failed: the next scan shows it."""
+
+    code = "compressed_not_projected"
+    status_code = 503
+    exit_code = 1
+
+
 class ImpossibleUsage(InvalidInput):
     """A checkpoint's ``token_usage`` states figures no model call can have (refused, never drawn)."""
 

@@ -341,3 +341,33 @@ def test_a_viewer_is_refused_before_any_call(
     code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
     assert (code, refused["error"]["code"]) == (1, "forbidden")
     assert platform_configured.calls() == []
+
+
+def test_a_compress_whose_projection_fails_says_the_platform_compressed(
+    attached: Platform,
+    platform_configured: PlatformServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The platform answered 200, then projecting the thread here failed: a typed error that
+    says it did compress, its audit row, and the next scan shows the new summary."""
+    from yuxi_dash.attach import projector
+
+    seeded(attached, capsys)
+    before = attached.latest_id("plat-hot")
+
+    def our_database_fails(*args: Any, **kwargs: Any) -> None:
+        raise sa.exc.OperationalError("SELECT 1", {}, Exception("our database is down"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(projector, "run_batch", our_database_fails)
+        code, out = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
+    assert (code, out["error"]["code"]) == (1, "compressed_not_projected")
+    assert "the platform compressed thread plat-hot" in out["error"]["message"]
+    assert len(platform_configured.calls()) == 1  # never sent again
+    (row,) = audit_rows()
+    assert (row.outcome, row.detail["not_projected"]) == ("completed", "OperationalError")
+    assert attached.latest_id("plat-hot") != before  # it did land at the platform
+    assert cli(capsys, "attach", "scan")[0] == 0
+    code, context = cli(capsys, "context", "plat-hot")
+    assert code == 0 and context["checkpoint_id"] == attached.latest_id("plat-hot")

@@ -30,6 +30,7 @@ from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
 from yuxi_dash.attach.stores import platform_store
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.errors import (
+    CompressedNotProjected,
     CompressionUnsupported,
     PlatformOutcomeUnknown,
     StaleState,
@@ -237,9 +238,16 @@ def compress_on_platform(
     except Exception as exc:
         audit.write("failed", type(exc).__name__)
         raise
-    latest = reproject_thread(settings, thread_id)
     status = str(body["status"])
-    after = _pressure(settings, thread_id)
+    try:
+        latest = reproject_thread(settings, thread_id)
+        after = _pressure(settings, thread_id)
+    except Exception as exc:  # the platform did compress: say so, and audit it
+        audit.write(status, status, extra={"not_projected": type(exc).__name__})
+        raise CompressedNotProjected(
+            f"the platform compressed thread {thread_id} ({status}), but showing it here failed "
+            f"({type(exc).__name__}); the next attach scan shows it. Do not compress it again."
+        ) from None
     audit.write(status, status, extra={"pressure_after": after})
     return PlatformCompressed(
         thread_id=thread_id,

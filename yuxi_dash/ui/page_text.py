@@ -48,6 +48,7 @@ _REFUSAL_PREFIX = {
     "thread_attached": "Attached",
     "platform_unavailable": "Platform unavailable",
     "platform_outcome_unknown": "Outcome unknown",
+    "compressed_not_projected": "Compressed, not shown yet",
     "platform_auth_failed": "Platform refused the token",
     "platform_bad_response": "Platform answered oddly",
     "platform_misconfigured": "Platform settings",
