@@ -44,6 +44,7 @@ pytest_plugins = [
     "tests.fixtures.desk",
     "tests.fixtures.app",
     "tests.fixtures.monitoring",
+    "tests.fixtures.platform",
 ]
 
 _ISOLATED_ENV = (

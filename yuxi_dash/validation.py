@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,18 +37,19 @@ AGENT_INT_RANGES: dict[str, tuple[int, int]] = {
     "summary_tool_result_token_limit": (1, 10_000_000),
 }
 MAX_JSON_DEPTH = 64
+# Unicode category Cs (lone surrogates) and Cc (control characters), as ranges
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _bad_characters(value: str, *, controls: bool) -> str | None:
     """Why `value` cannot be stored as it is (None when it can)."""
     if "\x00" in value:
         return "must not contain a NUL byte"
-    for char in value:
-        category = unicodedata.category(char)
-        if category == "Cs":
-            return "must be valid Unicode (no lone surrogates)"
-        if controls and category == "Cc":
-            return "must not contain control characters"
+    if _SURROGATE.search(value):
+        return "must be valid Unicode (no lone surrogates)"
+    if controls and _CONTROL.search(value):
+        return "must not contain control characters"
     return None
 
 

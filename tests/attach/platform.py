@@ -1,25 +1,25 @@
-"""Another "platform" for the attach tests, run as a separate process.
+"""Another "platform" for the attach tests: its agent runs, in the stand-in's own process.
 
-`python -m tests.attach.platform SPEC.json` runs a real `langchain.agents.create_agent`
+`run_threads(saver, workdir, spec)` runs a real `langchain.agents.create_agent`
 graph (a scripted chat model, a `query_kb` tool, our compression middleware)
-with LangGraph's PostgresSaver in the platform's own database, the saver's
-tables set up by the saver itself, as the platform owner would. The spec:
+with LangGraph's PostgresSaver in the platform's own database, as the platform
+owner would. The stand-in server (`platform_server.py`, ``POST /_run``) calls it;
+the test process never does. The spec:
 
-    {"conninfo": "postgresql://...", "workdir": "/path",
-     "clock_offset_seconds": 0,            # a replica whose clock runs behind: negative
+    {"clock_offset_seconds": 0,            # a replica whose clock runs behind: negative
      "threads": [{"thread_id": "p1", "user_id": "alice", "agent": "research",
                   "turns": 3, "result_words": 300, "round": 1}]}
 
 Each thread's run config carries ``user_id`` in ``configurable`` and the agent in
 ``metadata["assistant_id"]`` (LangGraph copies both into checkpoint metadata).
-Prints JSON: per thread, its newest checkpoint id, token_usage and checkpoint count.
+The result, per thread: its newest checkpoint id, token_usage and checkpoint count.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,6 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import id as checkpoint_ids
 from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg import Connection
-from psycopg.rows import dict_row
 
 from tests.compression.agents import query_kb_tool, research_script, scripted_model
 from yuxi_dash.compression.middleware import context_compression_middleware
@@ -38,13 +36,25 @@ SUMMARY_THRESHOLD = 2  # thousand tokens: 2048 trigger tokens
 KEEP_MESSAGES = 4
 
 
-def skew_clock(offset_seconds: float) -> None:
-    """Make this process name checkpoints as a replica whose clock is off by ``offset_seconds``."""
+@contextmanager
+def skewed_clock(offset_seconds: float) -> Iterator[None]:
+    """Name checkpoints as a replica whose clock is off by ``offset_seconds``, for the block.
+
+    That replica is another process: it has not seen this process's last id, which
+    `uuid6` otherwise never goes below (its module's ``_last_v6_timestamp``).
+    """
     if not offset_seconds:
+        yield
         return
-    real = checkpoint_ids.time.time_ns
+    clock, last = checkpoint_ids.time, checkpoint_ids._last_v6_timestamp
     offset = int(offset_seconds * 1_000_000_000)
-    checkpoint_ids.time = types.SimpleNamespace(time_ns=lambda: real() + offset)  # type: ignore[attr-defined,assignment]
+    checkpoint_ids.time = types.SimpleNamespace(time_ns=lambda: clock.time_ns() + offset)  # type: ignore[attr-defined,assignment]
+    checkpoint_ids._last_v6_timestamp = None
+    try:
+        yield
+    finally:
+        checkpoint_ids.time = clock  # type: ignore[attr-defined]
+        checkpoint_ids._last_v6_timestamp = last  # this process's own ids go on from there
 
 
 def run_thread(saver: PostgresSaver, workdir: Path, spec: dict[str, Any]) -> dict[str, Any]:
@@ -82,16 +92,7 @@ def run_thread(saver: PostgresSaver, workdir: Path, spec: dict[str, Any]) -> dic
     }
 
 
-def main(spec_path: str) -> None:
-    spec = json.loads(Path(spec_path).read_text())
-    skew_clock(float(spec.get("clock_offset_seconds", 0)))
-    workdir = Path(spec["workdir"])
-    with Connection.connect(spec["conninfo"], autocommit=True, row_factory=dict_row) as conn:
-        saver = PostgresSaver(conn)  # type: ignore[arg-type]
-        saver.setup()  # the platform owns its tables
-        results = [run_thread(saver, workdir, thread) for thread in spec["threads"]]
-    sys.stdout.write(json.dumps({"threads": results}) + "\n")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
+def run_threads(saver: PostgresSaver, workdir: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    """Run every thread of ``spec`` in order; ``{"threads": [result, ...]}``."""
+    with skewed_clock(float(spec.get("clock_offset_seconds", 0))):
+        return {"threads": [run_thread(saver, workdir, thread) for thread in spec["threads"]]}

@@ -19,6 +19,11 @@ middleware). A compress, as the real platform does it:
 
 Errors are ``{"detail": {"code", "message"}}``. The answer carries
 ``Server-Timing: app;dur=<ms>``: the handling time, deliberate delays left out.
+One process serves one platform database at a time: the spec's ``conninfo``
+and ``workdir``, or whatever ``POST /_use`` names (the tests' fixture points it
+at a fresh database per test; ``{}`` lets the last one go). ``POST /_run`` runs
+the platform's agent over threads (`tests.attach.platform.run_threads`), so the
+platform writes its own checkpoints in its own process.
 Test controls: ``POST /_control`` (``busy``, ``unsupported_agents``,
 ``delay_before``/``delay_after`` seconds, ``status_override`` with an optional
 ``body`` and ``retry_after``), ``GET /_record`` (every call received with its
@@ -31,6 +36,7 @@ import json
 import sys
 import threading
 import time
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +49,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from tests.attach.platform import CONTEXT_WINDOW, KEEP_MESSAGES, SUMMARY_THRESHOLD
+from tests.attach.platform import CONTEXT_WINDOW, KEEP_MESSAGES, SUMMARY_THRESHOLD, run_threads
 from tests.compression.agents import query_kb_tool, research_script, scripted_model
 from yuxi_dash.compression import ExtractiveSummarizer, prepare_summary, write_summary
 from yuxi_dash.compression.middleware import context_compression_middleware
@@ -80,34 +86,74 @@ def _error(status: int, code: str, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail={"code": code, "message": message})
 
 
+class PlatformState:
+    """One platform: its database (a pool, the saver), its agent graph, its workdir, controls."""
+
+    def __init__(self, conninfo: str, workdir: str) -> None:
+        self.pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=8,
+            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
+            open=True,
+        )
+        self.saver = PostgresSaver(self.pool)  # type: ignore[arg-type]
+        self.saver.setup()  # the platform owns its tables
+        self.workdir = Workdir(Path(workdir))
+        self.agent = create_agent(
+            scripted_model(research_script(0)),
+            [query_kb_tool(lambda q: q)],
+            middleware=context_compression_middleware(
+                workdir=workdir,
+                summary_threshold_k=SUMMARY_THRESHOLD,
+                keep_messages=KEEP_MESSAGES,
+                context_window=CONTEXT_WINDOW,
+            ),
+            checkpointer=self.saver,
+        )
+        self.controls = Controls()
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 def build_app(spec: dict[str, Any]) -> FastAPI:
-    pool = ConnectionPool(
-        spec["conninfo"],
-        min_size=1,
-        max_size=8,
-        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0},
-        open=True,
-    )
-    saver = PostgresSaver(pool)  # type: ignore[arg-type]
-    saver.setup()
-    workdir = Workdir(Path(spec["workdir"]))
-    agent = create_agent(
-        scripted_model(research_script(0)),
-        [query_kb_tool(lambda q: q)],
-        middleware=context_compression_middleware(
-            workdir=spec["workdir"],
-            summary_threshold_k=SUMMARY_THRESHOLD,
-            keep_messages=KEEP_MESSAGES,
-            context_window=CONTEXT_WINDOW,
-        ),
-        checkpointer=saver,
-    )
     token = spec.get("token")
-    controls = Controls()
+    serving: list[PlatformState] = []  # the platform served now (none until `/_use`)
+    if spec.get("conninfo"):
+        serving.append(PlatformState(spec["conninfo"], spec["workdir"]))
+    switching = threading.Lock()
     app = FastAPI()
+
+    def current() -> PlatformState:
+        with switching:
+            if not serving:
+                raise _error(503, "no_platform", "no platform database yet: POST /_use first")
+            return serving[0]
+
+    @app.post("/_use")
+    def use(body: dict[str, Any]) -> dict[str, bool]:
+        """Serve another platform database from now on (a fresh one per test); {} serves none."""
+        with switching:
+            while serving:
+                serving.pop().close()
+            if body.get("conninfo"):
+                serving.append(PlatformState(body["conninfo"], body["workdir"]))
+        return {"ok": True}
+
+    @app.post("/_run")
+    def run(body: dict[str, Any]) -> Response:
+        """Run the platform's agent over ``threads`` (`tests.attach.platform.run_threads`)."""
+        state = current()
+        try:
+            result = run_threads(state.saver, Path(state.workdir.root), body)
+        except Exception:  # the test's assertion shows the platform's own traceback
+            return PlainTextResponse(traceback.format_exc(), 500)
+        return JSONResponse(result)
 
     @app.post("/_control")
     def control(settings: dict[str, Any]) -> dict[str, bool]:
+        controls = current().controls
         with controls.lock:
             if "busy" in settings:
                 controls.busy = set(settings["busy"])
@@ -128,6 +174,7 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
 
     @app.get("/_record")
     def record() -> dict[str, Any]:
+        controls = current().controls
         with controls.lock:
             return {
                 "calls": list(controls.calls),
@@ -138,6 +185,8 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
     @app.post("/api/chat/thread/{thread_id}/compress")
     def compress(thread_id: str, request: Request, body: dict[str, Any] | None = None) -> Response:
         started = time.perf_counter()
+        state = current()
+        controls = state.controls
         with controls.lock:
             controls.in_flight += 1
             controls.max_in_flight = max(controls.max_in_flight, controls.in_flight)
@@ -165,14 +214,18 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
                 )
             if token and request.headers.get("Authorization") != f"Bearer {token}":
                 raise _error(401, "unauthorized", "a valid bearer token is required")
-            result, paused = _compress(thread_id, (body or {}).get("expected_checkpoint_id"))
+            expected = (body or {}).get("expected_checkpoint_id")
+            result, paused = _compress(state, thread_id, expected)
             handled = (time.perf_counter() - started) * 1000 - paused * 1000
             return JSONResponse(result, headers={"Server-Timing": f"app;dur={handled:.3f}"})
         finally:
             with controls.lock:
                 controls.in_flight -= 1
 
-    def _compress(thread_id: str, expected: str | None) -> tuple[dict[str, Any], float]:
+    def _compress(
+        state: PlatformState, thread_id: str, expected: str | None
+    ) -> tuple[dict[str, Any], float]:
+        agent, controls = state.agent, state.controls
         config: Any = {"configurable": {"thread_id": thread_id}}
         snapshot = agent.get_state(config)
         if not snapshot.config.get("configurable", {}).get("checkpoint_id"):
@@ -194,7 +247,7 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
             if controls.delay_before:
                 time.sleep(controls.delay_before)
                 paused += controls.delay_before
-            result = _summarize(thread_id, snapshot.values, config)
+            result = _summarize(state, thread_id, snapshot.values, config)
             if controls.delay_after:  # written, then slow to answer
                 time.sleep(controls.delay_after)
                 paused += controls.delay_after
@@ -202,7 +255,10 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
         finally:
             lock.release()
 
-    def _summarize(thread_id: str, values: dict[str, Any], config: Any) -> dict[str, Any]:
+    def _summarize(
+        state: PlatformState, thread_id: str, values: dict[str, Any], config: Any
+    ) -> dict[str, Any]:
+        workdir = state.workdir
         before = context_state(thread_id, values)
         prepared = prepare_summary(
             before, workdir=workdir, summarizer=ExtractiveSummarizer(), keep_messages=KEEP_MESSAGES
@@ -238,10 +294,10 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
             "source": "manual_compression",
             "measured_at": now,
         }
-        written = agent.update_state(config, update, as_node="model")
+        written = state.agent.update_state(config, update, as_node="model")
         result["checkpoint_id"] = written["configurable"]["checkpoint_id"]
-        with controls.lock:
-            controls.written.append({"thread_id": thread_id, **result})
+        with state.controls.lock:
+            state.controls.written.append({"thread_id": thread_id, **result})
         return result
 
     return app

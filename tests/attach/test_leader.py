@@ -15,7 +15,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.attach.leader import SCAN_LOCK_KEY, ScanLeadership
 from yuxi_dash.attach.loop import ScanLoop
 from yuxi_dash.settings import Settings, get_settings

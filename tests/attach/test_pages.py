@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.attach.checkpoints import put_checkpoint, usage, values
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.attach.conftest import Platform
 from tests.attach.test_scan import ROUND_ONE
+from tests.fixtures.platform import Platform
 from yuxi_dash.attach import projector
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings

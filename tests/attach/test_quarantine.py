@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.attach.checkpoints import put_checkpoint, usage, values
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, Conversation

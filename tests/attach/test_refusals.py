@@ -20,7 +20,7 @@ import ormsgpack
 import pytest
 from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.attach.quarantine import AUDIT_ACTION, READ_ACTOR, SCAN_ACTOR
 from yuxi_dash.attach.status import attach_status
 from yuxi_dash.cli import main

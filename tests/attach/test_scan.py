@@ -19,7 +19,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from tests.attach.checkpoints import put_checkpoint, usage
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.compression import context_view
 from yuxi_dash.compression.compaction import saved_result_header

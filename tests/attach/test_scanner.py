@@ -20,8 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.attach.checkpoints import put_checkpoint, values
-from tests.attach.conftest import Platform, _conninfo
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
+from tests.fixtures.platform import Platform, _conninfo
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id
 from yuxi_dash.cli import main
 from yuxi_dash.settings import get_settings

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from tests.attach.conftest import Platform
+from tests.fixtures.platform import Platform
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id, scan_floor
 from yuxi_dash.attach.loop import ScanLoop
 from yuxi_dash.attach.stores import PlatformStore

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.attach.conftest import Platform, PlatformServer
 from tests.fixtures.live_server import REPO, dashboard_env, launch_chromium, serve_dashboard
+from tests.fixtures.platform import Platform, PlatformServer
 from yuxi_dash.cli import main
 
 pytestmark = pytest.mark.browser

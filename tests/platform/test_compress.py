@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.attach.conftest import Platform, PlatformServer
+from tests.fixtures.platform import Platform, PlatformServer
 from yuxi_dash.cli import main
 from yuxi_dash.platform.client import close_platform_clients
 from yuxi_dash.settings import get_settings

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.attach.conftest import Platform, PlatformServer
+from tests.fixtures.platform import Platform, PlatformServer
 from yuxi_dash.cli import main
 from yuxi_dash.settings import Settings
 
