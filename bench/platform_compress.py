@@ -9,9 +9,10 @@ database, and compresses every thread through the one seam
 time, calls per second, and our overhead per call: the seam's whole time for a
 thread (the stale-click read, the HTTP call, the re-projection, the audit rows)
 minus the platform's own handling time (its Server-Timing), p50 and p95
-(target p95 <= 20 ms), and its HTTP part; then the same for --sequential other
-threads compressed one at a time (no contention of our own). Speed lives here,
-never in a timed test.
+(target p95 <= 20 ms), and its HTTP part; the CPU each call costs, ours and the
+stand-in's (on one machine, calls in flight queue for the same cores); then the
+same for --sequential other threads compressed one at a time (no contention of
+our own). Speed lives here, never in a timed test.
 
     .venv/bin/python bench/platform_compress.py [--threads 200] [--sequential 30] [--keep]
 """
@@ -64,6 +65,12 @@ def wait_serving(url: str, process_text: object, deadline_seconds: float = 120) 
             if time.monotonic() > deadline:
                 raise SystemExit(f"the stand-in platform did not start:\n{process_text}") from None
             time.sleep(0.2)
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux /proc; all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def attempt_times(settings: Settings) -> dict[str, tuple[float, float]]:
@@ -140,11 +147,14 @@ def main() -> None:
         with started(command, cwd=ROOT, env=env) as process:
             wait_serving(str(settings.platform_url), process.text())
             actor = Actor(id="bench@example.com", role=Role.OPERATOR, via="cli")
+            ours, theirs = time.process_time(), cpu_seconds(process.popen.pid)
             started_at = time.perf_counter()
             outcomes = compress_each(
                 [(t, None) for t in thread_ids], actor=actor, settings=settings
             )
             wall = time.perf_counter() - started_at
+            ours = (time.process_time() - ours) * 1000 / len(thread_ids)
+            theirs = (cpu_seconds(process.popen.pid) - theirs) * 1000 / len(thread_ids)
             record = httpx.get(f"{settings.platform_url}/_record", timeout=10).json()
             times = attempt_times(settings)  # the bulk's attempts, before the second pass
             alone = [  # other threads, no other call in flight: no contention of our own
@@ -164,6 +174,14 @@ def main() -> None:
             f"p95 {percentile(platform, 0.95):.1f} ms"
         )
         report(f"in bulk ({PLATFORM_CALLS} in flight)", outcomes, times)
+        # Little's law: with the cores saturated, a call's latency is the calls in flight times
+        # the CPU each call costs (ours and the stand-in's) shared over the cores
+        floor = (ours + theirs) / (os.cpu_count() or 1)
+        print(
+            f"CPU per call in bulk: ours {ours:.1f} ms, the stand-in platform's {theirs:.1f} ms "
+            f"(same machine); {os.cpu_count()} cores give at best one call per {floor:.1f} ms, "
+            f"so {PLATFORM_CALLS} in flight wait about {PLATFORM_CALLS * floor:.0f} ms each"
+        )
         if alone:
             report(f"one at a time ({len(alone)} calls)", alone, attempt_times(settings))
     finally:

@@ -30,6 +30,19 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[RUN_ENV] = uuid.uuid4().hex[:12]
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Name the files of the `serial` tests a run leaves out, in $YUXI_DASH_SERIAL_FILES.
+
+    `.ci/test` then runs the serial part on those files alone, without
+    collecting the whole suite a second time.
+    """
+    listing = os.environ.get("YUXI_DASH_SERIAL_FILES")
+    serial = sorted({str(item.path) for item in items if item.get_closest_marker("serial")})
+    if listing and serial:
+        with open(listing, "a", encoding="utf-8") as out:
+            out.write("".join(f"{path}\n" for path in serial))
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """After every worker is done: drop the run's demo template database, if one was made."""
     from tests.fixtures.app import drop_demo_template

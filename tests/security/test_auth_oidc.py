@@ -37,8 +37,7 @@ from tests.fixtures.live_server import (
 )
 from tests.security.forwarder import Forwarder
 
-# serial: three dashboards, a forwarder, a provider and Chromium with 5 s UI waits
-pytestmark = [pytest.mark.browser, pytest.mark.serial]
+pytestmark = pytest.mark.browser  # three dashboards, a forwarder, a provider and Chromium
 
 ADMIN = "boss@example.com"
 OPERATOR = "kim@example.com"
@@ -186,9 +185,11 @@ def test_a_listed_user_signs_in_with_the_allowlist_role_and_signs_out(
     expect(_signed_in_as(page)).to_have_text(
         f"Signed in as {OPERATOR} · operator · oidc", timeout=UI_TIMEOUT_MS
     )
-    expect(page.get_by_role("heading", name="Pressure overview")).to_be_visible()
+    expect(page.get_by_role("heading", name="Pressure overview")).to_be_visible(
+        timeout=UI_TIMEOUT_MS
+    )
     nav = page.get_by_test_id("stSidebarNav")
-    expect(nav).to_contain_text("Threads ≥ 85%")
+    expect(nav).to_contain_text("Threads ≥ 85%", timeout=UI_TIMEOUT_MS)
     expect(nav).not_to_contain_text("Audit log")  # admins only
     assert any(c["name"].startswith("_streamlit_user") for c in context.cookies())
 
@@ -244,7 +245,9 @@ def test_the_same_cookie_secret_keeps_the_session_valid_on_another_replica(
         page.goto(forwarder.origin + "/")
         if signed_in:
             expect(_signed_in_as(page)).to_have_text(expected, timeout=UI_TIMEOUT_MS)
-            expect(page.get_by_test_id("stSidebarNav")).to_contain_text("Audit log")
+            expect(page.get_by_test_id("stSidebarNav")).to_contain_text(
+                "Audit log", timeout=UI_TIMEOUT_MS
+            )
         else:  # another cookie_secret: the cookie does not verify, nobody is signed in
             expect(page.get_by_text("Sign in to use yuxi-dash.")).to_be_visible(
                 timeout=UI_TIMEOUT_MS
