@@ -1,4 +1,4 @@
-"""Another "platform" for the attach tests: its agent runs, in the stand-in's own process.
+"""The stand-in platform's agent runs (`run_threads`), called by its ``POST /_run``.
 
 `run_threads(saver, workdir, spec)` runs a real `langchain.agents.create_agent`
 graph (a scripted chat model, a `query_kb` tool, our compression middleware)

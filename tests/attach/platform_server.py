@@ -1,8 +1,8 @@
 """The stand-in platform's HTTP side: `POST /api/chat/thread/{thread_id}/compress` over uvicorn.
 
 `python -m tests.attach.platform_server SPEC.json` serves a FastAPI app on
-the spec's port. It opens the platform's own database with LangGraph's
-PostgresSaver (a pool) and builds the same `create_agent` graph as
+the spec's port. For the platform database it serves (below) it opens a
+PostgresSaver pool and builds the same `create_agent` graph as
 `tests.attach.platform` (scripted model, `query_kb`, our compression
 middleware). A compress, as the real platform does it:
 
@@ -21,9 +21,11 @@ Errors are ``{"detail": {"code", "message"}}``. The answer carries
 ``Server-Timing: app;dur=<ms>``: the handling time, deliberate delays left out.
 One process serves one platform database at a time: the spec's ``conninfo``
 and ``workdir``, or whatever ``POST /_use`` names (the tests' fixture points it
-at a fresh database per test; ``{}`` lets the last one go). ``POST /_run`` runs
-the platform's agent over threads (`tests.attach.platform.run_threads`), so the
-platform writes its own checkpoints in its own process.
+at a fresh database per test; ``{}`` lets the last one go). Each database has
+its own pool, graph and controls, so ``/_use`` starts with none set.
+``POST /_run`` runs the platform's agent over threads, one run at a time
+(`tests.attach.platform.run_threads`), so the platform writes its own
+checkpoints in its own process.
 Test controls: ``POST /_control`` (``busy``, ``unsupported_agents``,
 ``delay_before``/``delay_after`` seconds, ``status_override`` with an optional
 ``body`` and ``retry_after``), ``GET /_record`` (every call received with its
@@ -123,6 +125,7 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
     if spec.get("conninfo"):
         serving.append(PlatformState(spec["conninfo"], spec["workdir"]))
     switching = threading.Lock()
+    running = threading.Lock()  # one run at a time: a skewed clock is the whole process's
     app = FastAPI()
 
     def current() -> PlatformState:
@@ -146,7 +149,8 @@ def build_app(spec: dict[str, Any]) -> FastAPI:
         """Run the platform's agent over ``threads`` (`tests.attach.platform.run_threads`)."""
         state = current()
         try:
-            result = run_threads(state.saver, Path(state.workdir.root), body)
+            with running:
+                result = run_threads(state.saver, Path(state.workdir.root), body)
         except Exception:  # the test's assertion shows the platform's own traceback
             return PlainTextResponse(traceback.format_exc(), 500)
         return JSONResponse(result)

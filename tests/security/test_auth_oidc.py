@@ -180,6 +180,7 @@ def test_a_listed_user_signs_in_with_the_allowlist_role_and_signs_out(
 
     deployment.forwarder.switch(deployment.replicas["a"])
     context = browser.new_context()
+    context.set_default_timeout(UI_TIMEOUT_MS)
     page = context.new_page()
     _sign_in(page, deployment, OPERATOR)
     expect(_signed_in_as(page)).to_have_text(
@@ -211,6 +212,7 @@ def test_a_user_on_no_list_is_refused_after_signing_in(
 
     deployment.forwarder.switch(deployment.replicas["a"])
     context = browser.new_context()
+    context.set_default_timeout(UI_TIMEOUT_MS)
     page = context.new_page()
     _sign_in(page, deployment, STRANGER)
     refusal = page.get_by_test_id("stAlert")
@@ -229,6 +231,7 @@ def test_the_same_cookie_secret_keeps_the_session_valid_on_another_replica(
     forwarder, replicas = deployment.forwarder, deployment.replicas
     forwarder.switch(replicas["a"])
     first = browser.new_context()
+    first.set_default_timeout(UI_TIMEOUT_MS)
     page = first.new_page()
     _sign_in(page, deployment, ADMIN)
     expected = f"Signed in as {ADMIN} · admin · oidc"
@@ -240,6 +243,7 @@ def test_the_same_cookie_secret_keeps_the_session_valid_on_another_replica(
         forwarder.switch(replicas[replica])
         before = forwarder.connections[replicas[replica]]
         fresh = browser.new_context()  # nothing but the copied cookies
+        fresh.set_default_timeout(UI_TIMEOUT_MS)
         fresh.add_cookies(cookies)
         page = fresh.new_page()
         page.goto(forwarder.origin + "/")
