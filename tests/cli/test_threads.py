@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.fixtures.app import SEED_RECORD
 from yuxi_dash.cli import main
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.settings import get_settings
@@ -438,18 +439,23 @@ def test_simulate_command_reports_per_thread(capsys: pytest.CaptureFixture[str])
 
 
 def test_demo_command_seeds_threads_only_with_no_memory(
-    capsys: pytest.CaptureFixture[str],
+    demo_seed: Path, demo_env: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, report, err = run(capsys, "demo", "--no-memory")
-    assert code == 0 and "Traceback" not in err
+    # the first run, from an empty database, is the run's shared seed: its console script
+    # `yuxi-dash demo --no-memory --json` (tests/fixtures/app.py), as printed
+    first = json.loads((demo_seed / SEED_RECORD).read_text())
+    report, err = first["report"], first["command"]["stderr"]
+    assert first["command"]["exit_code"] == 0 and "Traceback" not in err
     assert report["threads"] >= 190 and report["users"] == 30 and report["graphs"] == 0
+    assert report["anchor"] == first["anchor"]  # the story's "now", in the report
     stages = err.splitlines()  # progress on stderr, one line per stage; stdout held only JSON
     assert stages[0].startswith("yuxi-dash: building ") and "demo threads" in stages[0]
     assert any("simulating" in line for line in stages)
     assert not any("memory graphs" in line for line in stages)  # --no-memory
+    # again, on this test's copy of it: nothing left to build
     code, again, err = run(capsys, "demo", "--no-memory")
-    assert code == 0 and again["threads"] == report["threads"]
-    assert "building" not in err  # nothing left to build: no stage announced
+    assert code == 0 and again["threads"] == report["threads"] and again["anchor"] is None
+    assert "building" not in err  # no stage announced
     code, rows, _ = run(capsys, "threads", "--min-pressure", "0.85", "--limit", "500")
     assert code == 0 and len(rows) >= 20
 

@@ -63,6 +63,8 @@ def _cmd_demo(args: argparse.Namespace) -> CommandResult:
         f"tool results: {report.tool_results}",
         f"graphs: {report.graphs}",
     ]
+    if report.anchor:
+        lines.append(f"story time ends: {report.anchor}")
     lines.extend(f"note: {note}" for note in report.notes)
     return CommandResult(data, text="\n".join(lines))
 

@@ -94,6 +94,7 @@ class DemoReport:
     tool_results: int = 0
     graphs: int = 0
     notes: list[str] = field(default_factory=list)
+    anchor: str | None = None  # the story's "now" of the threads this run built (ISO 8601)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +103,7 @@ class DemoReport:
             "tool_results": self.tool_results,
             "graphs": self.graphs,
             "notes": self.notes,
+            "anchor": self.anchor,
         }
 
 
@@ -371,6 +373,7 @@ def seed_demo_threads(
         with session_scope(settings) as session:  # one thread, one transaction
             created.append(build_thread(session, plan, runtime=runtime, anchor=anchor))
     if created:
+        report.anchor = anchor.isoformat()
         progress("compressing some threads as an operator would")
         compressed = compress_some(settings, created)
         report.notes.append(f"an operator compressed {len(compressed)} threads")
