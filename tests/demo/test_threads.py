@@ -56,7 +56,9 @@ def seeded(
 @pytest.fixture(scope="module")
 def anchor(demo_seed: Path) -> datetime:
     """The seed's "now": every story time is before it."""
-    return datetime.fromisoformat(json.loads((demo_seed / SEED_RECORD).read_text())["anchor"])
+    return datetime.fromisoformat(
+        json.loads((demo_seed / SEED_RECORD).read_text())["report"]["anchor"]
+    )
 
 
 def _copy(settings: Settings, target: Path) -> Settings:
