@@ -144,6 +144,14 @@ def test_cuts_are_always_at_safe_boundaries(text: str, index: int) -> None:
     assert len(clipped) <= max(1, index) or clipped == text
 
 
+def test_a_text_cut_to_one_character_still_shows_the_mark() -> None:
+    """A body given room for one character reads "…", never an empty string (that would look
+    like a field the tool returned empty)."""
+    assert clip_head_tail("abcdef", 1) == "…"
+    assert clip_head_tail("abcdef", 0) == ""
+    assert clip_head_tail("abcdef", 2) == "a…"
+
+
 @settings(max_examples=examples(100))
 @given(st.text(max_size=3000), st.integers(min_value=1, max_value=400))
 def test_preview_never_raises_and_never_exceeds_budget(text: str, limit: int) -> None:

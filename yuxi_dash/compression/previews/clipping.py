@@ -78,11 +78,14 @@ def cut_start(text: str, index: int) -> int:
 
 
 def clip_head_tail(text: str, max_chars: int) -> str:
-    """``text`` itself when short enough, else its head (2/3), ``…`` and its tail."""
+    """``text`` itself when short enough, else its head (2/3), ``…`` and its tail.
+
+    A cut text always shows the mark: with room for nothing else it is ``…`` alone.
+    """
     if len(text) <= max_chars:
         return text
     if max_chars <= len(CLIP_MARK):
-        return ""
+        return CLIP_MARK[: max(max_chars, 0)]
     room = max_chars - len(CLIP_MARK)
     head_chars = (room * 2 + 2) // 3
     tail_chars = room - head_chars
