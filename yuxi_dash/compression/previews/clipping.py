@@ -84,8 +84,10 @@ def clip_head_tail(text: str, max_chars: int) -> str:
     """
     if len(text) <= max_chars:
         return text
+    if max_chars <= 0:
+        return ""
     if max_chars <= len(CLIP_MARK):
-        return CLIP_MARK[: max(max_chars, 0)]
+        return CLIP_MARK  # room for the mark alone
     room = max_chars - len(CLIP_MARK)
     head_chars = (room * 2 + 2) // 3
     tail_chars = room - head_chars
