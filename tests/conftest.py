@@ -58,6 +58,7 @@ pytest_plugins = [
     "tests.fixtures.app",
     "tests.fixtures.monitoring",
     "tests.fixtures.platform",
+    "tests.fixtures.hostile_http",
 ]
 
 _ISOLATED_ENV = (

@@ -363,3 +363,20 @@ class PlatformAttemptFailed(YuxiDashError):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+class OutboundFailed(YuxiDashError):
+    """A call to an outside server ended without a usable answer (`outbound`); its ``kind``
+    says how, ``sent`` whether the server may have acted. Callers map it to their own code."""
+
+    code = "outbound_failed"
+    status_code = 502
+
+    def __init__(
+        self, reason: str, *, kind: str, sent: bool, http_status: int | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.sent = sent
+        self.http_status = http_status
