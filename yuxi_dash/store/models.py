@@ -144,6 +144,10 @@ class Conversation(Base):
     origin: Mapped[str] = mapped_column(sa.String(16), default=ORIGIN_DASHBOARD)
     # an attached thread: the platform it was projected from ("<system identifier>/<database>")
     platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    # a compress in progress (service.compress): set under the row lock before the summarizer
+    # call, cleared when it ends; a lease past its time (a killed process) is void
+    compress_lease_id: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
+    compress_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class AgentRun(Base):
@@ -354,6 +358,7 @@ class ApiToken(Base):
     actor: Mapped[str] = mapped_column(sa.String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 # --- alerts (yuxi_dash.alerts) ------------------------------------------------
@@ -431,6 +436,8 @@ class AlertOutbox(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_error: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
+    # claimed by a sender until then (committed before the post; no lock held across it)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class AlertChannel(Base):
@@ -445,6 +452,8 @@ class AlertChannel(Base):
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_error: Mapped[str | None] = mapped_column(sa.String(256), nullable=True)
     last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # leased by a pass until then (committed before the post; no lock held across it)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class ScanTiming(Base):
