@@ -224,7 +224,8 @@ class PlatformBadResponse(YuxiDashError):
 
 
 class CompressedNotProjected(YuxiDashError):
-    """The platform compressed the thread, but projecting it here failed: the next scan shows it."""
+    """The platform compressed the thread (or answered 200 with an answer we cannot read, so it
+    may have), but showing it here failed: never compress again; the next scan shows it."""
 
     code = "compressed_not_projected"
     status_code = 503

@@ -68,8 +68,13 @@ class Settings(BaseSettings):
     platform_connect_timeout_seconds: float = Field(
         5.0, gt=0, validation_alias=_env("YUXI_DASH_PLATFORM_CONNECT_TIMEOUT_SECONDS")
     )
-    platform_read_timeout_seconds: float = Field(
-        120.0, gt=0, validation_alias=_env("YUXI_DASH_PLATFORM_READ_TIMEOUT_SECONDS")
+    # one total deadline for a whole compress call: every attempt, its answer and the waits
+    platform_deadline_seconds: float = Field(
+        120.0, gt=0, validation_alias=_env("YUXI_DASH_PLATFORM_DEADLINE_SECONDS")
+    )
+    # an http:// URL on a host that is not loopback sends the token in clear: refused unless set
+    platform_allow_insecure_http: bool = Field(
+        False, validation_alias=_env("YUXI_DASH_PLATFORM_ALLOW_INSECURE_HTTP")
     )
 
     # --- summarizer (OpenAI-compatible; unset -> offline extractive) -------
@@ -124,6 +129,12 @@ class Settings(BaseSettings):
     alert_evaluate_seconds: float = Field(
         30.0, ge=0, validation_alias=_env("YUXI_DASH_ALERT_EVALUATE_SECONDS")
     )  # 0: no background pass (run `yuxi-dash alerts evaluate` from cron instead)
+    # one total deadline for a channel's posts in one pass (Alertmanager, the webhook)
+    alert_deadline_seconds: float = Field(
+        10.0, gt=0, validation_alias=_env("YUXI_DASH_ALERT_DEADLINE_SECONDS")
+    )
+    # the `agent` label (/metrics, Alertmanager) names the top N agents by threads, then "other"
+    label_agents_max: int = Field(20, ge=1, validation_alias=_env("YUXI_DASH_LABEL_AGENTS_MAX"))
 
     # --- LaunchDarkly -------------------------------------------------------
     launchdarkly_sdk_key: str | None = Field(None, validation_alias=_env("LAUNCHDARKLY_SDK_KEY"))
@@ -173,6 +184,14 @@ class Settings(BaseSettings):
     # --- the HTTP API (`yuxi-dash api serve`) --------------------------------
     # a bind address that is not loopback is refused unless this opts in
     api_allow_network: bool = Field(False, validation_alias=_env("YUXI_DASH_API_ALLOW_NETWORK"))
+    # a connection that has not sent a request's complete headers by then is closed
+    api_header_timeout_seconds: float = Field(
+        10.0, gt=0, le=300, validation_alias=_env("YUXI_DASH_API_HEADER_TIMEOUT_SECONDS")
+    )
+    # open connections at most; a request past it is answered 503
+    api_max_connections: int = Field(
+        64, ge=1, le=10_000, validation_alias=_env("YUXI_DASH_API_MAX_CONNECTIONS")
+    )
 
     @field_validator(
         "viewer_emails",

@@ -23,7 +23,7 @@ from tests.alerts.builders import OPERATOR, SECRET, add_rule, hot_compressible_t
 from tests.fixtures.monitoring import WebhookReceiver
 from yuxi_dash import service
 from yuxi_dash.access.audit import wait_for_pending_audit
-from yuxi_dash.alerts.delivery import PAUSE_AFTER, drain_webhook
+from yuxi_dash.alerts.delivery import LEASE_MARGIN_SECONDS, PAUSE_AFTER, drain_webhook
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.views import channels, current_alerts
 from yuxi_dash.settings import get_settings
@@ -138,7 +138,10 @@ def test_killed_while_sending_delivers_after_restart_once_per_change(
         rows = session.scalars(sa.select(AlertOutbox)).all()
         assert [(r.kind, r.sent_at) for r in rows] == [("firing", None)]
 
-    report = evaluate()  # the restart: the notice goes out again, with the same event id
+    assert evaluate().notified == 0  # claimed by the killed sender: skipped until the claim ends
+    later = utcnow() + timedelta(seconds=get_settings().alert_deadline_seconds)
+    later += timedelta(seconds=LEASE_MARGIN_SECONDS + 1)
+    report = evaluate(now=later)  # the claim ran out: the notice goes again, same event id
     assert (report.notified, report.fired) == (1, 0)
     evaluate()
     events = webhook_receiver.events()

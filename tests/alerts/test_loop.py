@@ -3,7 +3,7 @@
 A pending alert becomes firing with no usage write once its `for_seconds` has
 passed; with two replicas on PostgreSQL one runs the pass at a time; a compress
 with an unreachable webhook returns at once, and the loop delivers its notices
-later, once each.
+later, once each; a dripping Alertmanager costs each pass one deadline only.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from tests.alerts.builders import (
     hot_compressible_thread,
     put_thread,
 )
+from tests.fixtures.hostile_http import HostileServer
 from tests.fixtures.live_server import free_port
 from tests.fixtures.monitoring import WebhookReceiver
 from yuxi_dash import service
-from yuxi_dash.alerts.delivery import TIMEOUT_SECONDS
 from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.alerts.loop import AlertLoop
-from yuxi_dash.alerts.views import current_alerts
+from yuxi_dash.alerts.views import channels, current_alerts
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertOutbox, Conversation, UsageSnapshotRow
@@ -125,7 +125,8 @@ def test_a_compress_with_an_unreachable_webhook_returns_promptly_and_delivers_la
     result = service.compress_thread_context("t1", actor=OPERATOR)  # resolves "hot"
     took = time.monotonic() - started
     assert result.status == "completed"
-    assert took < TIMEOUT_SECONDS, took  # one blocked send alone would take this long
+    deadline = get_settings().alert_deadline_seconds
+    assert took < deadline, took  # one blocked send alone would take this long
     with session_scope() as session:
         rows = session.scalars(sa.select(AlertOutbox).order_by(AlertOutbox.id)).all()
         assert [(r.kind, r.attempts, r.sent_at) for r in rows] == [
@@ -164,3 +165,32 @@ def _unsent() -> int:
             )
             or 0
         )
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_dripping_alertmanager_does_not_stall_the_background_pass(
+    db_url: str, hostile_server: HostileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YUXI_DASH_ALERTMANAGER_URL", hostile_server.url)
+    monkeypatch.setenv("YUXI_DASH_ALERT_DEADLINE_SECONDS", "1")
+    get_settings.cache_clear()
+    hostile_server.behave("drip_headers", drip_seconds=0.5)  # an answer would take minutes
+    add_rule("slow", for_seconds=1)
+    put_thread("t1", 0.95)
+    after_usage_write(get_settings())
+    assert [a.state for a in current_alerts()] == ["pending"]
+
+    loop = AlertLoop(get_settings(), interval=FAST).start()
+    try:  # it fires, and each pass gives up on Alertmanager after its deadline: the next comes
+        wait_until(lambda: _manager_failures() >= 2)
+    finally:
+        loop.stop()
+    assert [a.state for a in current_alerts()] == ["firing"]
+    assert loop.failures == 0 and loop.passes >= 2
+    assert len(hostile_server.requests) >= 2
+
+
+def _manager_failures() -> int:
+    (manager,) = [c for c in channels() if c.channel == "alertmanager"]
+    assert manager.sent_total == 0
+    return manager.failures_total

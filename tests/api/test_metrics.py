@@ -21,8 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.alerts.builders import ADMIN, OPERATOR, add_rule, put_thread
+from tests.alerts.builders import ADMIN, OPERATOR, add_rule, many_agents, put_thread
 from tests.fixtures.live_server import dashboard_env, free_port, yuxi_dash_command
 from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.alerts.evaluate import evaluate
@@ -31,6 +32,7 @@ from yuxi_dash.api.app import create_app
 from yuxi_dash.api.tokens import create_token, revoke_token
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.labels import OTHER_AGENT, top_agents
 from yuxi_dash.store.models import ORIGIN_ATTACHED
 from yuxi_dash.store.queries import list_audit
 
@@ -105,6 +107,35 @@ def test_exposition_has_the_aggregates(db_url: str) -> None:
     assert 'yuxi_dash_attach_scan_duration_seconds{source="db.example:5432/platform"} 2.5' in text
     for thread_id in THREADS:
         assert thread_id not in text
+
+
+@pytest.mark.parametrize("limit", [None, 5])
+def test_the_agent_label_names_the_top_agents_and_other(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    if limit is not None:
+        monkeypatch.setenv("YUXI_DASH_LABEL_AGENTS_MAX", str(limit))
+        get_settings.cache_clear()
+    n = get_settings().label_agents_max
+    counts = many_agents(409)  # 391 agents: a platform with one assistant per user
+    with serving_app() as base:
+        response = httpx.get(
+            f"{base}/metrics", headers={"Authorization": f"Bearer {token()}"}, timeout=10
+        )
+    assert response.status_code == 200
+    (threads,) = [
+        f for f in text_string_to_metric_families(response.text) if f.name == "yuxi_dash_threads"
+    ]
+    agents = {sample.labels["agent"] for sample in threads.samples}
+    with session_scope() as session:
+        top = top_agents(session, n)
+    assert agents == top | {OTHER_AGENT} and len(agents) == n + 1
+    assert {"big-a", "big-b", "big-c"} <= top
+    assert sum(sample.value for sample in threads.samples) == 409
+    other = sum(s.value for s in threads.samples if s.labels["agent"] == OTHER_AGENT)
+    assert other == 409 - sum(counts[agent] for agent in top)
+    series = {tuple(sorted(s.labels.items())) for s in threads.samples}
+    assert len(series) == len(threads.samples)  # one sample per label set (own and attached)
 
 
 def test_metrics_need_a_token_and_refusals_leave_no_audit_row(db_url: str) -> None:

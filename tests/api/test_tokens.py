@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
+
 import pytest
 import sqlalchemy as sa
 
@@ -13,12 +16,13 @@ from yuxi_dash.api.tokens import (
     create_token,
     hash_token,
     list_tokens,
+    parse_expires_in,
     revoke_token,
 )
 from yuxi_dash.errors import ApiTokenNotFound, Forbidden, InvalidInput, Unauthorized
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ApiToken, AuditEntry
+from yuxi_dash.store.models import ApiToken, AuditEntry, utcnow
 
 ADMIN = Actor(id="root@example.com", role=Role.ADMIN, via="cli")
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR, via="cli")
@@ -94,3 +98,66 @@ def test_bearer_header(header: str, token: str) -> None:
 def test_a_header_without_a_bearer_token_is_unauthorized(header: str | None) -> None:
     with pytest.raises(Unauthorized):
         bearer_token(header)
+
+
+@pytest.mark.parametrize(
+    ("text", "lifetime"),
+    [
+        ("90d", timedelta(days=90)),
+        ("12h", timedelta(hours=12)),
+        ("30m", timedelta(minutes=30)),
+        ("45s", timedelta(seconds=45)),
+        ("3600", timedelta(hours=1)),
+        (" 2D ", timedelta(days=2)),
+        ("3650d", timedelta(days=3650)),
+    ],
+)
+def test_a_lifetime_is_a_whole_number_with_a_unit(text: str, lifetime: timedelta) -> None:
+    assert parse_expires_in(text) == lifetime
+
+
+@pytest.mark.parametrize(
+    "text", ["", "0", "0d", "-5", "5x", "1.5d", "abc", "d", "3651d", "99999999999d", "1 d"]
+)
+def test_a_nonsense_lifetime_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInput, match="lifetime"):
+        parse_expires_in(text)
+
+
+def test_a_token_expires(db_url: str) -> None:
+    settings = get_settings()
+    lasting = create_token(
+        role="viewer", actor_name="grafana", by=ADMIN, settings=settings, expires_in="90d"
+    )
+    assert lasting.expires_at == lasting.created_at + timedelta(days=90)
+    assert authenticate(lasting.token, settings).id == "api:grafana"
+    short = create_token(
+        role="operator",
+        actor_name="job",
+        by=ADMIN,
+        settings=settings,
+        expires_in=timedelta(seconds=1),
+    )
+    assert short.expires_at is not None
+    listed = {info.id: info.expires_at for info in list_tokens(by=ADMIN, settings=settings)}
+    assert listed == {lasting.id: lasting.expires_at, short.id: short.expires_at}
+    time.sleep(max(0.0, (short.expires_at - utcnow()).total_seconds()) + 0.1)
+    with pytest.raises(Unauthorized, match="expired"):
+        authenticate(short.token, settings)
+    created = [row for row in _audit() if row.action == "api_token.create"]
+    assert [row.detail.get("expires_at") for row in created] == [
+        lasting.expires_at.isoformat(),
+        short.expires_at.isoformat(),
+    ]
+
+
+def test_a_nonsense_lifetime_creates_nothing_and_is_audited(db_url: str) -> None:
+    with pytest.raises(InvalidInput):
+        create_token(
+            role="viewer", actor_name="x", by=ADMIN, settings=get_settings(), expires_in="soon"
+        )
+    with session_scope() as session:
+        assert session.scalars(sa.select(ApiToken)).all() == []
+    assert [(row.action, row.outcome, row.detail["code"]) for row in _audit()] == [
+        ("api_token.create", "refused", "invalid_input")
+    ]

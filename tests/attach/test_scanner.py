@@ -2,8 +2,9 @@
 
 A checkpoint id dated 2100 (a valid UUIDv6) is projected and flagged, but the
 watermark stays at the platform database's `now()` plus a skew, so later
-scans still find new threads; a watermark already stored past that clock is
-read from the start. A scan of another platform (another database: its
+scans still find new threads, and the look-back window still starts at that
+clock minus the overlap (a thread a replica one minute behind writes is found);
+a watermark already stored past that clock is read from the start. A scan of another platform (another database: its
 system identifier and name) is refused and audited, changing nothing, until
 the operator confirms it; a thread marked deleted is active again when a
 scan sees it again. Real platform databases, read-only role, both backends.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ import sqlalchemy as sa
 from tests.attach.checkpoints import put_checkpoint, values
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
 from tests.fixtures.platform import Platform, _conninfo
-from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id
+from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id, scan_floor
 from yuxi_dash.cli import main
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
@@ -104,6 +105,43 @@ def test_a_checkpoint_dated_2100_never_blinds_the_scan(
     code, report = cli(capsys, "attach", "scan", "--full")
     assert code == 0, report
     assert report["watermark"] < future and report["watermark"] >= last
+
+
+def test_a_checkpoint_dated_2100_never_shrinks_the_look_back_window(
+    db_url: str, attached: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica one minute behind writes a thread after the scan saw an id dated 2100."""
+    owner = attached.owner_conninfo
+    put_checkpoint(owner, "p-now", values())
+    future = put_checkpoint(owner, "p-2100", values(), checkpoint_id=id_at(YEAR_2100))
+    code, report = cli(capsys, "attach", "scan")
+    assert code == 0 and report["watermark_capped"] and report["projected"] == 2, report
+    capped = report["watermark"]
+    # the thread's only checkpoint, named by a clock 60 s behind: below the capped watermark
+    behind = put_checkpoint(
+        owner, "p-behind", values(), checkpoint_id=id_at(datetime.now(UTC) - timedelta(seconds=60))
+    )
+    assert behind < capped
+    code, report = cli(capsys, "attach", "scan")  # incremental, not --full
+    assert code == 0, report
+    assert report["projected"] == 1 and report["floor"] < behind
+    # the window reaches the overlap (5 minutes) behind the platform's clock, not behind 2100
+    assert id_time(report["floor"]) < datetime.now(UTC) - timedelta(seconds=240)
+    assert report["watermark"] >= capped and report["watermark"] < future
+    assert (report["future"], report["future_threads"]) == (1, ["p-2100"])  # still flagged
+    code, threads = cli(capsys, "threads")
+    listed = {t["thread_id"]: t["checkpoint_id"] for t in threads}
+    assert listed["p-behind"] == behind and listed["p-2100"] == future
+
+
+def test_the_floor_is_never_later_than_the_overlap_before_the_clock() -> None:
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    window = id_at(now - timedelta(seconds=300))
+    assert scan_floor(id_at(YEAR_2100), 300, now=now) == window  # the clock, not 2100
+    assert scan_floor(id_at(now + timedelta(seconds=200)), 300, now=now) == window
+    earlier = id_at(now - timedelta(hours=1))
+    assert scan_floor(earlier, 300, now=now) == scan_floor(earlier, 300)  # the watermark's own
+    assert scan_floor("", 300, now=now) == ""  # still reads everything
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -57,13 +59,15 @@ def test_token_create_list_revoke(admin_cli: None, capsys: pytest.CaptureFixture
         capsys, "api", "token", "create", "--role", "viewer", "--actor", "grafana", "--json"
     )
     created = json.loads(out)
-    assert code == 0 and set(created) == {"id", "token", "role", "actor", "created_at"}
-    assert (created["role"], created["actor"]) == ("viewer", "grafana")
+    assert code == 0
+    assert set(created) == {"id", "token", "role", "actor", "created_at", "expires_at"}
+    assert (created["role"], created["actor"], created["expires_at"]) == ("viewer", "grafana", None)
 
     code, out, _ = _run(capsys, "api", "token", "list", "--json")
     listed = json.loads(out)
     assert code == 0 and {item["actor"] for item in listed} == {"ci", "grafana"}
-    assert all(set(item) == {"id", "role", "actor", "created_at", "revoked_at"} for item in listed)
+    fields = {"id", "role", "actor", "created_at", "revoked_at", "expires_at"}
+    assert all(set(item) == fields for item in listed)
     assert token not in out and created["token"] not in out and hash_token(token) not in out
     code, out, _ = _run(capsys, "api", "token", "list")
     assert code == 0 and "api:grafana" in out and token not in out
@@ -81,6 +85,29 @@ def test_token_create_list_revoke(admin_cli: None, capsys: pytest.CaptureFixture
     revokes = _audit("api_token.revoke")
     assert sorted(row.outcome for row in revokes) == ["completed", "no_op", "refused"]
     assert token not in json.dumps([row.detail for row in creates + revokes])
+
+
+def test_a_token_can_expire(admin_cli: None, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ("api", "token", "create", "--role", "operator", "--actor", "ci", "--expires-in")
+    code, out, _ = _run(capsys, *argv, "90d", "--json")
+    created = json.loads(out)
+    expires = datetime.fromisoformat(created["expires_at"])
+    assert code == 0
+    assert expires - datetime.fromisoformat(created["created_at"]) == timedelta(days=90)
+    code, out, _ = _run(capsys, *argv, "12h")
+    assert code == 0 and "expires " in out.splitlines()[1]
+    code, out, _ = _run(capsys, "api", "token", "list", "--json")
+    assert sorted(item["expires_at"] is None for item in json.loads(out)) == [False, False]
+    assert created["expires_at"] in out
+    code, out, _ = _run(capsys, "api", "token", "list")
+    assert "EXPIRES" in out.splitlines()[0] and expires.strftime("%Y-%m-%d") in out
+    for nonsense in ("soon", "0", "3w", "1.5h", "4000d"):
+        code, out, err = _run(capsys, *argv, nonsense)
+        assert code == 2 and out == "" and "[invalid_input]" in err and "lifetime" in err
+    refusals = [row for row in _audit("api_token.create") if row.outcome == "refused"]
+    assert len(refusals) == 5 and {row.detail["code"] for row in refusals} == {"invalid_input"}
+    with session_scope() as session:
+        assert len(session.scalars(sa.select(ApiToken)).all()) == 2
 
 
 def test_token_commands_need_the_admin_role(capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,7 +157,7 @@ def test_api_serve_runs_until_sigterm(
     )
     token = json.loads(out)["token"]
     port = free_port()
-    env = dashboard_env(tmp_path)
+    env = dashboard_env(tmp_path, YUXI_DASH_API_HEADER_TIMEOUT_SECONDS="1")
     assert env["YUXI_DASH_DATABASE_URL"] == os.environ["YUXI_DASH_DATABASE_URL"]
     process = subprocess.Popen(
         [*yuxi_dash_command(), "api", "serve", "--port", str(port)],
@@ -160,6 +187,7 @@ def test_api_serve_runs_until_sigterm(
             timeout=60,
         )
         assert response.status_code == 200 and response.json()["status"] == "completed"
+        _assert_slow_headers_are_cut_off(port)
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
     finally:
@@ -171,6 +199,20 @@ def test_api_serve_runs_until_sigterm(
     assert token not in out + err and "t1" not in out + err  # no token, no path in its logs
     (row,) = [r for r in _audit("compress") if r.outcome == "completed"]
     assert row.actor == "api:job"
+
+
+def _assert_slow_headers_are_cut_off(port: int, timeout: float = 1.0, margin: float = 4.0) -> None:
+    """The process runs with YUXI_DASH_API_HEADER_TIMEOUT_SECONDS=1: a dripping client is closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout + margin) as sock:
+        started = time.monotonic()
+        try:
+            for byte in b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.3)
+                assert time.monotonic() - started < timeout + margin, "still open"
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        raise AssertionError("the server never closed the slow connection")
 
 
 def test_an_unusable_cli_actor_is_refused_and_audited(

@@ -4,9 +4,11 @@ The soak runs many short trials in which a compress, a second compress and the
 platform's intake start in a random order on one thread; afterwards every intake
 is there, each completed compress wrote exactly one summary (one checkpoint,
 history section, snapshot), every attempt left one audit row and no lock is
-left behind. The crash tests stop a compress after its history section is on
-disk and before its commit (a backend terminated, a process killed with
-SIGKILL): the section is not counted as history, and the retry replaces it.
+left behind. Eight compresses of one thread at once pay for one summary: one
+completes, seven are thread_busy (the lease), all eight are audited. The crash
+tests stop a compress after its history section is on disk and before its commit
+(a backend terminated, a process killed with SIGKILL): the section is not counted
+as history, and the retry (once a killed process's lease ran out) replaces it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +36,16 @@ from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.compression import ExtractiveSummarizer, committed_history
 from yuxi_dash.errors import StaleState, ThreadBusy
 from yuxi_dash.files.workdir import Workdir
+from yuxi_dash.service.locking import compress_in_progress
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ChatMessage, RunRequest, UsageSnapshotRow
+from yuxi_dash.store.models import (
+    ChatMessage,
+    Conversation,
+    RunRequest,
+    UsageSnapshotRow,
+    utcnow,
+)
 from yuxi_dash.store.queries import list_audit
 from yuxi_dash.store.thread_store import load_state, state_store
 
@@ -146,6 +156,83 @@ def test_compress_and_intake_soak_loses_nothing_and_summarizes_once(db_url: str)
     waits = [wait for trial in trials.values() for _request, wait in trial["intake"]]
     assert max(waits) < 2.0
     assert completed_total > 0  # the trials did race real compresses
+
+
+class GateSummarizer:
+    """The offline summarizer that counts its calls and holds each until `release` is set,
+    so every other compress of the thread starts while one is summarizing."""
+
+    name = "gate-test"
+    extractive = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.count_lock = threading.Lock()
+        self.release = threading.Event()
+        self.inner = ExtractiveSummarizer()
+
+    def summarize(
+        self, messages: Sequence[BaseMessage], *, previous_summary: str | None = None
+    ) -> str:
+        with self.count_lock:
+            self.calls += 1
+        self.release.wait(30)  # a wait, not an assertion: the test counts the calls
+        return self.inner.summarize(messages, previous_summary=previous_summary)
+
+
+@POSTGRES
+def test_eight_compresses_of_one_thread_pay_for_one_summary(db_url: str) -> None:
+    seed_thread("eight", messages=conversation(8, tool_chars=2000))
+    summarizer = GateSummarizer()
+    start = threading.Barrier(8)
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+
+    def compress() -> None:
+        start.wait(10)
+        try:
+            result: Any = service.compress_thread_context(
+                "eight", actor=OPERATOR, summarizer=summarizer
+            )
+        except ThreadBusy as exc:
+            result = exc
+        with lock:
+            outcomes.append(result)
+            if sum(isinstance(o, ThreadBusy) for o in outcomes) == 7:
+                summarizer.release.set()  # every other one was refused meanwhile
+
+    workers = [threading.Thread(target=compress) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert not any(worker.is_alive() for worker in workers), "a compress hung"
+    summarizer.release.set()
+    assert summarizer.calls == 1  # one summary paid for
+    completed = [o for o in outcomes if isinstance(o, service.CompressResult)]
+    busy = [o for o in outcomes if isinstance(o, ThreadBusy)]
+    assert [c.status for c in completed] == ["completed"]
+    assert len(busy) == 7
+    assert {(b.code, b.detail["reason"]) for b in busy} == {("thread_busy", "compressing")}
+    assert _section_count("eight") == 1
+    assert wait_for_pending_audit(30)
+    with session_scope() as session:
+        audit = list_audit(session, target=service.thread_target("eight"))
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == "eight"))
+        assert conv is not None and conv.compress_lease_id is None  # cleared with the summary
+    assert len(audit) == 8
+    assert sorted((a.outcome, a.detail.get("code")) for a in audit) == [
+        ("completed", None),
+        *[("refused", "thread_busy")] * 7,
+    ]
+
+
+def _expire_left_lease(thread_id: str) -> None:
+    """A killed compress's lease is there and live; then its time passes (moved to the past)."""
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
+        assert conv is not None and compress_in_progress(conv)
+        conv.compress_lease_until = utcnow() - timedelta(seconds=1)
 
 
 def _block_state_writes(seconds: int) -> None:
@@ -281,5 +368,8 @@ def test_process_killed_after_the_history_write_leaves_no_real_section(
         for pid in _stalled_backends():
             session.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     _unblock_state_writes()
+    with pytest.raises(ThreadBusy):  # the killed compress's lease: live until its time
+        service.compress_thread_context("t1", actor=OPERATOR)
+    _expire_left_lease("t1")
     _assert_one_committed_section_after_retry("t1", seeded)
     assert len(history_files()) == 1

@@ -1,8 +1,9 @@
 """Compress phase 3 under the lock (yuxi_dash.service.compress): all of it lands or none does.
 
 A lock holder whose backend is ended writes nothing and intake lands; a compress
-killed right after its checkpoint write is caught up by the next compress; files
-of an attempt that never committed are swept or adopted, and the audit says so.
+killed right after its checkpoint write leaves its lease, and once that has run out
+the next compress catches the thread up; files of an attempt that never committed
+are swept or adopted, and the audit says so.
 Real PostgreSQL and SQLite, LangGraph's real savers, a real `kill -9`.
 """
 
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,10 @@ from yuxi_dash.service.compress import (
     STEP_FILES_WRITTEN,
     STEP_PROJECTED,
 )
+from yuxi_dash.service.locking import compress_in_progress
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
-from yuxi_dash.store.models import Conversation, RunRequest, ToolResult
+from yuxi_dash.store.models import Conversation, RunRequest, ToolResult, utcnow
 from yuxi_dash.store.thread_store import load_state, write_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,6 +59,14 @@ def _row() -> Conversation:
         assert conv is not None
         session.expunge(conv)
         return conv
+
+
+def _expire_left_lease() -> None:
+    """The killed attempt's lease is there and live; then its time passes (moved to the past)."""
+    with session_scope() as session:
+        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == "t1"))
+        assert conv is not None and compress_in_progress(conv)
+        conv.compress_lease_until = utcnow() - timedelta(seconds=1)
 
 
 def _terminate_lock_holder(url: str) -> int:
@@ -189,6 +200,7 @@ def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
     else:  # one transaction: the checkpoint went with the lock
         assert killed_state.checkpoint_id == seeded and killed_state.state.summary is None
 
+    _expire_left_lease()
     again = service.compress_thread_context("t1", actor=OPERATOR)
 
     stored = load_state("t1")
@@ -210,6 +222,8 @@ def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
     else:
         assert audit.outcome == "completed"
         assert sorted(audit.detail["adopted_files"]) == leftovers
+    assert audit.detail["void_lease_taken_over"] is True
+    assert not compress_in_progress(_row())  # the lease went with the summary (or no-op)
 
 
 def test_a_failure_after_the_checkpoint_write_never_leaves_a_row_without_its_file(

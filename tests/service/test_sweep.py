@@ -14,10 +14,12 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tests.service.builders import OPERATOR, VIEWER, seed_thread
 from yuxi_dash import service
@@ -29,7 +31,7 @@ from yuxi_dash.service.compress import STEP_CHECKPOINT_WRITTEN, STEP_FILES_WRITT
 from yuxi_dash.service.sweep import SWEEP_ACTION, SWEEP_TARGET, SweepReport, sweep_workdir
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
-from yuxi_dash.store.models import ToolResult
+from yuxi_dash.store.models import Conversation, ToolResult, utcnow
 from yuxi_dash.store.queries import list_audit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,7 +135,11 @@ def test_files_of_a_killed_compress_are_swept_and_audited(db_url: str, step: str
     assert sorted(rows[1].detail["would_remove_files"]) == expected
     assert detail["removed"] == len(expected) and sorted(detail["removed_files"]) == expected
     assert rows[0].actor == ADMIN.id
-    if named:  # the next compress catches the row up and indexes them
+    if named:  # the next compress (once the killed one's lease ran out) indexes them
+        with session_scope() as session:
+            conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == "t1"))
+            assert conv is not None and conv.compress_lease_id is not None
+            conv.compress_lease_until = utcnow() - timedelta(seconds=1)
         service.compress_thread_context("t1", actor=OPERATOR)
         assert sweep_workdir(actor=ADMIN, settings=get_settings()).files == []
 

@@ -1,8 +1,8 @@
 """The audit log: who did what to which target, and how it ended.
 
-`record_audit` is the one writer of `audit_log`: in the caller's session when given one
-(same transaction), else in its own short transaction, so a refused or failed attempt is
-recorded even when its work was rolled back.
+`record_audit` is the one writer of `audit_log`, in the caller's session (same transaction)
+or its own short one, so a refused or failed attempt is recorded even when its work was
+rolled back; `complete_audit` finishes a row written "pending" before its work ran.
 
 Rules:
 - `detail` holds ids, codes and counts only: keys that could carry user content or query
@@ -110,6 +110,25 @@ def record_audit(
         entry_id = entry.id
     log.info("audit %s %s", action, outcome)  # the target names a user or thread: not logged
     return entry_id
+
+
+def complete_audit(
+    entry_id: int, *, outcome: str, detail: dict[str, Any] | None, settings: Settings | None
+) -> bool:
+    """Finish a row written before its work ran (outcome "pending"): set the outcome and merge
+    ``detail`` into what it holds, sanitized the same way. False when no such row exists."""
+    from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.models import AuditEntry
+
+    with session_scope(settings) as session:
+        entry = session.get(AuditEntry, entry_id)
+        if entry is None:
+            return False
+        action = entry.action
+        entry.outcome = storable(str(outcome), 32)
+        entry.detail = sanitize_detail({**(entry.detail or {}), **(detail or {})})
+    log.info("audit %s %s", action, outcome)
+    return True
 
 
 _RETRY_SECONDS = 120.0

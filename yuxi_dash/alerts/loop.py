@@ -6,6 +6,8 @@ next). It is what makes time count: a pending alert whose ``for_seconds``
 has elapsed fires on the next pass without any new usage write, and it is
 the only place (besides `yuxi-dash alerts evaluate`) where Alertmanager is
 posted and the webhook outbox drained: the hooks after a write only write.
+Those posts take at most ``alert_deadline_seconds`` per channel (`alerts.delivery`),
+so a slow receiver cannot stall the loop.
 With several replicas on one PostgreSQL store, one at a time runs the pass:
 the one holding the session-level advisory lock `ALERT_LOOP_KEY`
 (`attach.leader.ScanLeadership`, a key of its own, so it may be another

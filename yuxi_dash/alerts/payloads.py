@@ -4,8 +4,10 @@ The webhook body is built once, when the state change is decided, and stored
 in the outbox; it is signed at send time as HMAC-SHA256 of the exact bytes
 sent (``X-Yuxi-Dash-Signature: sha256=<hex>``). Alertmanager gets labels
 ``alertname``, ``rule``, ``platform``, ``agent``, ``thread_id``, ``severity``
-and annotations ``pressure``, ``threshold`` and ``dashboard`` (a link built
-from ``YUXI_DASH_PUBLIC_URL``). Every value is the stored text, never markup.
+and annotations ``pressure``, ``threshold``, ``agent`` and ``dashboard`` (a
+link built from ``YUXI_DASH_PUBLIC_URL``). The ``agent`` label is bounded (the
+top agents, else ``other``: `store.labels`); the annotation and the webhook
+body carry the real slug. Every value is the stored text, never markup.
 """
 
 from __future__ import annotations
@@ -74,16 +76,19 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def alertmanager_alert(
-    row: dict[str, Any], *, ends_at: datetime, settings: Settings
+    row: dict[str, Any], *, ends_at: datetime, agent_label: str, settings: Settings
 ) -> dict[str, Any]:
-    """One alert in Alertmanager's v2 API shape (`POST /api/v2/alerts` takes a list)."""
+    """One alert in Alertmanager's v2 API shape (`POST /api/v2/alerts` takes a list).
+
+    ``agent_label`` is the bounded label value (`store.labels.agent_label`).
+    """
     link = thread_link(row["thread_id"], settings)
     return {
         "labels": {
             "alertname": ALERTNAME,
             "rule": row["rule_name"],
             "platform": row["platform"],
-            "agent": row["agent_slug"],
+            "agent": agent_label,
             "thread_id": row["thread_id"],
             "severity": row["severity"],
         },
@@ -92,6 +97,7 @@ def alertmanager_alert(
             "threshold": f"{row['fire_at']:.4f}",
             "clear_at": f"{row['clear_at']:.4f}",
             "summary_trigger_tokens": str(row["threshold_tokens"]),
+            "agent": row["agent_slug"],
             "dashboard": link,
         },
         "startsAt": _iso(row["firing_since"]),

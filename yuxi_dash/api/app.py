@@ -1,17 +1,17 @@
 """The FastAPI application of `yuxi-dash api serve`: `create_app()`.
 
-Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's compress contract, over
-our own threads), `GET /healthz`, `GET /readyz` (the database answers and the workdir is
-writable; else 503) and `GET /metrics` (`api.metrics`; a token of any role). Rules:
-- Compress needs `Authorization: Bearer <token>` (`api.tokens`); the body is optional JSON
-  `{"expected_checkpoint_id": ...}`, at most 64 KiB, other keys ignored. The answer is what
-  `compress --json` prints; an error is `{"detail": {"code", "message"}}` with the status of
-  our typed error (the table: docs/operations.md, "The HTTP API and its tokens").
-- Every compress call is one audit row: the service writes it for an authenticated actor
-  (`api:<name>`), this module for a refused credential, header or body and for a replay.
-  It carries `X-Request-Id` and `Idempotency-Key` (1-128 visible ASCII characters, else 400).
-- A repeated key replays the first answer (`api.idempotency`). The probes are not audited.
-- Nothing here logs a token, a body or a query string.
+Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's contract; the id may hold
+`/`), `GET /healthz`, `GET /readyz` (database and workdir: `{"ready": bool}`, details only with
+a token), `GET /metrics` (`api.metrics`) and `GET /docs` (`api.docs`, which also holds the
+OpenAPI declarations). Compress needs `Authorization: Bearer <token>` (`api.tokens`); the body
+is optional JSON `{"expected_checkpoint_id": ...}` (`CompressBody`: at most 64 KiB, any other
+field is 400 naming it). An answer is what `compress --json` prints, an error
+`{"detail": {"code", "message"}}` with our typed error's status (docs/operations.md).
+Every compress call is one audit row: the service writes it for an authenticated actor
+(`api:<name>`), this module for a refused credential, header or body, a replay, and a refusal
+of the router under `/api/` (no route, wrong method: action `api.request`). A repeated
+`Idempotency-Key` replays the first answer (`api.idempotency`); the probes are not audited.
+Nothing here logs a token, a body or a query string.
 """
 
 from __future__ import annotations
@@ -21,18 +21,20 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request, Security
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from yuxi_dash.access.audit import audited_refusals, record_audit
+from yuxi_dash.access.audit import audited_refusals, record_audit, record_audit_eventually
 from yuxi_dash.access.roles import Actor
-from yuxi_dash.api import idempotency
+from yuxi_dash.api import docs, idempotency
 from yuxi_dash.api.metrics import router as metrics_router
 from yuxi_dash.api.tokens import authenticate_token, bearer_token
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
@@ -44,6 +46,7 @@ from yuxi_dash.store.db import session_scope
 log = logging.getLogger("yuxi_dash.api")
 
 UNAUTHENTICATED = "api:unauthenticated"  # the audit actor of a call without a usable token
+ROUTE_ACTION = "api.request"  # the audit action of a refusal by the router (no route, method)
 MAX_BODY_BYTES = 64 * 1024
 # the caller's ids: header -> audit detail key
 CALLER_HEADERS = {"X-Request-Id": "request_id", "Idempotency-Key": "idempotency_key"}
@@ -51,6 +54,17 @@ _CALLER_ID = re.compile(r"[\x21-\x7e]{1,128}")
 REPLAYED_HEADER = "Idempotent-Replayed"
 
 router = APIRouter()
+
+
+class CompressBody(BaseModel):
+    """The optional JSON body of a compress call; any other field is refused (400)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expected_checkpoint_id: str | None = Field(
+        None,
+        description="The checkpoint the caller last saw: 409 stale_state when the thread moved on.",
+    )
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
@@ -143,7 +157,26 @@ def _expected_checkpoint(
             raise InvalidInput("the body is not JSON") from None
         if not isinstance(payload, dict):
             raise InvalidInput('the body must be a JSON object: {"expected_checkpoint_id": ...}')
-        return payload.get("expected_checkpoint_id")  # checked (type, length) by the service
+        try:
+            return CompressBody.model_validate(payload).expected_checkpoint_id  # the service
+        except ValidationError as exc:  # checks what it names (an identifier)
+            raise InvalidInput(body_problem(exc)) from None
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    """A field's name as the caller sent it, quoted and clipped (it is their text)."""
+    return json.dumps(".".join(str(part) for part in loc) or "body")[:80]
+
+
+def body_problem(exc: ValidationError) -> str:
+    """One sentence naming the fields a body got wrong (never their values)."""
+    errors = exc.errors(include_input=False, include_url=False)
+    unknown = [_field_name(e["loc"]) for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        allowed = ", ".join(CompressBody.model_fields)
+        return f"unknown field in the body: {', '.join(unknown[:5])} (it takes {allowed})"
+    first = errors[0]
+    return f"the body's field {_field_name(first['loc'])} is not valid: {first['msg']}"
 
 
 async def _read_body(request: Request) -> bytes | None:
@@ -228,9 +261,24 @@ def _release(token_id: str, key: str, settings: Settings) -> None:
         log.warning("could not release an idempotency key (%s)", type(exc).__name__)
 
 
-@router.post("/api/chat/thread/{thread_id}/compress")
-async def compress(thread_id: str, request: Request) -> JSONResponse:
-    """Compress one of our threads now: the platform's contract (see the module docstring)."""
+@router.post(
+    "/api/chat/thread/{thread_id:path}/compress",
+    summary="Compress a thread's context now",
+    dependencies=[Security(docs.BEARER)],
+    responses=docs.COMPRESS_RESPONSES,
+    openapi_extra={
+        "parameters": docs.caller_id_parameters(),
+        **docs.json_body(CompressBody, "Optional; at most 64 KiB. Other fields are refused."),
+    },
+)
+async def compress(
+    thread_id: Annotated[str, PathParam(description="The thread's id; it may hold `/` (or %2F).")],
+    request: Request,
+) -> JSONResponse:
+    """Summarize the thread's history now: the platform's compress contract.
+
+    Needs a token of the operator or admin role. Every call is one audit row.
+    """
     settings = _settings(request)
     target = thread_target(thread_id)
     ids, problem = caller_ids(request)
@@ -289,31 +337,99 @@ def _workdir_ready(settings: Settings) -> bool:
     return True
 
 
-@router.get("/readyz")
+def _token_holder(request: Request, settings: Settings) -> Actor | None:
+    """The actor of the request's usable token, else None (nothing raised, nothing audited)."""
+    authorization = request.headers.getlist("authorization")
+    if len(authorization) != 1:
+        return None
+    try:
+        return authenticate_token(bearer_token(authorization[0]), settings)[0]
+    except YuxiDashError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - a database that is down: no details, not ready
+        log.warning("could not check a token (%s)", type(exc).__name__)
+        return None
+
+
+READY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": '`{"ready": true}`; with a token, `{"status", "checks"}`.'},
+    503: {"description": '`{"ready": false}`; with a token, `not_ready` naming the checks.'},
+}
+
+
+@router.get(
+    "/readyz",
+    responses=READY_RESPONSES,
+    openapi_extra={"security": [{}, {docs.BEARER_SCHEME: []}]},  # a token adds the details
+)
 def readyz(request: Request) -> JSONResponse:
-    """200 when the database answers and the workdir is writable; 503 naming what is not."""
+    """Ready: the database answers and the workdir is writable (200), else 503.
+
+    Without a usable token only `{"ready": true|false}`; with a token of any role which
+    check failed too (the details say where the database and workdir stand).
+    """
     settings = _settings(request)
+    holder = _token_holder(request, settings)
     checks = {
         "database": "ok" if _database_ready(settings) else "unavailable",
         "workdir": "ok" if _workdir_ready(settings) else "unavailable",
     }
     failing = [name for name, state in checks.items() if state != "ok"]
+    if holder is None:
+        return JSONResponse({"ready": not failing}, status_code=503 if failing else 200)
     if failing:
         message = f"not ready: {' and '.join(failing)} unavailable"
         return JSONResponse(error_body("not_ready", message, checks=checks), status_code=503)
     return JSONResponse({"status": "ready", "checks": checks})
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+def _under_api(request: Request) -> bool:
+    path: str = request.scope.get("path", "")
+    return path == "/api" or path.startswith("/api/")
+
+
+def _audit_route_refusal(request: Request, code: str, status_code: int) -> None:
+    """One audit row for a refusal the router made under /api/: the path, never its query."""
+    settings = _settings(request)
+    actor = _token_holder(request, settings)
+    ids, _ = caller_ids(request)
+    try:
+        record_audit_eventually(
+            actor=actor.id if actor is not None else UNAUTHENTICATED,
+            action=ROUTE_ACTION,
+            target=f"route:{request.scope.get('path', '')}",
+            outcome="refused",
+            detail={
+                "via": "api",
+                "method": request.method,
+                "status": status_code,
+                "code": code,
+                **ids,
+            },
+            settings=settings,
+        )
+    except Exception:  # noqa: BLE001 - the refusal must reach the caller, not the hiccup
+        log.error("audit row for a refused API request could not be written")
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    if _under_api(request):
+        await run_in_threadpool(_audit_route_refusal, request, code, exc.status_code)
     return JSONResponse(
         error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
     )
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse(error_body("invalid_input", "the request is not valid"), status_code=422)
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """A request FastAPI could not validate: 400 invalid_input naming the fields (not 422)."""
+    assert isinstance(exc, RequestValidationError)
+    fields = [_field_name(tuple(error.get("loc", ()))) for error in exc.errors()]
+    message = f"the request is not valid: {', '.join(fields[:5]) or 'the request'}"
+    if _under_api(request):
+        await run_in_threadpool(_audit_route_refusal, request, "invalid_input", 400)
+    return JSONResponse(error_body("invalid_input", message), status_code=400)
 
 
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
@@ -333,4 +449,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (a feature module of this package exposes `router`, e.g. yuxi_dash.api.metrics)
     app.include_router(router)  # compress, /healthz, /readyz
     app.include_router(metrics_router)  # /metrics (a token of any role)
+    docs.install_docs(app)  # /docs and its assets, from disk
     return app

@@ -9,7 +9,9 @@ runs a few bounded GROUP BY queries: thread bands and pressure histogram,
 compress outcomes (audit log), attach scan timing and lag, alerts and their
 channels; `yuxi_dash_metrics_database_up` is 0 when they fail. Every label has
 few values (band, agent, platform, outcome, code, channel, rule, state,
-source): never a thread or user id. docs/operations.md lists the names.
+source): never a thread or user id; ``agent`` names the top
+``YUXI_DASH_LABEL_AGENTS_MAX`` agents, then ``other`` (`store.labels`).
+docs/operations.md lists the names.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from yuxi_dash.attach.checkpoint_clock import checkpoint_time
 from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.labels import agent_label_column, top_agents
 from yuxi_dash.store.models import (
     ORIGIN_ATTACHED,
     AlertChannel,
@@ -62,24 +65,24 @@ def _band_expression() -> sa.ColumnElement[str]:
     return sa.case(*((ratio < edge, label) for edge, label in BANDS), else_=TOP_BAND)
 
 
-def _platform(origin: str) -> str:
-    return "attached" if origin == ORIGIN_ATTACHED else "own"
-
-
-def _threads(session: Session) -> Iterator[Metric]:
+def _threads(session: Session, settings: Settings) -> Iterator[Metric]:
     band = _band_expression().label("band")
     bands = GaugeMetricFamily(
         "yuxi_dash_threads",
-        "Threads (not deleted) per summary-pressure band, agent and platform",
+        "Threads (not deleted) per summary-pressure band, agent (top N, else other) and platform",
         labels=["band", "agent", "platform"],
     )
-    query = (
-        sa.select(band, Conversation.agent_slug, Conversation.origin, sa.func.count())
-        .where(Conversation.status != "deleted")
-        .group_by(band, Conversation.agent_slug, Conversation.origin)
+    agent = agent_label_column(top_agents(session, settings.label_agents_max)).label("agent")
+    platform = sa.case((Conversation.origin == ORIGIN_ATTACHED, "attached"), else_="own").label(
+        "platform"
     )
-    for label, agent, origin, count in session.execute(query):
-        bands.add_metric([label, agent, _platform(origin)], float(count))
+    query = (
+        sa.select(band, agent, platform, sa.func.count())
+        .where(Conversation.status != "deleted")
+        .group_by(band, agent, platform)
+    )
+    for band_value, agent_value, platform_value, count in session.execute(query):
+        bands.add_metric([band_value, agent_value, platform_value], float(count))
     yield bands
     ratio = Conversation.summary_pressure_ratio
     columns = [sa.func.sum(sa.case((ratio <= edge, 1), else_=0)) for edge in BUCKETS]
@@ -99,7 +102,7 @@ def _threads(session: Session) -> Iterator[Metric]:
     )
 
 
-def _compress(session: Session) -> Iterator[Metric]:
+def _compress(session: Session, settings: Settings) -> Iterator[Metric]:
     family = CounterMetricFamily(
         "yuxi_dash_compress", "Compress attempts by outcome and error code (audit log)",
         labels=["outcome", "code"],
@@ -115,7 +118,7 @@ def _compress(session: Session) -> Iterator[Metric]:
     yield family
 
 
-def _attach(session: Session) -> Iterator[Metric]:
+def _attach(session: Session, settings: Settings) -> Iterator[Metric]:
     now = utcnow()
     duration = GaugeMetricFamily(
         "yuxi_dash_attach_scan_duration_seconds", "How long the last attach scan took",
@@ -143,7 +146,7 @@ def _attach(session: Session) -> Iterator[Metric]:
     yield lag
 
 
-def _alerts(session: Session) -> Iterator[Metric]:
+def _alerts(session: Session, settings: Settings) -> Iterator[Metric]:
     alerts = GaugeMetricFamily(
         "yuxi_dash_alerts", "Alerts per rule, severity and state",
         labels=["rule", "severity", "state"],
@@ -195,7 +198,7 @@ class DatabaseCollector(Collector):
         try:
             with session_scope(self.settings) as session:
                 for part in (_threads, _compress, _attach, _alerts):
-                    families.extend(part(session))
+                    families.extend(part(session, self.settings))
         except Exception as exc:  # noqa: BLE001 - a scrape reports the failure as a metric
             log.warning("metrics: the database could not be read (%s)", type(exc).__name__)
             families, up = [], 0.0

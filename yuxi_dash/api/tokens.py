@@ -5,20 +5,22 @@ SHA-256 hex digest is stored (`api_tokens.hash`): with that much entropy a fast
 hash is enough, and a copy of the table holds no usable token. `authenticate`
 hashes what a request presents first and looks up the digest (never the
 token), then compares with `hmac.compare_digest`, so its timing says nothing
-about how close a guess came. Unknown, malformed or revoked is Unauthorized
-(401); what the token may do is the service's role check (`Actor.role`).
-The actor of a token's calls is `api:<actor>`. Creating, listing and revoking
-need the admin role; create and revoke write an audit row, and every refusal
-does too.
+about how close a guess came. Unknown, malformed, revoked or expired is
+Unauthorized (401); what the token may do is the service's role check
+(`Actor.role`). A token may expire (`expires_in`: `90d`, `12h`, `30m`, `45s`
+or seconds; `api_tokens.expires_at`). The actor of a token's calls is
+`api:<actor>`. Creating, listing and revoking need the admin role; create and
+revoke write an audit row, and every refusal does too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -37,6 +39,9 @@ ACTOR_PREFIX = "api:"
 CREATE_ACTION = "api_token.create"
 REVOKE_ACTION = "api_token.revoke"
 LIST_ACTION = "api_token.list"
+MAX_EXPIRES_IN = timedelta(days=3650)
+_DURATION = re.compile(r"([0-9]{1,10})([smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class TokenInfo(Record):
     actor: str
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,27 @@ class CreatedToken(Record):
     role: str
     actor: str
     created_at: datetime
+    expires_at: datetime | None
+
+
+def parse_expires_in(value: str | timedelta) -> timedelta:
+    """A token's lifetime: a timedelta, or `90d`, `12h`, `30m`, `45s`, `3600` (seconds)."""
+    if isinstance(value, timedelta):
+        delta = value
+    else:
+        match = _DURATION.fullmatch(value.strip().lower()) if isinstance(value, str) else None
+        if match is None:
+            raise InvalidInput(
+                "a token's lifetime is a whole number of seconds, or of minutes, hours or "
+                "days: 45s, 30m, 12h, 90d"
+            )
+        seconds = int(match[1]) * _UNIT_SECONDS[match[2]]
+        delta = timedelta(seconds=min(seconds, MAX_EXPIRES_IN.total_seconds() + 1))
+    if not timedelta(0) < delta <= MAX_EXPIRES_IN:
+        raise InvalidInput(
+            f"a token's lifetime must be more than 0 and at most {MAX_EXPIRES_IN.days}d"
+        )
+    return delta
 
 
 def hash_token(token: str) -> str:
@@ -81,11 +108,22 @@ def _info(row: ApiToken) -> TokenInfo:
         actor=row.actor,
         created_at=row.created_at,
         revoked_at=row.revoked_at,
+        expires_at=row.expires_at,
     )
 
 
-def create_token(*, role: str, actor_name: str, by: Actor, settings: Settings) -> CreatedToken:
-    """A new token granting `role`, its calls recorded as `api:<actor_name>`; admin only."""
+def create_token(
+    *,
+    role: str,
+    actor_name: str,
+    by: Actor,
+    settings: Settings,
+    expires_in: str | timedelta | None = None,
+) -> CreatedToken:
+    """A new token granting `role`, its calls recorded as `api:<actor_name>`; admin only.
+
+    `expires_in` (see `parse_expires_in`): it is refused from then on; None: it never expires.
+    """
     with audited_refusals(
         actor=by.id,
         action=CREATE_ACTION,
@@ -97,21 +135,33 @@ def create_token(*, role: str, actor_name: str, by: Actor, settings: Settings) -
         if role not in API_TOKEN_ROLES:
             raise InvalidInput(f"role must be one of {', '.join(API_TOKEN_ROLES)}")
         name = token_actor_name(actor_name)
+        lifetime = None if expires_in is None else parse_expires_in(expires_in)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(id=secrets.token_hex(8), hash=hash_token(token), role=role, actor=name)
     with session_scope(settings) as session:
         row.created_at = utcnow()
+        row.expires_at = None if lifetime is None else row.created_at + lifetime
         session.add(row)
         session.flush()
+        detail = {"via": by.via, "role": role, "token_actor": ACTOR_PREFIX + name}
+        if row.expires_at is not None:
+            detail["expires_at"] = row.expires_at.isoformat()
         record_audit(
             actor=by.id,
             action=CREATE_ACTION,
             target=f"api_token:{row.id}",
             outcome="completed",
-            detail={"via": by.via, "role": role, "token_actor": ACTOR_PREFIX + name},
+            detail=detail,
             session=session,
         )
-    return CreatedToken(id=row.id, token=token, role=role, actor=name, created_at=row.created_at)
+    return CreatedToken(
+        id=row.id,
+        token=token,
+        role=role,
+        actor=name,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
 
 
 def list_tokens(*, by: Actor, settings: Settings) -> list[TokenInfo]:
@@ -170,7 +220,7 @@ def bearer_token(authorization: str | None) -> str:
 
 
 def authenticate(presented: str, settings: Settings) -> Actor:
-    """The actor a presented token stands for; Unauthorized when unknown or revoked."""
+    """The actor a presented token stands for; Unauthorized when unknown, revoked or expired."""
     return authenticate_token(presented, settings)[0]
 
 
@@ -185,5 +235,8 @@ def authenticate_token(presented: str, settings: Settings) -> tuple[Actor, str]:
             raise Unauthorized("the token is not valid")
         if row.revoked_at is not None:
             raise Unauthorized("the token was revoked")
+        if row.expires_at is not None and row.expires_at <= utcnow():
+            at = row.expires_at.isoformat(timespec="seconds")
+            raise Unauthorized(f"the token expired at {at}: create a new one")
         actor = Actor(id=ACTOR_PREFIX + row.actor, role=Role[row.role.upper()], via="api")
         return actor, row.id

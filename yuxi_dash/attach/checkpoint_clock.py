@@ -6,17 +6,18 @@ hyphens at fixed places. So one checkpointer's ids sort by creation time as plai
 (the saver finds a thread's latest with ``ORDER BY checkpoint_id DESC``), and an id can be
 turned back into a time.
 
-The scanner keeps the newest id it has seen as its watermark and reads from a floor
-``OVERLAP`` earlier (`scan_floor`). An id holds the creating process's clock when the step
-ended, not the commit time, so a checkpoint can become visible after a scan saw a larger id
-(a replica's clock behind, a late commit under asynchronous durability). The next scans
-still read any such checkpoint up to ``OVERLAP`` older than the watermark; the threads in
-that window whose newest checkpoint is already projected are skipped without a state read.
+The scanner reads from a floor ``OVERLAP`` before its watermark (the newest id seen) and
+never later than ``OVERLAP`` before the platform database's ``now()`` (`scan_floor`): an id
+holds the writer's clock when the step ended, not the commit time, so a checkpoint can
+become visible after a scan saw a larger id (a replica's clock behind, a late commit, an id
+dated 2100). The threads in that window whose newest checkpoint is already projected are
+skipped without a state read.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 OVERLAP_SECONDS = 300.0  # clock skew between platform replicas and late commits it tolerates
 TICKS_PER_SECOND = 10_000_000  # UUID time is in 100-ns ticks
@@ -45,9 +46,19 @@ def floor_id(ticks: int) -> str:
     return str(uuid.UUID(int=value))
 
 
-def scan_floor(watermark: str, overlap_seconds: float = OVERLAP_SECONDS) -> str:
-    """Where a scan reads from: ``overlap_seconds`` before the watermark ("" reads everything).
+def clock_ticks(moment: datetime) -> int:
+    """``moment`` (timezone-aware) in UUID time: 100-ns ticks since 1582-10-15."""
+    return int(moment.timestamp() * TICKS_PER_SECOND) + UUID_EPOCH_TICKS
 
+
+def scan_floor(
+    watermark: str, overlap_seconds: float = OVERLAP_SECONDS, *, now: datetime | None = None
+) -> str:
+    """Where a scan reads from: ``overlap_seconds`` before the watermark ("" reads everything),
+    and never later than ``overlap_seconds`` before ``now`` (the platform database's clock).
+
+    The watermark follows the ids seen, and one id dated ahead (up to the clock cap)
+    would otherwise lift the floor past a checkpoint a replica behind writes now.
     A watermark that is not a UUIDv6 id (a checkpointer naming checkpoints
     some other way) gives no clock to step back on: every scan reads from the
     start, which is slower but loses nothing.
@@ -57,4 +68,6 @@ def scan_floor(watermark: str, overlap_seconds: float = OVERLAP_SECONDS) -> str:
     ticks = checkpoint_time(watermark)
     if ticks is None:
         return ""
+    if now is not None:
+        ticks = min(ticks, clock_ticks(now))
     return floor_id(ticks - int(overlap_seconds * TICKS_PER_SECOND))

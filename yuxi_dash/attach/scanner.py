@@ -4,8 +4,8 @@
 parameterized, timed-out query on the platform's ``checkpoints`` (root namespace), then
 projects them in batches of `BATCH` (`attach.projector`; docs/architecture.md, "An attach
 scan"). Nothing is written to the platform: every transaction there is read-only. Rules:
-- The floor is the stored watermark minus `attach.checkpoint_clock`' overlap; a listed thread
-  whose newest checkpoint is already projected is skipped without a state read.
+- The floor is the stored watermark minus `attach.checkpoint_clock`' overlap, never above the
+  platform's ``now()`` minus it; a listed thread already projected is skipped unread.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (never the URL) as the
   scan goes, in order of newest checkpoint, so a stopped scan resumes. A failed thread holds
   it back; a quarantined one (`attach.quarantine`) does not, and is skipped until it moves.
@@ -294,7 +294,7 @@ def scan(
     reset = checkpoint_time(before) is not None and before > cap
     if reset:
         before = ""
-    floor = scan_floor(before, OVERLAP_SECONDS)
+    floor = scan_floor(before, OVERLAP_SECONDS, now=identity.now)  # a look-back from now()
     query_started = time.perf_counter()
     seen = changed_threads(conninfo, floor=floor, store=opened)
     query_seconds = time.perf_counter() - query_started

@@ -35,6 +35,7 @@ from yuxi_dash.cli.common import (
     say_progress,
 )
 from yuxi_dash.errors import InvalidInput, YuxiDashError
+from yuxi_dash.outside_text import escaped_controls
 
 __all__ = [
     "ACTOR_HELP",
@@ -149,10 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             raise problem from None
     except YuxiDashError as exc:
+        # a message may quote an outside server: no control character reaches the terminal
+        message = escaped_controls(exc.message)
         if want_json:
-            _print_json({"error": exc.to_dict()})
+            _print_json({"error": {**exc.to_dict(), "message": message}})
         else:
-            print(f"yuxi-dash: {exc.message} [{exc.code}]", file=sys.stderr)
+            print(f"yuxi-dash: {message} [{exc.code}]", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("yuxi-dash: interrupted", file=sys.stderr)

@@ -1,16 +1,16 @@
 """CLI commands `yuxi-dash api serve` and `yuxi-dash api token create|list|revoke`.
 
 `api serve [--host H] [--port P] [--allow-network]` applies pending migrations
-and runs the HTTP API (`yuxi_dash.api.app`) on uvicorn until SIGTERM or
-Ctrl-C. It binds 127.0.0.1 by default; an address that is not loopback is
-refused (exit 2) unless `--allow-network` or `YUXI_DASH_API_ALLOW_NETWORK=true`
-says so. uvicorn's access log is off (a path names a thread).
+and runs the HTTP API (`yuxi_dash.api.app`) on uvicorn as `api.server` sets it
+up (header-read timeout, connection cap) until SIGTERM or Ctrl-C. It binds
+127.0.0.1 by default; an address that is not loopback is refused (exit 2)
+unless `--allow-network` or `YUXI_DASH_API_ALLOW_NETWORK=true` says so.
 
 The token commands need `YUXI_DASH_CLI_ROLE=admin`; the CLI's own actor
 (`YUXI_DASH_CLI_ACTOR`, else `cli`) is who the audit log records as acting,
-while `create --actor NAME` names the token's actor (`api:NAME`). `create`
-prints the token once (with `--json`: `{"token": ..., "id": ...}`); `list`
-never shows a token or its hash.
+while `create --actor NAME` names the token's actor (`api:NAME`) and
+`--expires-in 90d` its lifetime. `create` prints the token once (with
+`--json`: `{"token": ..., "id": ...}`); `list` never shows a token or its hash.
 """
 
 from __future__ import annotations
@@ -60,19 +60,13 @@ def _cmd_serve(args: argparse.Namespace) -> CommandResult:
     import uvicorn
 
     from yuxi_dash.api.app import create_app
+    from yuxi_dash.api.server import server_config
     from yuxi_dash.store.db import get_engine
 
     settings = get_settings()
     check_bind(args.host, allow_network=args.allow_network, settings=settings)
     get_engine(settings)  # migrations, before the first request
-    config = uvicorn.Config(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        access_log=False,
-        server_header=False,
-    )
+    config = server_config(create_app(settings), host=args.host, port=args.port, settings=settings)
     print(f"yuxi-dash: API on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     server = uvicorn.Server(config)
     stops: list[int] = []
@@ -105,11 +99,22 @@ def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.api.tokens import CREATE_ACTION, create_token
 
     by = _admin(CREATE_ACTION, "api_token:?")
-    created = create_token(role=args.role, actor_name=args.actor, by=by, settings=get_settings())
-    data = {**created.to_dict(), "created_at": iso(created.created_at)}
+    created = create_token(
+        role=args.role,
+        actor_name=args.actor,
+        by=by,
+        settings=get_settings(),
+        expires_in=args.expires_in,
+    )
+    data = {
+        **created.to_dict(),
+        "created_at": iso(created.created_at),
+        "expires_at": iso(created.expires_at),
+    }
+    expiry = f"expires {iso(created.expires_at)}" if created.expires_at else "never expires"
     text = (
         f"{created.token}\n"
-        f"(token {created.id}, role {created.role}, actor api:{created.actor}; "
+        f"(token {created.id}, role {created.role}, actor api:{created.actor}, {expiry}; "
         "shown once: only its hash is stored)"
     )
     return CommandResult(data, text=text)
@@ -120,14 +125,19 @@ def _cmd_token_list(args: argparse.Namespace) -> CommandResult:
 
     tokens = list_tokens(by=_admin(LIST_ACTION, "api_token:*"), settings=get_settings())
     data = [
-        {**info.to_dict(), "created_at": iso(info.created_at), "revoked_at": iso(info.revoked_at)}
+        {
+            **info.to_dict(),
+            "created_at": iso(info.created_at),
+            "revoked_at": iso(info.revoked_at),
+            "expires_at": iso(info.expires_at),
+        }
         for info in tokens
     ]
     rows = [
-        (info.id, info.role, f"api:{info.actor}", info.created_at, info.revoked_at)
+        (info.id, info.role, f"api:{info.actor}", info.created_at, info.revoked_at, info.expires_at)
         for info in tokens
     ]
-    table = render_table(rows, ("ID", "ROLE", "ACTOR", "CREATED", "REVOKED"))
+    table = render_table(rows, ("ID", "ROLE", "ACTOR", "CREATED", "REVOKED", "EXPIRES"))
     return CommandResult(data, text=table if data else "no API tokens")
 
 
@@ -140,6 +150,7 @@ def _cmd_token_revoke(args: argparse.Namespace) -> CommandResult:
         **info.to_dict(),
         "created_at": iso(info.created_at),
         "revoked_at": iso(info.revoked_at),
+        "expires_at": iso(info.expires_at),
         "revoked_now": revoked_now,
     }
     text = f"revoked token {info.id}" if revoked_now else f"token {info.id} was already revoked"
@@ -174,6 +185,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     )
     create.add_argument(
         "--actor", required=True, metavar="NAME", help="who its calls are (audited as api:NAME)"
+    )
+    create.add_argument(
+        "--expires-in",
+        metavar="DURATION",
+        help="its lifetime: 90d, 12h, 30m, 45s or seconds (default: it never expires)",
     )
     add_json_flag(create)
     create.set_defaults(handler=store_errors(_cmd_token_create))

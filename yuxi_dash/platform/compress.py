@@ -5,13 +5,13 @@ thread when ``YUXI_DASH_PLATFORM_URL`` is set (docs/architecture.md, "A platform
 - First the refusals we can decide ourselves: the operator role, the thread (404 / deleted /
   another user's), the stale click (the checkpoint the operator saw against the platform
   checkpointer's newest: 409 stale_state). That newest is sent as ``expected_checkpoint_id``.
-- Nothing is locked or written on our side while the call runs.
+- Nothing is locked on our side while the call runs; only its audit row is written.
 - On 200 the thread is projected again at once (`attach.refresh`), before the next scan.
-- A lost answer (platform_outcome_unknown) is never a second call: the newest checkpoint
-  is read again, and the error says whether a new summary landed.
-- Every HTTP attempt is one audit row (action ``compress``: platform, request id,
-  idempotency key, HTTP status, outcome code, latency, summary pressure before and after);
-  a refusal before any call is one row too. A 422 is remembered per agent (`capability`).
+- A lost answer (platform_outcome_unknown), or a 200 we cannot read (compressed_not_projected),
+  is never a second call: the newest checkpoint is read again, the error says if a summary landed.
+- Every HTTP attempt is one audit row (action ``compress``), written "pending" before it is
+  sent and completed when it ends (HTTP status, code, latency, pressure after); a refusal
+  before any call is one row too. A 422 is remembered per agent (`capability`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import record_audit_eventually, thread_target
+from yuxi_dash.access.audit import (
+    complete_audit,
+    record_audit,
+    record_audit_eventually,
+    thread_target,
+)
 from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
 from yuxi_dash.attach.stores import platform_store
@@ -32,8 +37,12 @@ from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.errors import (
     CompressedNotProjected,
     CompressionUnsupported,
+    PlatformAuthFailed,
+    PlatformBadResponse,
     PlatformOutcomeUnknown,
+    PlatformUnavailable,
     StaleState,
+    ThreadBusy,
     ThreadDeleted,
     ThreadNotFound,
     YuxiDashError,
@@ -65,16 +74,6 @@ class PlatformCompressed:
     attempts: list[Attempt] = field(default_factory=list)
 
 
-def _int(body: dict[str, Any], key: str) -> int:
-    value = body.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _text(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    return " ".join(value.split())[:500] if isinstance(value, str) and value.strip() else None
-
-
 def _pressure(settings: Settings, thread_id: str) -> float | None:
     with session_scope(settings) as session:
         value = session.scalar(
@@ -89,8 +88,25 @@ def _summary_event(checkpoint: ThreadCheckpoint | None) -> Any:
     return checkpoint.values.get(SUMMARIZATION_EVENT_KEY) if checkpoint is not None else None
 
 
+# what an attempt's row says as soon as the attempt ends (the compress's end may refine it)
+_ATTEMPT_OUTCOMES = {
+    "completed": "completed",
+    "no_op": "no_op",
+    PlatformOutcomeUnknown.code: "unknown",
+    CompressedNotProjected.code: "unknown",
+    PlatformUnavailable.code: "failed",
+    PlatformAuthFailed.code: "failed",
+    PlatformBadResponse.code: "failed",
+    ThreadNotFound.code: "refused",
+    StaleState.code: "refused",
+    ThreadBusy.code: "refused",
+    CompressionUnsupported.code: "refused",
+}
+
+
 class _Audit:
-    """The rows of one compress: one per attempt (or one refusal), written at the end."""
+    """The rows of one compress: one per attempt, written "pending" before the attempt is sent
+    and completed when it ends, the last one again when the compress ends; or one refusal."""
 
     def __init__(self, actor: Actor, thread_id: str, settings: Settings, base: dict[str, Any]):
         self.actor = actor
@@ -98,37 +114,71 @@ class _Audit:
         self.settings = settings
         self.base = base
         self.attempts: list[Attempt] = []
+        self._rows: dict[int, int | None] = {}  # attempt number -> its row's id
+
+    def start(self, number: int, request_id: str, idempotency_key: str) -> None:
+        """The attempt's row, before anything is sent (raises: no call goes out unaudited)."""
+        self._rows[number] = record_audit(
+            actor=self.actor.id,
+            action=COMPRESS_ACTION,
+            target=self.target,
+            outcome="pending",
+            detail={
+                **self.base,
+                "attempt": number,
+                "request_id": request_id,
+                "idempotency_key": idempotency_key,
+            },
+            settings=self.settings,
+        )
+
+    def end(self, attempt: Attempt) -> None:
+        """The attempt ended: its row says how, at once."""
+        self.attempts.append(attempt)
+        self._complete(attempt, _ATTEMPT_OUTCOMES.get(attempt.code, "failed"), {})
 
     def write(self, outcome: str, code: str, *, extra: dict[str, Any] | None = None) -> None:
-        rows: list[Attempt | None] = list(self.attempts) or [None]
-        for index, attempt in enumerate(rows):
-            last = index == len(rows) - 1
-            detail = {**self.base, **((extra or {}) if last else {})}
-            if attempt is not None:
-                detail.update(
-                    attempt=attempt.number,
-                    request_id=attempt.request_id,
-                    idempotency_key=attempt.idempotency_key,
-                    http_status=attempt.http_status,
-                    code=attempt.code,
-                    latency_ms=attempt.latency_ms,
-                    platform_ms=attempt.platform_ms,
-                )
-            else:
-                detail["code"] = code
-            if not last:
-                detail.pop("pressure_after", None)
-            try:
-                record_audit_eventually(
-                    actor=self.actor.id,
-                    action=COMPRESS_ACTION,
-                    target=self.target,
-                    outcome=outcome if last else "failed",
-                    detail=detail,
-                    settings=self.settings,
-                )
-            except Exception:  # the attempt's own outcome must reach the caller
-                log.exception("could not write the audit row for a platform compress attempt")
+        """The compress ended: the last attempt's row gets the outcome (or one refusal row)."""
+        if self.attempts:
+            self._complete(self.attempts[-1], outcome, extra or {})
+            return
+        self._insert(outcome, {**self.base, **(extra or {}), "code": code})
+
+    def _complete(self, attempt: Attempt, outcome: str, extra: dict[str, Any]) -> None:
+        detail = {
+            **self.base,
+            **extra,
+            "attempt": attempt.number,
+            "request_id": attempt.request_id,
+            "idempotency_key": attempt.idempotency_key,
+            "http_status": attempt.http_status,
+            "code": attempt.code,
+            "latency_ms": attempt.latency_ms,
+            "platform_ms": attempt.platform_ms,
+        }
+        entry_id = self._rows.get(attempt.number)
+        try:
+            if entry_id is not None and complete_audit(
+                entry_id, outcome=outcome, detail=detail, settings=self.settings
+            ):
+                return
+        except Exception:  # noqa: BLE001 - a row of its own instead, below
+            log.warning("could not complete the pending audit row of a platform compress attempt")
+        self._rows[attempt.number] = None  # a later completion inserts too: a row, never none
+        self._insert(outcome, detail)
+
+    def _insert(self, outcome: str, detail: dict[str, Any]) -> None:
+        try:
+            record_audit_eventually(
+                actor=self.actor.id,
+                action=COMPRESS_ACTION,
+                target=self.target,
+                outcome=outcome,
+                detail=detail,
+                settings=self.settings,
+            )
+        except Exception:  # the attempt's own outcome must reach the caller
+            log.exception("could not write the audit row for a platform compress attempt")
 
 
 def _outcome_of(exc: YuxiDashError) -> str:
@@ -212,18 +262,25 @@ def compress_on_platform(
                 "reload before compressing"
             )
         body = client.compress(
-            thread_id, expected_checkpoint_id=seen, on_attempt=audit.attempts.append
+            thread_id,
+            expected_checkpoint_id=seen,
+            before_attempt=audit.start,
+            on_attempt=audit.end,
         )
+    except CompressedNotProjected as exc:  # a 200 we could not read: it may have compressed
+        landed = _after_lost_answer(settings, thread_id, seen, audit)
+        audit.write("unknown", exc.code, extra={"summary_landed": bool(landed)})
+        raise CompressedNotProjected(
+            f"{exc.message}. Thread {thread_id}: {_landed_state(landed)}",
+            summary_landed=bool(landed),
+            checkpoint_id=landed,
+        ) from None
     except PlatformOutcomeUnknown as exc:
         landed = _after_lost_answer(settings, thread_id, seen, audit)
-        state = (
-            f"a new summary landed (checkpoint {landed})"
-            if landed
-            else "no new summary has landed so far; reload later to see whether it does"
-        )
         audit.write("unknown", exc.code, extra={"summary_landed": bool(landed)})
         raise PlatformOutcomeUnknown(
-            f"{exc.message}; the call was not sent again. Thread {thread_id}: {state}",
+            f"{exc.message}; the call was not sent again. Thread {thread_id}: "
+            f"{_landed_state(landed)}",
             summary_landed=bool(landed),
             checkpoint_id=landed,
         ) from None
@@ -252,15 +309,21 @@ def compress_on_platform(
     return PlatformCompressed(
         thread_id=thread_id,
         status=status,
-        before_tokens=_int(body, "before_tokens"),
-        after_tokens=_int(body, "after_tokens"),
-        compressed_messages=_int(body, "compressed_messages"),
-        file_path=_text(body, "file_path"),
-        reason=_text(body, "reason"),
+        before_tokens=body["before_tokens"],
+        after_tokens=body["after_tokens"],
+        compressed_messages=body["compressed_messages"],
+        file_path=body["file_path"],
+        reason=body["reason"],
         checkpoint_id=latest or seen,
         request_id=audit.attempts[-1].request_id if audit.attempts else None,
         attempts=list(audit.attempts),
     )
+
+
+def _landed_state(landed: str | None) -> str:
+    if landed:
+        return f"a new summary landed (checkpoint {landed})"
+    return "no new summary has landed so far; reload later to see whether it does"
 
 
 def _after_lost_answer(

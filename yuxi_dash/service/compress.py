@@ -1,17 +1,17 @@
 """Manual compression: `compress_thread_context` and its read-only `preview_compression`.
 
-A compress runs in three phases: checks and a read under the thread's lock, the
-summary with no lock, the writes under the lock again. The protocol (each
-check, its error code, what lands together): docs/architecture.md, "A compress
-click (the lock protocol)". It is the one compress seam: an attached platform's
-thread goes to that platform's endpoint (`platform.compress`) when
-``YUXI_DASH_PLATFORM_URL`` is set, and is refused here (thread_attached) when not.
+A compress runs in three phases: checks, a read and a lease on the thread under its
+lock, the summary with no lock, the writes under the lock again (only while the lease
+is its own). The protocol: docs/architecture.md, "A compress click (the lock protocol)".
+It is the one compress seam: an attached platform's thread goes to that platform's
+endpoint (`platform.compress`) when ``YUXI_DASH_PLATFORM_URL`` is set, else thread_attached.
 
 Rules:
 - Every attempt leaves one audit row: completed, no_op, refused (with the error
   code) or failed, with what was caught up, swept, left or adopted.
-- A summarizer failure writes nothing; files of an attempt that then fails are
-  swept (`service.leftovers`). `on_step` is called at each phase-3 step (tests).
+- One summary per thread at a time: a second compress is thread_busy at once. Every
+  ending clears the attempt's own lease; a failure writes nothing else, and the files
+  of an attempt that fails are swept (`service.leftovers`). `on_step`: phase-3 steps.
 - The dialog's read-only preview is `service.compress_preview`.
 """
 
@@ -59,9 +59,13 @@ from yuxi_dash.service.leftovers import (
     unindexed,
 )
 from yuxi_dash.service.locking import (
+    clear_compress_lease,
+    release_compress_lease,
     require_agent,
+    require_compress_lease,
     require_idle,
     require_thread,
+    take_compress_lease,
     thread_lock,
     thread_target,
 )
@@ -86,6 +90,8 @@ STEP_FILES_WRITTEN = "files_written"
 STEP_CHECKPOINT_WRITTEN = "checkpoint_written"
 STEP_PROJECTED = "projected"  # the projection and the audit row too; the commit is next
 StepHook = Callable[[str], None]
+# a lease lasts the summarizer's timeout plus this (planning, the phase-3 lock wait, a retry)
+COMPRESS_LEASE_MARGIN_SECONDS = 60.0
 AuditIn = Callable[[Session, "CompressResult"], None]  # writes the audit row in that session
 
 
@@ -240,9 +246,11 @@ def _audit_safely(
 
 @dataclass(frozen=True)
 class _CompressPlan:
-    """What phase 1 of a compress read under the lock: the state and the agent's settings."""
+    """What phase 1 of a compress read under the lock: the state and the agent's settings,
+    and the lease it took on the thread."""
 
     stored: StoredState
+    lease_id: str
     keep_messages: int
     tool_result_token_limit: int
     context_window: int
@@ -255,9 +263,9 @@ def _check_compressible(
     thread_id: str,
     *,
     user_id: str | None,
-) -> Agent:
+) -> tuple[Conversation, Agent]:
     """The refusals a compress checks under the lock, in order: 404, 422 attached, 409 busy,
-    404 agent, 422 unsupported."""
+    404 agent, 422 unsupported; the thread's row and its agent."""
     conv = require_thread(conv, thread_id, user_id=user_id)
     if conv.origin == ORIGIN_ATTACHED:
         raise ThreadAttached(
@@ -268,7 +276,7 @@ def _check_compressible(
     agent = require_agent(session, conv.agent_slug)
     if not agent.compression_capable:
         raise CompressionUnsupported(f"agent {agent.slug} does not support context compression")
-    return agent
+    return conv, agent
 
 
 def _compress_locked(
@@ -284,15 +292,20 @@ def _compress_locked(
 ) -> CompressResult:
     """A compress in three phases, so the platform's intake never waits for a model.
 
-    1. Under the row lock: the refusals, the expected checkpoint, the projection
-       caught up, read the state; release.
+    1. Under the row lock: the refusals (another compress's live lease is 409
+       thread_busy), the expected checkpoint, the projection caught up, read the
+       state, take the lease; release.
     2. No lock held: plan the offloads and call the summarizer (seconds to minutes).
-    3. Under the row lock again (`_write_locked`). Two compresses racing both
-       summarize, but only the first to reach phase 3 writes.
+    3. Under the row lock again (`_write_locked`), only while the lease is its own;
+       the lease is cleared there. Any other ending clears it (`release_compress_lease`).
     """
     store = state_store(settings)
     with thread_lock(thread_id, settings=settings) as (session, conv):
-        agent = _check_compressible(session, conv, thread_id, user_id=user_id)
+        conv, agent = _check_compressible(session, conv, thread_id, user_id=user_id)
+        void_lease = conv.compress_lease_id is not None  # not live, or taking it raises
+        lease_id = take_compress_lease(
+            conv, seconds=settings.summarizer_timeout_seconds + COMPRESS_LEASE_MARGIN_SECONDS
+        )
         locked = locked_store(session, store)
         latest = locked.latest(thread_id)
         stored = StoredState.of(latest) if latest else StoredState.empty(thread_id)
@@ -301,14 +314,50 @@ def _compress_locked(
                 f"thread {thread_id} has a newer state than the one you saw; "
                 "reload before compressing"
             )
-        _note_caught_up(notes, catch_up(session, require_thread(conv, thread_id), locked))
+        _note_caught_up(notes, catch_up(session, conv, locked))
         plan = _CompressPlan(
             stored=stored,
+            lease_id=lease_id,
             keep_messages=agent.summary_keep_messages,
             tool_result_token_limit=agent.summary_tool_result_token_limit,
             context_window=agent.context_window,
             summary_threshold=agent.summary_threshold,
         )
+        if void_lease:  # a killed compress's, past its time
+            notes["void_lease_taken_over"] = True
+    written = False
+    try:
+        result = _summarize_and_write(
+            thread_id,
+            plan,
+            user_id=user_id,
+            store=store,
+            settings=settings,
+            summarizer=summarizer,
+            on_step=on_step or _no_step,
+            notes=notes,
+            audit_in=audit_in,
+        )
+        written = result.status == "completed"  # phase 3 committed and cleared the lease
+        return result
+    finally:
+        if not written and not release_compress_lease(thread_id, lease_id, settings=settings):
+            notes["lease_left"] = True  # it runs out at its time
+
+
+def _summarize_and_write(
+    thread_id: str,
+    plan: _CompressPlan,
+    *,
+    user_id: str | None,
+    store: CheckpointStore,
+    settings: Settings,
+    summarizer: Summarizer | None,
+    on_step: StepHook,
+    notes: dict[str, Any],
+    audit_in: AuditIn,
+) -> CompressResult:
+    """Phases 2 and 3, holding the lease phase 1 took (no row lock across the summarizer)."""
     workdir = Workdir(settings.workdir)
     workdir.ensure_writable()
     prepared = prepare_summary(
@@ -340,7 +389,7 @@ def _compress_locked(
             store=store,
             workdir=workdir,
             settings=settings,
-            on_step=on_step or _no_step,
+            on_step=on_step,
             notes=notes,
             created=created,
             audit_in=audit_in,
@@ -383,12 +432,13 @@ def _write_locked(
     created: list[str],
     audit_in: AuditIn,
 ) -> CompressResult:
-    """Phase 3: still idle and still at the checkpoint phase 1 read (else 409 thread_busy /
-    stale_state, nothing written); then the files, the new checkpoint and its projection,
-    all in the lock's transaction. ``created`` gets the files this attempt creates."""
+    """Phase 3: still idle, the lease still its own and still at the checkpoint phase 1 read
+    (else 409 thread_busy / stale_state, nothing written); then the files, the new checkpoint
+    and its projection, the lease cleared, all in the lock's transaction. ``created`` gets
+    the files this attempt creates."""
     with thread_lock(thread_id, settings=settings) as (session, conv):
-        conv = require_thread(conv, thread_id, user_id=user_id)
-        _check_compressible(session, conv, thread_id, user_id=user_id)
+        conv, _agent = _check_compressible(session, conv, thread_id, user_id=user_id)
+        require_compress_lease(conv, plan.lease_id)
         hold_files_shared(session)  # no workdir sweep decides until this commits
         locked = locked_store(session, store)
         latest = locked.latest(thread_id)
@@ -435,6 +485,7 @@ def _write_locked(
         apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
         index_saved_files(session, thread_id, outcome.saved_files)
         conv.checkpoint_id = written.checkpoint_id
+        clear_compress_lease(conv)
         result = CompressResult(
             thread_id=thread_id,
             status="completed",

@@ -3,8 +3,9 @@
 `preview_compression` locks nothing and writes nothing. It runs the engine's
 estimate of the compress's own path (`compression.estimate`: the real summary
 when the summarizer is deterministic, as the extractive default is; no model is
-ever called), and says why a compress would not summarize. An attached
-platform's thread is read from its checkpointer; the platform decides.
+ever called), and says why a compress would not summarize (busy "compressing":
+another compress holds the thread's lease). An attached platform's thread is
+read from its checkpointer; the platform decides.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from yuxi_dash.compression import (
     summary_readiness,
 )
 from yuxi_dash.compression.thread_view import ThreadContextState
-from yuxi_dash.platform.capability import unsupported_agents
+from yuxi_dash.platform.capability import platform_refusals
 from yuxi_dash.printable_record import Record
-from yuxi_dash.service.locking import require_thread
+from yuxi_dash.service.locking import COMPRESS_BUSY_REASON, compress_in_progress, require_thread
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation
@@ -65,9 +66,13 @@ def preview_compression(
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
         conv = require_thread(conv, thread_id, user_id=user_id)
         agent = session.scalar(sa.select(Agent).where(Agent.slug == conv.agent_slug))
-        reason_busy = busy_reason(session, thread_id)
+        reason_busy = busy_reason(session, thread_id) or (
+            COMPRESS_BUSY_REASON if compress_in_progress(conv) else None  # another compress's lease
+        )
         attached = conv.origin == ORIGIN_ATTACHED
-        refused_by_platform = unsupported_agents(session).get(conv.agent_slug) if attached else None
+        refused_by_platform = (
+            platform_refusals(session).of(conv.thread_id, conv.agent_slug) if attached else None
+        )
         if attached:  # the state the platform's checkpointer holds
             latest = thread_store(conv, settings).latest(thread_id)
             stored = StoredState.of(latest) if latest is not None else None

@@ -3,21 +3,25 @@
 Every write to a thread happens in `thread_lock`: one transaction holding the
 lock on the thread's `conversations` row until it commits. On PostgreSQL that
 is `SELECT ... FOR UPDATE` with `lock_timeout` from settings, on SQLite
-`BEGIN IMMEDIATE` with the same busy timeout; running out is 409
-`thread_busy` (reason "locked"), never a hang. Which database errors mean
-"the lock could not be had" is `store.db.is_lock_failure`, shared with the
-audit log's background writer.
+`BEGIN IMMEDIATE` with the same busy timeout; running out is 409 `thread_busy`
+(reason "locked"), never a hang. Which database errors mean "the lock could not
+be had" is `store.db.is_lock_failure`, shared with the audit log's writer.
 
 The `require_*` checks are the refusals a locked write makes, in the order
 the service applies them: the thread (404, deleted 404), its agent (404),
 idle (409 `thread_busy`: a running run, a queued request, or an interrupted
-run waiting to resume).
+run waiting to resume). A compress's lease on its thread (`take_compress_lease`)
+is seen by compresses only: another compress is 409 `thread_busy` at once, and
+a lease past its time (a killed process) is void; intake never looks at it.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -26,10 +30,25 @@ from yuxi_dash.access.audit import thread_target
 from yuxi_dash.errors import AgentNotFound, ThreadBusy, ThreadDeleted, ThreadNotFound
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_lock_failure, locked_session
-from yuxi_dash.store.models import Agent, Conversation
+from yuxi_dash.store.models import Agent, Conversation, utcnow
 from yuxi_dash.store.queries import busy_reason
 
-__all__ = ["require_agent", "require_idle", "require_thread", "thread_lock", "thread_target"]
+__all__ = [
+    "clear_compress_lease",
+    "compress_in_progress",
+    "release_compress_lease",
+    "require_agent",
+    "require_compress_lease",
+    "require_idle",
+    "require_thread",
+    "take_compress_lease",
+    "thread_lock",
+    "thread_target",
+]
+
+log = logging.getLogger(__name__)
+
+COMPRESS_BUSY_REASON = "compressing"  # ThreadBusy's reason when another compress holds the lease
 
 
 @contextmanager
@@ -88,3 +107,64 @@ def require_idle(session: Session, thread_id: str) -> None:
         raise ThreadBusy(
             f"thread {thread_id} is busy ({reason}); try again when it is idle", reason=reason
         )
+
+
+# --- the compress lease ----------------------------------------------------------------
+
+
+def compress_in_progress(conv: Conversation, now: datetime | None = None) -> bool:
+    """Whether a compress holds a live lease on the thread (one past its time is void)."""
+    until = conv.compress_lease_until
+    return conv.compress_lease_id is not None and until is not None and until > (now or utcnow())
+
+
+def take_compress_lease(conv: Conversation, *, seconds: float) -> str:
+    """Mark the thread's row as compressed by a new lease for ``seconds``; returns its id.
+
+    The caller holds the row lock and commits the lease with it. 409 thread_busy (reason
+    "compressing") when another compress holds a live lease; a void one is taken over.
+    """
+    now = utcnow()
+    if compress_in_progress(conv, now):
+        raise ThreadBusy(
+            f"a compress of thread {conv.thread_id} is already in progress; "
+            "try again when it has finished",
+            reason=COMPRESS_BUSY_REASON,
+        )
+    lease_id = uuid.uuid4().hex
+    conv.compress_lease_id = lease_id
+    conv.compress_lease_until = now + timedelta(seconds=seconds)
+    return lease_id
+
+
+def require_compress_lease(conv: Conversation, lease_id: str) -> None:
+    """409 thread_busy unless ``lease_id`` is still the thread's lease (it ran out and another
+    compress took it over)."""
+    if conv.compress_lease_id != lease_id:
+        raise ThreadBusy(
+            f"a compress of thread {conv.thread_id} took over this one's expired lease; "
+            "nothing was written",
+            reason=COMPRESS_BUSY_REASON,
+        )
+
+
+def clear_compress_lease(conv: Conversation) -> None:
+    """Clear the lease on the locked row (the caller checked it is its own)."""
+    conv.compress_lease_id = None
+    conv.compress_lease_until = None
+
+
+def release_compress_lease(thread_id: str, lease_id: str, *, settings: Settings) -> bool:
+    """Clear the lease in a transaction of its own if it is still ``lease_id``'s.
+
+    False when that could not be done (the row lock or the database out of reach):
+    the lease then stays until its time runs out.
+    """
+    try:
+        with thread_lock(thread_id, settings=settings) as (_session, conv):
+            if conv is not None and conv.compress_lease_id == lease_id:
+                clear_compress_lease(conv)
+        return True
+    except Exception:  # the attempt's own outcome matters more; the lease runs out by itself
+        log.warning("could not release the compress lease of a thread", exc_info=True)
+        return False

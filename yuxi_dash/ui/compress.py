@@ -22,6 +22,7 @@ import streamlit as st
 
 from yuxi_dash.access.roles import Actor
 from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.outside_text import escaped_controls
 from yuxi_dash.platform.bulk import Outcome, compress_each
 from yuxi_dash.service import preview_compression
 from yuxi_dash.ui.loaders import clear_loaders
@@ -48,13 +49,18 @@ def _dismiss() -> None:
 
 
 def outcome_kind_line(outcome: Outcome) -> tuple[str, str]:
-    """(kind, one line) of one thread's outcome; kind "completed", "no_op" or "refused"."""
+    """(kind, one line) of one thread's outcome; kind "completed", "no_op" or "refused".
+
+    The line may quote a platform (its message, path or reason): control characters are
+    escaped here, and every caller shows it with `literal` (no Markdown, no HTML).
+    """
     if outcome.result is not None:
-        return outcome.result.status, outcome_line(outcome.thread_id, outcome.result.to_dict())
+        line = outcome_line(outcome.thread_id, outcome.result.to_dict())
+        return outcome.result.status, escaped_controls(line)
     error = outcome.error or RuntimeError("no outcome")
     if not isinstance(error, YuxiDashError):  # shown as one line; details go to the log
         log.error("compress failed unexpectedly (%s)", type(error).__name__)
-    return "refused", error_line(error, thread_id=outcome.thread_id)
+    return "refused", escaped_controls(error_line(error, thread_id=outcome.thread_id))
 
 
 def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -97,7 +103,7 @@ PREVIEW_HEADERS = {  # the preview rows' fields as the dialog's table names them
     "thread_id": "Thread",
     "checkpoint_id": "Checkpoint",
     "messages to summarize": "Messages to summarize",
-    "tokens before (est.)": "Tokens before",  # the thread detail page's next input, exactly
+    "tokens before (est.)": "Tokens before",  # the dashboard's own count (thread detail's caption names it)
     "tokens after (est.)": "Tokens after (est.)",
     "note": "Note",
 }
