@@ -2,8 +2,9 @@
 
 Everyone sees the alerts with their pressure, how long, a link to the thread
 and a Compress button (the shared compress dialog; the service checks the
-role and the thread again). Admins add, change and delete rules here; the
-service refuses anyone else.
+role and the thread again). A thread nobody can compress says why in its
+place (`platform.capability`), and is never the one picked first. Admins add,
+change and delete rules here; the service refuses anyone else.
 """
 
 from __future__ import annotations
@@ -66,25 +67,34 @@ else:
             ),
         },
     )
-    own = {a.thread_id: a for a in alerts if a.platform == "own"}
-    if own:
-        chosen = st.selectbox(
-            "Compress a thread",
-            list(own),
-            format_func=lambda t: f"{t} · {pct(own[t].pressure)}",
-            key="alerts_compress_thread",
-        )
-        st.button(
-            "Compress…",
-            type="primary",
-            key="alerts_compress",
-            disabled=actor.role < Role.OPERATOR,
-            help="needs the operator role" if actor.role < Role.OPERATOR else None,
-            on_click=request_compression,
-            args=([{"thread_id": chosen, "checkpoint_id": own[chosen].checkpoint_id}],),
-        )
-    else:
-        st.caption("Threads of the attached platform are compressed by the platform.")
+    by_thread: dict[str, views.AlertInfo] = {}
+    for alert in alerts:  # firing first, highest pressure first: a thread's first alert
+        by_thread.setdefault(alert.thread_id, alert)
+    ids = list(by_thread)
+    chosen = st.selectbox(
+        "Compress a thread",
+        ids,
+        index=next((i for i, t in enumerate(ids) if not by_thread[t].compress_blocker), 0),
+        format_func=lambda t: (
+            f"{t} · {pct(by_thread[t].pressure)}"
+            + (" · cannot be compressed" if by_thread[t].compress_blocker else "")
+        ),
+        key="alerts_compress_thread",
+        help="It starts on the highest thread that can be compressed.",
+    )
+    blocker = by_thread[chosen].compress_blocker if chosen else None
+    viewer = actor.role < Role.OPERATOR
+    st.button(
+        "Compress…",
+        type="primary",
+        key="alerts_compress",
+        disabled=viewer or blocker is not None or chosen is None,
+        help=literal(blocker) if blocker else "needs the operator role" if viewer else None,
+        on_click=request_compression,
+        args=([{"thread_id": chosen, "checkpoint_id": by_thread[chosen].checkpoint_id}],),
+    )
+    if blocker:  # the reason, never an estimate: the dialog does not open
+        st.caption(md("Cannot compress {}: {}.", chosen, blocker))
 
 st.subheader("Recent history")
 past = views.history()
@@ -117,6 +127,7 @@ st.dataframe(
             "for (s)": [r.for_seconds for r in current_rules],
             "severity": [r.severity for r in current_rules],
             "enabled": [r.enabled for r in current_rules],
+            "compressible only": [r.compressible_only for r in current_rules],
         }
     ),
     hide_index=True,
@@ -134,6 +145,13 @@ if actor.role >= Role.ADMIN:
         agent = middle.text_input("Agent (scope agent)", key="rule_agent")
         severity = right.selectbox("Severity", ALERT_SEVERITIES, index=1, key="rule_severity")
         enabled = st.checkbox("Enabled", value=True, key="rule_enabled")
+        compressible_only = st.checkbox(
+            "Only threads that can be compressed",
+            value=True,
+            key="rule_compressible",
+            help="Leave out threads whose agent cannot be compressed, or that the platform "
+            "refused: nobody could act on their alerts.",
+        )
         if st.form_submit_button("Save rule"):
             fields = {
                 "fire_at": float(fire_at),
@@ -143,6 +161,7 @@ if actor.role >= Role.ADMIN:
                 "agent": agent or None,
                 "severity": severity,
                 "enabled": enabled,
+                "compressible_only": compressible_only,
             }
             try:
                 if any(r.name == name for r in current_rules):

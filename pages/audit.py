@@ -78,7 +78,7 @@ with st.container(horizontal=True):
     )
 shown = rows[rows["outcome"].isin(picked) & ~rows["action"].isin(hidden)].copy()
 shown["detail"] = [detail_text(d) for d in shown["detail"]]
-shown["at"] = [stamp(moment, seconds=True) for moment in shown["at"]]  # to the second, in UTC
+shown["at"] = [stamp(moment) for moment in shown["at"]]  # to the second, in UTC
 st.caption(md("{:,} entries, newest first (at most 1,000 loaded).", len(shown)))
 st.dataframe(
     shown[["at", "actor", "action", "target", "outcome", "detail"]],
@@ -91,7 +91,9 @@ st.dataframe(
         "target": st.column_config.TextColumn("Target"),
         "outcome": st.column_config.TextColumn("Outcome"),
         "detail": st.column_config.TextColumn(
-            "Detail", help="never user data or query text", width="large"
+            "Detail",
+            help="never user data or query text; numbers as recorded, moments in UTC",
+            width="large",
         ),
     },
 )

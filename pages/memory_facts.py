@@ -1,9 +1,9 @@
 """Facts: one fact's provenance and corrections; relation-name distribution and duplicates.
 
-Pick a user, then a fact: its provenance (episodes, the chat message and the
-words it came from) and, for operators, the corrections (retract, supersede,
-restore, reject) with Undo. Below: facts per relation name and likely
-duplicates, counted directed.
+Pick a user, then a fact (both kept in the URL): its provenance (episodes, the
+chat message and the words it came from), its corrections with Undo, and for
+operators the correction form (retract, supersede, restore, reject). Below:
+facts per relation name and likely duplicates, counted directed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ fact_uuid = desk.fact_picker(access)
 if fact_uuid:
     provenance = desk.draw_provenance(actor, access, fact_uuid)
     if provenance is not None:
-        desk.draw_corrections(actor, access.user_id, provenance["fact"])
+        desk.draw_corrections(actor, access, provenance["fact"])
 
 data = ui.load_facts(access)
 

@@ -1,7 +1,9 @@
 """Pressure overview: KPIs, the population heatmap with the hottest threads as points, filters.
 
 Reads through yuxi_dash.ui.loaders (aggregates computed in SQL by
-yuxi_dash.store.overview); clicking a point opens that thread's detail.
+yuxi_dash.store.overview); clicking a point opens that thread's detail. The
+hottest-thread picker starts on the hottest thread that can be compressed and
+marks the others (`platform.capability`).
 """
 
 from __future__ import annotations
@@ -119,12 +121,23 @@ def pressure_panel() -> None:
         st.switch_page("pages/thread_detail.py", query_params={"thread": picked[0]["thread_id"]})
     if not points.empty:
         pressure_of = dict(zip(points["thread_id"], points["summary_pressure_ratio"], strict=True))
+        top = points.head(50)
+        ids = top["thread_id"].tolist()
+        blocked = loaders.compress_blockers(
+            list(zip(ids, top["agent_slug"], top["origin"] != "ours", strict=True))
+        )
         hottest = st.selectbox(
             "Or open one of the hottest threads",
-            points["thread_id"].head(50).tolist(),
-            format_func=lambda t: f"{t} · {pct(pressure_of[t])}",
+            ids,
+            index=next((i for i, t in enumerate(ids) if t not in blocked), 0),
+            format_func=lambda t: (
+                f"{t} · {pct(pressure_of[t])}" + (" · cannot be compressed" if t in blocked else "")
+            ),
             key="overview_open",
+            help="It starts on the hottest thread that can be compressed.",
         )
+        if hottest in blocked:
+            st.caption(md("{} cannot be compressed: {}.", hottest, blocked[hottest]))
         st.page_link(
             "pages/thread_detail.py",
             label=md("Open {}", hottest),

@@ -15,11 +15,13 @@ from yuxi_dash.ui.charts import (
     NOT_MEASURED,
     breakdown_frame,
     context_breakdown_chart,
+    counted_tokens,
+    next_input_caption,
     pressure_timeline_chart,
 )
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.messages import draw_message
+from yuxi_dash.ui.messages import chat_line, draw_message
 from yuxi_dash.ui.page_text import (
     MISSING,
     ago,
@@ -35,6 +37,7 @@ from yuxi_dash.ui.page_text import (
     stamp,
     tokens,
 )
+from yuxi_dash.usage import next_input_tokens
 
 actor = require_actor()
 st.title("Thread detail")
@@ -86,21 +89,31 @@ st.button(
     on_click=request_compression,
     args=([{"thread_id": thread_id, "checkpoint_id": detail["checkpoint_id"]}],),
 )
+next_input = next_input_tokens(row)  # the figure pressure divides, as every page shows it
+breakdown, unmeasured = detail["breakdown"], detail["unmeasured"]
+timeline = detail["timeline"]
+newest = timeline.iloc[-1] if not timeline.empty else None
 cols = st.columns(5)
 cols[0].metric("Summary pressure", pct(row["summary_pressure_ratio"]))
 cols[1].metric("Context usage", pct(row["context_usage_ratio"]))
-cols[2].metric(  # the engine's count, the one the compress dialog's "before" shows
+cols[2].metric(
     "Next input tokens",
-    tokens(detail["next_input_tokens"]),
-    help=md(
-        "The next model call's messages, summary and tool results as the dashboard counts "
-        "them (the compress preview's “before”). The agent last measured {} tokens, with "
-        "its system prompt and tool schemas.",
-        tokens(row["next_llm_input_tokens"]),
-    ),
+    tokens(next_input),
+    help="What summary pressure divides; the caption below says what it holds.",
 )
 cols[3].metric("Summary threshold", tokens(row["summary_trigger_tokens"]))
 cols[4].metric("Summary active", "yes" if row["summary_active"] else "no")
+st.caption(  # what the next input tokens hold, in words on the page (not only a tooltip)
+    literal(
+        next_input_caption(
+            row,
+            counted_tokens(breakdown),
+            source=None if newest is None else newest["source"],
+            measured_at=None if newest is None else newest["measured_at"],
+            unmeasured=unmeasured,
+        )
+    )
+)
 
 CHAT_CONTEXT_BEFORE = 2  # messages shown above a linked one
 LINKED_STYLE = "background-color: #fef3c7; font-weight: 600"
@@ -114,7 +127,6 @@ timeline_tab, context_tab, chat_tab = st.tabs(
 )
 
 with timeline_tab:
-    timeline = detail["timeline"]
     if timeline.empty:
         st.info("No usage recorded for this thread yet.")
     else:
@@ -125,9 +137,10 @@ with timeline_tab:
         )
 
 with context_tab:
-    breakdown, unmeasured = detail["breakdown"], detail["unmeasured"]
-    st.altair_chart(context_breakdown_chart(breakdown, unmeasured), width="stretch")
-    parts = breakdown_frame(breakdown, unmeasured)
+    st.altair_chart(
+        context_breakdown_chart(breakdown, unmeasured, next_input=next_input), width="stretch"
+    )
+    parts = breakdown_frame(breakdown, unmeasured, next_input=next_input)
     sent_total = int(parts.loc[parts["sent"], "tokens"].sum())
     parts["share"] = [
         NOT_MEASURED
@@ -139,19 +152,22 @@ with context_tab:
         else MISSING
         for t, sent, measured in zip(parts["tokens"], parts["sent"], parts["measured"], strict=True)
     ]
-    parts["tokens"] = parts["tokens"].where(parts["measured"])  # unmeasured: blank, not 0
+    parts["tokens"] = [  # as text: an unmeasured part reads "–", never an empty "None"
+        text if measured else MISSING
+        for text, measured in zip(parts["tokens_text"], parts["measured"], strict=True)
+    ]
     if unmeasured:
         st.caption(
             "The agent's system prompt and tool schemas are not known to the dashboard: "
-            "they are not measured, and the next input holds them on top of these figures."
+            "they are not measured one by one; the next input holds them in “Not broken down”."
         )
     st.dataframe(
         parts[["part", "tokens", "share"]],
         hide_index=True,
         width="content",
         column_config={
-            "part": st.column_config.TextColumn("Part", width=210),
-            "tokens": st.column_config.NumberColumn("Tokens", format="localized", width=100),
+            "part": st.column_config.TextColumn("Part", width=330),
+            "tokens": st.column_config.TextColumn("Tokens", width=100),
             "share": st.column_config.TextColumn("Share of the next input", width=170),
         },
     )
@@ -185,9 +201,10 @@ with chat_tab:
                 len(chat),
             )
         )
-        frame = chat.assign(at=[stamp(moment) for moment in chat["created_at"]])[
-            ["sequence", "role", "at", "content"]
-        ]
+        frame = chat.assign(
+            at=[stamp(moment) for moment in chat["created_at"]],
+            shown=[chat_line(r, c) for r, c in zip(chat["role"], chat["content"], strict=True)],
+        )[["sequence", "role", "at", "shown"]]
         hit = chat[chat["sequence"] == linked_sequence] if linked_sequence is not None else chat[:0]
         if not hit.empty:
             row = hit.iloc[0]
@@ -212,8 +229,13 @@ with chat_tab:
             column_config={
                 "sequence": st.column_config.NumberColumn("#", format="%d", width=56),
                 "role": st.column_config.TextColumn("Role", width=90),
-                "at": st.column_config.TextColumn("At", width=150),
-                "content": st.column_config.TextColumn("Content", width="large"),
+                "at": st.column_config.TextColumn("At", width=170),
+                "shown": st.column_config.TextColumn(
+                    "Content",
+                    help="as written; a tool call reads “calls NAME — argument: value”, a JSON "
+                    "tool result as its records or fields",
+                    width="large",
+                ),
             },
         )
 

@@ -7,29 +7,87 @@ disabled where the action cannot succeed; the service decides regardless.
 
 from __future__ import annotations
 
+from collections import Counter
 from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
 
+from yuxi_dash.access.roles import Role
+from yuxi_dash.settings import get_settings
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import (
     PERCENT_FORMAT,
     ago,
-    busy_label,
+    blocked_kind,
     cannot_compress_line,
     compress_blocker,
+    hidden_line,
     literal,
     md,
     pct,
     percent_value,
     threshold_room_text,
 )
-from yuxi_dash.usage import SUGGESTION_LABEL
+from yuxi_dash.usage import SUGGESTION_LABEL, next_input_tokens
 
 READINESS_ROWS = 100  # the first N compressible rows are read to find the ones with no history
+# Widths in pixels: each header and short value is whole, and every column fits at 1440 px
+# with the sidebar open (979 px); a long word is in the header's help.
+COLUMNS = {
+    "open": st.column_config.LinkColumn("", display_text="open", width=44),
+    "thread": st.column_config.TextColumn("Thread", width=80),
+    "user": st.column_config.TextColumn("User", width=76),
+    "agent": st.column_config.TextColumn("Agent", width=80),
+    "pressure": st.column_config.ProgressColumn(
+        "Pressure",
+        help="summary pressure: next input tokens ÷ summary threshold",
+        format=PERCENT_FORMAT,
+        min_value=0.0,
+        max_value=100.0,
+        width=96,
+    ),
+    "context usage": st.column_config.ProgressColumn(
+        "Context",
+        help="context usage: the last model input ÷ the context window",
+        format=PERCENT_FORMAT,
+        min_value=0.0,
+        max_value=100.0,
+        width=88,
+    ),
+    "tokens to threshold": st.column_config.TextColumn(
+        "To threshold",
+        help="tokens the next call may add before the summary threshold, or how far "
+        "over it the next call already is",
+        width=124,
+    ),
+    "compression": st.column_config.TextColumn(
+        "Compression",
+        help="unsupported: the thread's agent does not support context compression, so "
+        "it cannot be compressed; attached: <platform>: the thread belongs to that attached "
+        "platform, which compresses it when YUXI_DASH_PLATFORM_URL is set (never without it)",
+        width=116,
+    ),
+    "last compression": st.column_config.TextColumn(
+        "Compressed", help="the last compression of the thread", width=108
+    ),
+    "note": st.column_config.TextColumn(
+        "Note",
+        help="busy (running, queued or interrupted): wait; nothing to summarize: a compress "
+        "would change nothing (too few messages since the last summary), it is not offered "
+        "first nor in a selection, and the list below the table says why",
+        width=160,
+    ),
+}
+
+
+def short_note(note: str | None) -> str:
+    """A no-op note as the table shows it: its kind ("nothing to summarize"); the whole
+    note is in the list under the table and beside the picker."""
+    return (note or "").partition(":")[0]
+
 
 actor = require_actor()
 st.title(md("Threads ≥ {}", SUGGESTION_LABEL))  # as the sidebar names it
@@ -51,7 +109,13 @@ by_id = rows.set_index("thread_id")
 blockers = {r["thread_id"]: compress_blocker(r, actor) for r in records}
 shown = f"{len(rows):,}" if data["total"] == len(rows) else f"{len(rows):,} of {data['total']:,}"
 st.caption(md("{} threads, highest summary pressure first.", shown))
-blocked = sum(blocker is not None for blocker in blockers.values())
+# why each row cannot be compressed now, so the hidden count and "cannot be compressed here"
+# add up: only what really cannot be compressed from here counts as such (an attached
+# platform's thread with its endpoint set can be, through the platform)
+platform_configured = get_settings().platform_configured
+kinds = {r["thread_id"]: blocked_kind(r, platform_configured=platform_configured) for r in records}
+operator = actor.role >= Role.OPERATOR
+hidden_kinds = Counter(kinds[t] for t in kinds if kinds[t] is not None) if operator else Counter()
 # a compress that would write nothing (insufficient_history): not offered first, nor in bulk
 # an attached platform's thread is the platform's to judge: its own history rules apply
 checked = [r for r in records if blockers[r["thread_id"]] is None and not r["attached"]]
@@ -74,16 +138,14 @@ actionable_only = st.toggle(
 listed = rows
 if actionable_only:
     listed = rows[[blockers[t] is None for t in rows["thread_id"]]]
-    if blocked:
-        st.caption(
-            md(
-                "{:,} threads that cannot be compressed now are hidden (busy, unsupported, "
-                "deleted, or attached with no platform endpoint): turn off “Can compress "
-                "now” to see them.",
-                blocked,
-            )
-        )
-cannot = cannot_compress_line(data["unsupported"], data["attached"])  # attached counted too
+    hidden = hidden_line(hidden_kinds, role_blocked=0 if operator else len(records))
+    if hidden:
+        st.caption(literal(hidden))
+cannot = cannot_compress_line(
+    sum(kind == "unsupported" for kind in kinds.values()),
+    Counter(r["compression"] for r in records if kinds[r["thread_id"]] == "no_endpoint"),
+    sum(kind == "deleted" for kind in kinds.values()),
+)
 if cannot:
     st.caption(literal(cannot))
 
@@ -97,15 +159,15 @@ table = pd.DataFrame(
         "pressure": [percent_value(r) for r in listed["summary_pressure_ratio"]],
         "context usage": [percent_value(r) for r in listed["context_usage_ratio"]],
         "tokens to threshold": [
-            threshold_room_text(n, t)
-            for n, t in zip(
-                listed["next_llm_input_tokens"], listed["summary_trigger_tokens"], strict=True
-            )
+            threshold_room_text(next_input_tokens(r), r["summary_trigger_tokens"])
+            for r in listed.to_dict("records")
         ],
-        "busy": [busy_label(b) for b in listed["busy_reason"]],
         "compression": listed["compression"],
         "last compression": [ago(t) for t in listed["last_compression_at"]],
-        "note": [no_op.get(t, "") for t in listed["thread_id"]],
+        "note": [
+            f"busy ({b})" if isinstance(b, str) and b else short_note(no_op.get(t))
+            for t, b in zip(listed["thread_id"], listed["busy_reason"], strict=True)
+        ],
     }
 )
 if table.empty:
@@ -114,46 +176,20 @@ st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    column_config={  # widths in pixels: every column fits at 1440 px with the sidebar open
-        "open": st.column_config.LinkColumn("", display_text="open", width=44),
-        "thread": st.column_config.TextColumn("Thread", width=72),
-        "user": st.column_config.TextColumn("User", width=92),
-        "agent": st.column_config.TextColumn("Agent", width=88),
-        "busy": st.column_config.TextColumn(
-            "Busy", help="running, queued or interrupted: wait", width=82
-        ),
-        "compression": st.column_config.TextColumn(
-            "Compression",
-            help="unsupported: the thread's agent does not support context compression, so "
-            "it cannot be compressed; attached: <platform>: the thread belongs to that attached "
-            "platform, which compresses it when YUXI_DASH_PLATFORM_URL is set (never without it)",
-            width=92,
-        ),
-        "last compression": st.column_config.TextColumn("Last compression", width=100),
-        "note": st.column_config.TextColumn(
-            "Note",
-            help="nothing to summarize: a compress would change nothing (too few messages "
-            "since the last summary); it is not offered first nor in a selection",
-            width=80,
-        ),
-        "pressure": st.column_config.ProgressColumn(
-            "Summary pressure",
-            format=PERCENT_FORMAT,
-            min_value=0.0,
-            max_value=100.0,
-            width=112,
-        ),
-        "context usage": st.column_config.ProgressColumn(
-            "Context usage", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0, width=92
-        ),
-        "tokens to threshold": st.column_config.TextColumn(
-            "To threshold (tokens)",
-            help="tokens the next call may add before the summary threshold, or how far "
-            "over it the next call already is",
-            width=124,
-        ),
-    },
+    column_config=COLUMNS,
 )
+explained = {t: no_op[t] for t in listed["thread_id"] if t in no_op}
+if explained:
+    with st.expander(md("Why {:,} threads have nothing to summarize", len(explained))):
+        st.dataframe(
+            pd.DataFrame({"thread": list(explained), "why": list(explained.values())}),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "thread": st.column_config.TextColumn("Thread", width=120),
+                "why": st.column_config.TextColumn("Why a compress would change nothing"),
+            },
+        )
 
 st.subheader("Compress")
 one, many = st.columns(2)

@@ -1,23 +1,26 @@
-"""Offloaded tool results: filter, check SHA-256, read the preview beside the full content.
+"""Offloaded tool results: filter, check SHA-256, what the model saw beside the full content.
 
-Listing reads the index through the cached loaders; opening a file goes through
-`yuxi_dash.files.tool_results.read_tool_result`, which confines the path to the
-workdir (a crafted path is refused) and writes an audit row. Nothing is opened
-until the operator picks a result; a file is read once when it is opened, not on
-every rerun.
+Listing reads the index through the cached loaders; opening a result goes through
+`yuxi_dash.files.opened.open_tool_result`: the preview the model got, from the
+thread's checkpoint (a changed or missing file never changes it), and the file,
+confined to the workdir (a crafted path is refused), in one audited read. Nothing
+is opened until the operator picks a result; it is read once when it is opened,
+not on every rerun (a later page of a big file is `read_tool_result`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from yuxi_dash.compression import tool_result_preview
+from yuxi_dash.attach import thread_store
+from yuxi_dash.compression import parse_saved_result, tool_result_preview
 from yuxi_dash.compression.previews.preview import preview_salvage
 from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.files.opened import open_tool_result
 from yuxi_dash.files.tool_results import MAX_READ_LIMIT, read_tool_result
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.messages import draw_preview
+from yuxi_dash.ui.messages import draw_preview, indented_json
 from yuxi_dash.ui.page_text import (
     check_label,
     code,
@@ -28,6 +31,7 @@ from yuxi_dash.ui.page_text import (
     page_bounds,
     page_count,
     page_window,
+    short_id,
     stamp,
     structured_records,
     tokens,
@@ -44,6 +48,13 @@ SALVAGED_CAPTION = (
     "Preview salvaged from a result that was not valid JSON: the complete leading records "
     "are shown; the file holds every byte."
 )
+FILE_STATES = {  # the file now, beside what the model saw
+    "ok": "ok: its SHA-256 is the one recorded when the result was offloaded",
+    "mismatch": "content changed: its SHA-256 differs from the one recorded when the result "
+    "was offloaded, so it is not the text the model's preview was made from",
+    "missing": "file not on this volume: no such file under this thread's workdir, or that "
+    "workdir is not mounted here",
+}
 
 actor = require_actor()
 st.title("Offloaded tool results")
@@ -147,8 +158,20 @@ if result_id is None:  # opening is a deliberate look at a user's data: nothing 
     st.stop()
 
 
+def _open() -> dict:
+    """The one audited first look, or the refusal line."""
+    try:
+        return {
+            "opened": open_tool_result(
+                int(result_id), actor=actor, limit=MAX_READ_LIMIT, store_for=thread_store
+            )
+        }
+    except YuxiDashError as exc:
+        return {"error": error_line(exc, thread_id=f"tool result #{result_id}")}
+
+
 def _read(offset: int, limit: int) -> dict:
-    """One audited read; the window and its metadata, or the refusal line."""
+    """One audited read of a later window; the window and its metadata, or the refusal line."""
     try:
         return {
             "content": read_tool_result(int(result_id), actor=actor, offset=offset, limit=limit)
@@ -159,67 +182,117 @@ def _read(offset: int, limit: int) -> dict:
 
 opened = st.session_state.get(OPEN_KEY)
 if not opened or opened["id"] != result_id:
-    opened = {"id": result_id, "first": _read(0, MAX_READ_LIMIT)}
+    opened = {"id": result_id, "first": _open()}
+    look = opened["first"].get("opened")
+    whole = look is not None and look.content is not None and not look.content.truncated
+    opened["indented"] = indented_json(look.content.text) if whole else None  # once per open
     st.session_state[OPEN_KEY] = opened
 if "error" in opened["first"]:
     st.error(literal(opened["first"]["error"]))
     st.stop()
 
-first = opened["first"]["content"]
-complete = not first.truncated
-integrity = {"ok": st.success, "mismatch": st.error, "missing": st.warning}[first.integrity]
+look = opened["first"]["opened"]
+first = look.content  # None: the file is not on this volume
+integrity = {"ok": st.success, "mismatch": st.error, "missing": st.warning}[look.integrity]
 integrity(
     md(
-        "SHA-256 {}: {} · {} · {} chars",
-        check_label(first.integrity),
-        code(first.sha256),
-        code(first.path),
-        tokens(first.total_chars),
+        "SHA-256 {}: {} · {}{}",
+        check_label(look.integrity),
+        code(look.sha256),
+        code(look.path),
+        md(" · {} chars", tokens(first.total_chars)) if first is not None else md(""),
     )
 )
+complete = first is not None and not first.truncated
+file_ok = complete and look.integrity == "ok"  # the text the model's preview was made from
 
 model_view, full_view = st.columns(2)
 with model_view:
     st.subheader("What the model sees")
-    preview = tool_result_preview(first.tool_name, first.text, 300)
-    draw_preview(preview, full=first.text)
-    if complete and preview_salvage(preview, first.text):  # a partial read is cut by the read
-        st.caption(literal(SALVAGED_CAPTION))
-    if not complete:
-        st.caption(md("Preview computed from the first {} characters.", tokens(len(first.text))))
+    saved = parse_saved_result(look.sent) if look.sent is not None else None
+    if saved is not None:  # the preview the model got, whatever happened to the file since
+        st.caption(
+            md(
+                "The preview the model got in place of the result, as the thread's checkpoint "
+                "{} holds it.",
+                short_id(look.sent_checkpoint_id),
+            )
+        )
+        draw_preview(saved.preview, full=first.text if file_ok and first else None)
+        if saved.note:
+            st.caption(literal(saved.note))
+        if file_ok and first and preview_salvage(saved.preview, first.text):
+            st.caption(literal(SALVAGED_CAPTION))
+    elif look.sent is not None:
+        st.caption(
+            md(
+                "The message the model got, as checkpoint {} holds it.",
+                short_id(look.sent_checkpoint_id),
+            )
+        )
+        draw_preview(look.sent)
+    elif first is not None and look.integrity == "ok":  # the file is what the model's came from
+        st.caption(
+            md(
+                "Not in the thread's checkpoint ({}): rebuilt from the file, whose SHA-256 "
+                "matches.",
+                look.sent_missing,
+            )
+        )
+        preview = tool_result_preview(first.tool_name, first.text, 300)
+        draw_preview(preview, full=first.text)
+        if complete and preview_salvage(preview, first.text):  # a partial read is cut by the read
+            st.caption(literal(SALVAGED_CAPTION))
+        if not complete:
+            st.caption(
+                md("Preview computed from the first {} characters.", tokens(len(first.text)))
+            )
+    else:
+        st.warning(
+            md(
+                "What the model saw cannot be shown: {}, and the file is {}.",
+                look.sent_missing,
+                check_label(look.integrity),
+            )
+        )
 with full_view:
     st.subheader("Full content")
+    st.caption(md("The file now: {}.", FILE_STATES[look.integrity]))
+    if first is None:
+        st.stop()
+    indented = opened.get("indented")
+    text, total = (indented, len(indented)) if indented else (first.text, first.total_chars)
     if complete:  # pages break where a line starts; the last page is the last that has text
         pages = next(
             p
-            for p in range(1, page_count(first.total_chars, PAGE_CHARS) + 1)
-            if page_bounds(first.text, 0, first.total_chars, p + 1, PAGE_CHARS)[0]
-            >= first.total_chars
+            for p in range(1, page_count(total, PAGE_CHARS) + 1)
+            if page_bounds(text, 0, total, p + 1, PAGE_CHARS)[0] >= total
         )
     else:
-        pages = page_count(first.total_chars, PAGE_CHARS)
+        pages = page_count(total, PAGE_CHARS)
     page = st.number_input(
         md("Page (of {})", pages), min_value=1, max_value=pages, value=1, key="tool_result_page"
     )
     offset, limit = page_window(int(page), PAGE_CHARS)
-    source, source_offset = first.text, 0
+    source, source_offset = text, 0
     if not complete and offset + limit > len(first.text):
         more = _read(offset, limit)
         if "error" in more:
             st.error(literal(more["error"]))
             st.stop()
         source, source_offset = more["content"].text, offset
-    start, end = page_bounds(source, source_offset, first.total_chars, int(page), PAGE_CHARS)
+    start, end = page_bounds(source, source_offset, total, int(page), PAGE_CHARS)
     window = source[start - source_offset : end - source_offset]
     st.caption(
         md(
-            "Characters {}–{} of {}; a page starts at the beginning of a line.",
+            "{}Characters {}–{} of {}; a page starts at the beginning of a line.",
+            "JSON, shown indented (the download is the file as written). " if indented else "",
             tokens(start + 1 if end > start else start),
             tokens(end),
-            tokens(first.total_chars),
+            tokens(total),
         )
     )
-    st.code(window, language=None, wrap_lines=True, height=480)
+    st.code(window, language="json" if indented else None, wrap_lines=True, height=480)
     st.download_button(
         "Download" if complete else md("Download (first {} chars)", tokens(len(first.text))),
         data=first.text.encode("utf-8"),
@@ -228,8 +301,8 @@ with full_view:
         icon=":material/download:",
     )
 
-if first.tool_name in STRUCTURED_TOOLS:
+if first is not None and first.tool_name in STRUCTURED_TOOLS:
     records = structured_records(first.text)
     if records and records["records"]:
-        st.subheader(md("{} records", first.tool_name))
+        st.subheader(md("{} records in the file", first.tool_name))
         st.dataframe(records["records"], hide_index=True, width="stretch")

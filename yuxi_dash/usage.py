@@ -10,12 +10,16 @@ suggests compression to an operator; it never triggers it.
 current usage and a checkpoint's `token_usage` are all written from one. Its
 two ratios are computed from the other fields, so they cannot disagree with
 the formulas. The tokens of the next model input by part are
-`yuxi_dash.compression.context_view(state).breakdown`.
+`yuxi_dash.compression.context_view(state).breakdown`; the one figure every page and
+command shows as the next input tokens is `next_input_tokens` (the one pressure divides).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any
 
 from yuxi_dash.printable_record import Record
 
@@ -31,6 +35,22 @@ def should_suggest_compression(ratio: float | None) -> bool:
 def summary_trigger_tokens(summary_threshold_k: int) -> int:
     """The one summary threshold in tokens: K × 1024."""
     return int(summary_threshold_k) * 1024
+
+
+def next_input_tokens(usage: Mapping[str, Any] | Any) -> int:
+    """The next input tokens as every page and command shows them: the projected
+    ``next_llm_input_tokens`` (the agent's own count at its last model call, with its system
+    prompt and tool schemas), the figure `summary_pressure_ratio` divides. Never a recount of
+    the model view, which cannot see the system prompt or the tool schemas.
+
+    ``usage``: a thread row as a mapping (a page's frame row) or an object (`ThreadSummary`).
+    """
+    value = (
+        usage.get("next_llm_input_tokens")
+        if isinstance(usage, Mapping)
+        else getattr(usage, "next_llm_input_tokens", None)
+    )
+    return int(float(value)) if isinstance(value, Real) and value == value else 0  # NaN: none
 
 
 def summary_pressure_ratio(next_llm_input_tokens: int, summary_trigger_tokens: int) -> float:

@@ -7,7 +7,7 @@ in every command. Pure functions, no Streamlit; `yuxi_dash.ui.page_text` re-expo
   rounds a float's halves to even and the browser rounds them up, so the pages hand the
   browser `percent_value` numbers that are already rounded, or finished text.
 - A count has thousands separators: 28045 -> "28,045". An id never has them: 1595 -> "1595".
-- A moment is shown to the minute in UTC: "2026-11-19 15:40 UTC".
+- A moment reads one way everywhere: to the second, in UTC: "2026-11-19 15:40:07 UTC".
 - A LaunchDarkly evaluation reason is shown in words:
   "TARGET_MATCH" -> "the user is targeted individually".
 - A thread an attached platform owns reads "attached: <platform label>" everywhere
@@ -18,6 +18,7 @@ in every command. Pure functions, no Streamlit; `yuxi_dash.ui.page_text` re-expo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -93,10 +94,12 @@ def ident(value: object, *, missing: str = MISSING) -> str:
     return missing if value is None else str(value)
 
 
-def stamp(
-    moment: datetime | date | str | None, *, seconds: bool = False, missing: str = MISSING
-) -> str:
-    """A moment in UTC, to the minute: "2026-11-19 15:40 UTC" (with ``seconds``, ":07" more).
+STAMP_FORMAT = "%Y-%m-%d %H:%M:%S UTC"  # the one way a moment reads: "2026-12-06 14:03:07 UTC"
+_ISO_MOMENT = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d")  # text that starts like an ISO moment
+
+
+def stamp(moment: datetime | date | str | None, *, missing: str = MISSING) -> str:
+    """A moment in UTC, to the second: "2026-11-19 15:40:07 UTC" (`STAMP_FORMAT`).
 
     ISO text (with or without an offset) is read as a moment; text that is no moment is
     returned as it is. A moment without a zone is taken to be UTC, as the store writes them.
@@ -113,8 +116,7 @@ def stamp(
         moment = datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    shape = "%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC"
-    return moment.astimezone(UTC).strftime(shape)
+    return moment.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
 def plain(value: object, *, missing: str = MISSING) -> str:
@@ -140,11 +142,28 @@ def plain(value: object, *, missing: str = MISSING) -> str:
     return str(value)
 
 
+def recorded(value: object, *, missing: str = MISSING) -> str:
+    """A value exactly as a record holds it, readably: numbers as recorded (0.7823 stays
+    0.7823, an int has no separators: it is mostly an id), an ISO moment through `stamp`,
+    a list joined with commas, a bool yes/no."""
+    if absent(value):
+        return missing
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return stamp(value, missing=missing) if _ISO_MOMENT.match(value) else value
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        return ", ".join(recorded(item, missing=missing) for item in value)
+    return plain(value, missing=missing)
+
+
 def detail_text(detail: Mapping[str, object] | None, *, missing: str = MISSING) -> str:
     """A record's detail mapping as one readable line: ``key: value · key: value``.
 
-    Nested mappings flatten to dotted keys (``before.tokens: 12474``); lists join with
-    commas; ints are written whole (they are mostly ids); nothing is cut short.
+    Nested mappings flatten to dotted keys (``before.tokens: 12474``); every value reads
+    as `recorded` (never rounded); nothing is cut short.
     """
     parts: list[str] = []
 
@@ -152,10 +171,8 @@ def detail_text(detail: Mapping[str, object] | None, *, missing: str = MISSING) 
         if isinstance(value, Mapping) and value:
             for key, item in value.items():
                 walk(f"{prefix}.{key}" if prefix else str(key), item)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            parts.append(f"{prefix}: {value}")
         else:
-            parts.append(f"{prefix}: {plain(value, missing=missing)}")
+            parts.append(f"{prefix}: {recorded(value, missing=missing)}")
 
     for key, item in (detail or {}).items():
         walk(str(key), item)

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.alerts import rules
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_DASHBOARD, AuditEntry, Conversation
+from yuxi_dash.store.models import ORIGIN_ATTACHED, ORIGIN_DASHBOARD, AuditEntry, Conversation
 
 ADMIN = Actor(id="admin@example.com", role=Role.ADMIN)
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
@@ -36,6 +36,8 @@ def put_thread(
 
 
 def add_rule(name: str = "hot", **fields: object) -> None:
+    """A rule over every thread unless told (these threads' agents are not registered)."""
+    fields.setdefault("compressible_only", False)
     rules.add_rule(ADMIN, name=name, **fields)  # type: ignore[arg-type]
 
 
@@ -56,3 +58,28 @@ def hot_compressible_thread(thread_id: str = "t1") -> None:
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
         conv.summary_trigger_tokens = TRIGGER
         conv.summary_pressure_ratio = 0.95
+
+
+def many_agents(total: int = 409, *, pressure: float = 0.95) -> dict[str, int]:
+    """``total`` threads (attached and own, every other one) over many agents: "big-a" has 9,
+    "big-b" 7, "big-c" 5, each of the rest one of its own. Returns threads per agent."""
+    agents = ["big-a"] * 9 + ["big-b"] * 7 + ["big-c"] * 5
+    agents += [f"assistant-{n:04d}" for n in range(total - len(agents))]
+    with session_scope() as session:
+        for number, agent in enumerate(agents):
+            session.add(
+                Conversation(
+                    thread_id=f"many-{number:04d}",
+                    user_id="u1",
+                    agent_slug=agent,
+                    origin=ORIGIN_ATTACHED if number % 2 else ORIGIN_DASHBOARD,
+                    status="active",
+                    summary_trigger_tokens=TRIGGER,
+                    next_llm_input_tokens=int(pressure * TRIGGER),
+                    summary_pressure_ratio=pressure,
+                )
+            )
+    counts: dict[str, int] = {}
+    for agent in agents:
+        counts[agent] = counts.get(agent, 0) + 1
+    return counts

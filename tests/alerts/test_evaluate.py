@@ -12,7 +12,8 @@ from tests.alerts.builders import ADMIN, add_rule, alert_audit, put_thread
 from yuxi_dash.alerts import rules
 from yuxi_dash.alerts.evaluate import ADVISORY_LOCK_KEY, evaluate
 from yuxi_dash.alerts.views import current_alerts
-from yuxi_dash.store.models import ORIGIN_ATTACHED, utcnow
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import CONTEXT_COMPRESSION, ORIGIN_ATTACHED, Agent, utcnow
 
 
 def states() -> dict[tuple[str, str], str]:
@@ -136,3 +137,32 @@ def test_one_evaluator_at_a_time_on_postgresql(db_url: str) -> None:
         assert results == [1]
     finally:
         engine.dispose()
+
+
+def _agent(slug: str, *, compress: bool) -> None:
+    with session_scope() as session:
+        agent = session.scalar(sa.select(Agent).where(Agent.slug == slug))
+        if agent is None:
+            agent = Agent(slug=slug, name=slug)
+            session.add(agent)
+        agent.capabilities = [CONTEXT_COMPRESSION] if compress else ["knowledge_base"]
+
+
+def test_a_compressible_only_rule_leaves_out_threads_nobody_can_compress(db_url: str) -> None:
+    _agent("can", compress=True)
+    _agent("cannot", compress=False)
+    rules.add_rule(ADMIN, name="act")  # compressible_only: the default of a new rule
+    add_rule("every")  # every thread
+    put_thread("ok", 0.9, agent="can")
+    put_thread("no", 0.9, agent="cannot")
+    put_thread("ghost", 0.9, agent="not-registered")
+    put_thread("theirs", 0.9, agent="can", origin=ORIGIN_ATTACHED)  # no platform endpoint
+    evaluate()
+    assert {t for (rule, t) in states() if rule == "act"} == {"ok"}
+    assert {t for (rule, t) in states() if rule == "every"} == {"ok", "no", "ghost", "theirs"}
+    alert = next(a for a in current_alerts() if a.thread_id == "no")
+    assert alert.compress_blocker == "agent cannot does not support context compression"
+
+    _agent("can", compress=False)  # the agent lost the capability: its alert resolves
+    assert evaluate().resolved == 1
+    assert {t for (rule, t) in states() if rule == "act"} == set()

@@ -40,6 +40,7 @@ def test_add_update_delete_audited(db_url: str) -> None:
         {"severity": "page-everyone"},
         {"for_seconds": -1},
         {"scope": "agent"},  # without an agent slug
+        {"compressible_only": "yes"},
     ],
 )
 def test_bad_rules_refused_and_audited(db_url: str, fields: dict[str, object]) -> None:
@@ -59,3 +60,21 @@ def test_operator_may_not_write_rules(db_url: str) -> None:
         rules.delete_rule(OPERATOR, "hot")
     assert rules.list_rules()[0].fire_at == 0.85
     assert rule_audit() == ["refused", "created", "refused", "refused"]
+
+
+def test_compressible_only_is_on_for_new_rules_changeable_and_audited(db_url: str) -> None:
+    assert rules.add_rule(ADMIN, name="hot").compressible_only is True
+    assert rules.add_rule(ADMIN, name="all", compressible_only=False).compressible_only is False
+    assert rules.update_rule(ADMIN, "hot", compressible_only=False).compressible_only is False
+    assert rules.update_rule(ADMIN, "hot", fire_at=0.9).compressible_only is False  # kept
+    assert [(r.name, r.compressible_only) for r in rules.list_rules()] == [
+        ("all", False), ("hot", False),
+    ]  # fmt: skip
+    wait_for_pending_audit()
+    with session_scope() as session:
+        details = session.scalars(
+            sa.select(AuditEntry.detail)
+            .where(AuditEntry.action == "alert_rule")
+            .order_by(AuditEntry.id)
+        ).all()
+    assert [d["compressible_only"] for d in details] == [True, False, False, False]

@@ -30,7 +30,7 @@ def test_rules_need_admin_then_evaluate_and_list(
     assert (code, data["error"]["code"]) == (1, "forbidden")
     as_admin(monkeypatch)
     code, data = run(capsys, "alerts", "rule", "add", "--name", "hot", "--for", "0",
-                     "--severity", "critical")  # fmt: skip
+                     "--severity", "critical", "--all-threads")  # fmt: skip
     assert code == 0 and data["fire_at"] == 0.85 and data["severity"] == "critical"
     code, data = run(capsys, "alerts", "rule", "add", "--name", "x", "--fire-at", "0.7",
                      "--clear-at", "0.9")  # fmt: skip
@@ -58,3 +58,32 @@ def test_rules_need_admin_then_evaluate_and_list(
     assert (data["firing"], data["resolved"]) == (0, 1)
     code, data = run(capsys, "alerts", "rule", "delete", "--name", "hot")
     assert (code, data["error"]["code"]) == (3, "alert_rule_not_found")
+
+
+def test_new_rules_leave_out_threads_nobody_can_compress(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_admin(monkeypatch)
+    code, data = run(capsys, "alerts", "rule", "add", "--name", "act")
+    assert (code, data["compressible_only"]) == (0, True)
+    code, data = run(capsys, "alerts", "rule", "add", "--name", "every", "--all-threads")
+    assert (code, data["compressible_only"]) == (0, False)
+    with pytest.raises(SystemExit) as usage:  # one or the other
+        main(["alerts", "rule", "add", "--name", "x", "--all-threads", "--compressible-only"])
+    assert usage.value.code == 2
+    capsys.readouterr()
+    put_thread("t1", 0.9)  # its agent is not registered here: nobody can compress it
+    code, data = run(capsys, "alerts", "evaluate")
+    assert data["firing"] == 1
+    code, data = run(capsys, "alerts", "list")
+    assert [(a["rule"], a["thread_id"]) for a in data] == [("every", "t1")]
+    assert data[0]["compress_blocker"] == "agent agent-a not found"
+
+    code, data = run(capsys, "alerts", "rule", "update", "--name", "every", "--compressible-only")
+    assert (code, data["compressible_only"]) == (0, True)
+    code, data = run(capsys, "alerts", "rule", "update", "--name", "act", "--for", "5")
+    assert data["compressible_only"] is True  # not given: left as it was
+    code, data = run(capsys, "alerts", "evaluate")
+    assert (data["firing"], data["resolved"]) == (0, 1)
+    assert main(["alerts", "rule", "list"]) == 0
+    assert "compressible only" in capsys.readouterr().out

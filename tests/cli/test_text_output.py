@@ -22,7 +22,7 @@ from yuxi_dash.wording import pct
 
 # a dict or list repr ({'a': 1}, ['Organization']), a float with four decimals, None/True/False
 REPR = re.compile(r"\{'|'\}|\['|'\]|': |\d\.\d{4}\b|\bNone\b|\bTrue\b|\bFalse\b")
-STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
 
 
 def text_of(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

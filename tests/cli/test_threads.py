@@ -231,8 +231,12 @@ def test_context_shows_the_next_model_call(capsys: pytest.CaptureFixture[str]) -
     assert view["messages_visible"] == len(view["messages"])
     assert view["saved_results"], "offloaded results are shown as previews"
     assert all(item["preview"].startswith("[Tool result saved]") for item in view["saved_results"])
+    # the next input and the pressure are the figures every page shows (issue 37 item 4)
+    assert view["next_input_tokens"] == detail.summary.next_llm_input_tokens
+    assert view["summary_pressure_ratio"] == detail.summary.summary_pressure_ratio
     code, text, _ = run_text(capsys, "context", thread_id)
     assert code == 0 and f"{view['total_tokens']:,} tokens" in text and "ROLE" in text
+    assert f"next input: {view['next_input_tokens']:,} tokens" in text
 
 
 def test_context_of_a_summarized_thread_starts_with_the_summary(

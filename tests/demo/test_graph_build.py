@@ -32,6 +32,11 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 _KIND_ROLE = {"user_asserted": "user", "assistant_derived": "assistant"}
 
 
+def _moment(value: Any) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def _names(graph: DemoGraph) -> dict[str, str]:
     return {node.uuid: node.name for node in graph.entities}
 
@@ -127,7 +132,12 @@ def _check_users(settings: Any, evaluator: Any) -> None:
             [episode] = data["episodes"]
             message = episode["message"]
             assert message is not None, (user_id, fact["fact"])
-            assert episode["match"] == "exact words"
+            # the message is the episode's own text; "exact words" only where every key word
+            # of the fact is in it (never for the planted claim the user never said)
+            assert episode["match_kind"] in ("exact_words", "episode_text"), episode["match"]
+            if fact["fact"] == suspect:
+                assert episode["match_kind"] == "episode_text" and episode["missing_words"]
+            assert _moment(message["created_at"]) <= _moment(fact["created_at"]), fact["fact"]
             assert message["content"].strip() == episode["body"].strip()
             expected = _KIND_ROLE.get(
                 fact["source_kind"], "assistant"

@@ -1,4 +1,8 @@
-"""pages/alerts.py on the demo: alerts with pressure, Compress from the page, history, rules."""
+"""pages/alerts.py on the demo: alerts with pressure, Compress from the page, history, rules.
+
+A rule leaves out, by default, the threads nobody can compress; a rule over every thread
+lists them, and the page says why in place of the button (never an estimate).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,19 @@ from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertChannel, utcnow
 from yuxi_dash.store.queries import get_thread, list_threads
+from yuxi_dash.store.thread_list import ThreadSummary
 
 PAGE = "pages/alerts.py"
 
 
-def _firing(settings: Settings) -> list[str]:
+def _hot(settings: Settings) -> list[ThreadSummary]:
     with session_scope(settings) as session:
-        return sorted(t.thread_id for t in list_threads(session, min_pressure=0.85, limit=100_000))
+        return list_threads(session, min_pressure=0.85, limit=100_000)
+
+
+def _firing(settings: Settings) -> list[str]:
+    """The threads a default rule fires on: at or above 85%, their agent can compress."""
+    return sorted(t.thread_id for t in _hot(settings) if t.capable)
 
 
 def test_alerts_listed_then_compressed_from_the_page(
@@ -86,3 +96,37 @@ def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(
     assert len(at.dataframe[0].value) == len(_firing(demo_env))
     assert at.button(key="alerts_compress").disabled
     assert not any(b.label == "Save rule" for b in at.button)
+
+
+def test_threads_nobody_can_compress_are_left_out_or_say_why(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    hot = _hot(demo_env)
+    stuck = sorted(t.thread_id for t in hot if not t.capable)
+    assert stuck, "the demo has hot threads whose agent cannot compress"
+    rules.add_rule(ADMIN, name="act")  # compressible_only by default
+    rules.add_rule(ADMIN, name="every", compressible_only=False)
+    assert [(r.name, r.compressible_only) for r in rules.list_rules()] == [
+        ("act", True), ("every", False),
+    ]  # fmt: skip
+    evaluate()
+    alerts = current_alerts()
+    assert sorted(a.thread_id for a in alerts if a.rule == "act") == _firing(demo_env)
+    assert set(stuck) <= {a.thread_id for a in alerts if a.rule == "every"}
+    assert {a.compress_blocker for a in alerts if a.thread_id in stuck} != {None}
+
+    at = app_test(PAGE)
+    assert not at.exception
+    picker = at.selectbox(key="alerts_compress_thread")
+    assert picker.value not in stuck  # never picked first
+    assert not at.button(key="alerts_compress").disabled
+    marked = [o for o in picker.options if o.endswith("cannot be compressed")]
+    assert sorted(o.split(" · ")[0] for o in marked) == stuck
+
+    picker.set_value(stuck[0]).run()
+    assert not at.exception
+    button = at.button(key="alerts_compress")
+    assert button.disabled and "does not support context compression" in button.help
+    (said,) = [c.value for c in at.caption if c.value.startswith("Cannot compress")]
+    assert stuck[0] in said and "does not support context compression" in said
+    assert "est." not in said

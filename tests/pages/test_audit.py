@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -69,3 +70,30 @@ def test_detail_reads_as_key_value_and_an_action_can_be_hidden(
     assert not at.exception
     rows = at.dataframe[0].value
     assert "view_memory" not in set(rows["action"]) and "compress" in set(rows["action"])
+
+
+def test_detail_values_read_as_recorded_and_moments_in_one_format(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 items 9 and 10: 0.7823 / 0.85 / 0.80 are not rounded to 0.8; a moment in a
+    detail reads as every moment on these pages does."""
+    record_audit(
+        actor="kim@example.com",
+        action="alert",
+        target="thread:t-9",
+        outcome="firing",
+        detail={
+            "pressure": 0.7823,
+            "fire_at": 0.85,
+            "clear_at": 0.80,
+            "since": "2026-12-06T14:03:07.123456+00:00",
+        },
+    )
+    at = app_test(PAGE)
+    assert not at.exception
+    rows = at.dataframe[0].value
+    [detail] = list(rows[rows["target"] == "thread:t-9"]["detail"])
+    assert detail == (
+        "pressure: 0.7823 · fire_at: 0.85 · clear_at: 0.8 · since: 2026-12-06 14:03:07 UTC"
+    )
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", v) for v in rows["at"])

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.memory.desk import corrections
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.memory_desk import clear_desk_caches
 
 REASON = "the user disputes this fact on the phone"
+
+
+def key(at: Any, name: str) -> str:
+    """The key of a correction-form widget now (`<name>:<fact uuid>:<round>`)."""
+    return f"{name}:{at.session_state['desk_form_id']}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_desk_reads() -> None:
+    """The desk's kept reads outlive a test (the key is user, server, uuid) while each test
+    plants its graph afresh: start every test without them."""
+    clear_desk_caches()
 
 
 def test_facts_page(memory_pages) -> None:
@@ -58,10 +72,10 @@ def test_hostile_strings_are_shown_literally(memory_pages, desk_graph) -> None:
 
 def test_operator_retracts_then_undoes(memory_pages, desk_graph) -> None:
     at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
-    at.radio(key="desk_action").set_value("retract").run()
-    at.text_input(key="desk_reason").input("the user never said this at all")
-    at.text_input(key="desk_ticket").input("SUP-9")
-    at.checkbox(key="desk_confirm").check()
+    at.radio(key=key(at, "desk_action")).set_value("retract").run()
+    at.text_input(key=key(at, "desk_reason")).input("the user never said this at all")
+    at.text_input(key=key(at, "desk_ticket")).input("SUP-9")
+    at.checkbox(key=key(at, "desk_confirm")).check()
     [submit] = [b for b in at.button if "Apply" in str(b.label)]
     at = submit.click().run()
     assert not at.exception
@@ -76,9 +90,9 @@ def test_operator_retracts_then_undoes(memory_pages, desk_graph) -> None:
 
 def _form_is_empty(at) -> bool:
     return (
-        at.text_input(key="desk_reason").value == ""
-        and at.text_input(key="desk_ticket").value == ""
-        and at.checkbox(key="desk_confirm").value is False
+        at.text_input(key=key(at, "desk_reason")).value == ""
+        and at.text_input(key=key(at, "desk_ticket")).value == ""
+        and at.checkbox(key=key(at, "desk_confirm")).value is False
     )
 
 
@@ -89,15 +103,17 @@ def _apply(at):
 
 def test_the_form_is_disarmed_after_a_correction_and_after_undo(memory_pages, desk_graph) -> None:
     at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
-    at.radio(key="desk_action").set_value("retract").run()
-    at.text_input(key="desk_reason").input("the user never said this at all")
-    at.text_input(key="desk_ticket").input("SUP-9")
-    at.checkbox(key="desk_confirm").check()
+    at.radio(key=key(at, "desk_action")).set_value("retract").run()
+    at.text_input(key=key(at, "desk_reason")).input("the user never said this at all")
+    at.text_input(key=key(at, "desk_ticket")).input("SUP-9")
+    at.checkbox(key=key(at, "desk_confirm")).check()
     at = _apply(at)
     assert not at.exception
     assert "retracted" in " ".join(str(m.value) for m in at.metric)
     assert _form_is_empty(at)
-    assert at.radio(key="desk_action").value == "restore"  # chosen afresh for the new status
+    assert (
+        at.radio(key=key(at, "desk_action")).value == "restore"
+    )  # chosen afresh for the new status
     # a second click without re-confirming changes nothing
     at = _apply(at)
     assert "Tick the confirmation box first." in " ".join(str(w.value) for w in at.warning)
@@ -112,9 +128,9 @@ def test_the_form_is_disarmed_after_a_correction_and_after_undo(memory_pages, de
 
 def test_a_short_reason_is_one_line_and_changes_nothing(memory_pages, desk_graph) -> None:
     at = _desk_page(memory_pages, desk_graph, desk_graph.facts["dark"])
-    at.radio(key="desk_action").set_value("retract").run()
-    at.text_input(key="desk_reason").input("bad")
-    at.checkbox(key="desk_confirm").check()
+    at.radio(key=key(at, "desk_action")).set_value("retract").run()
+    at.text_input(key=key(at, "desk_reason")).input("bad")
+    at.checkbox(key=key(at, "desk_confirm")).check()
     [submit] = [b for b in at.button if "Apply" in str(b.label)]
     at = submit.click().run()
     assert any(
@@ -177,20 +193,25 @@ def test_an_admin_undoes_another_operators_correction_with_a_reason(
     at = at.button(key="desk_undo").click().run()
     assert any("reason" in str(e.value) for e in at.error)
     assert "retracted" in " ".join(str(m.value) for m in at.metric)
-    at.text_input(key="desk_undo_reason").input(REASON)
+    at.text_input(key=key(at, "desk_undo_reason")).input(REASON)
     at = at.button(key="desk_undo").click().run()
     assert not at.exception
     assert "undo done — audit row" in " ".join(str(s.value) for s in at.success)
     assert "active" in " ".join(str(m.value) for m in at.metric)
 
 
-def test_the_demo_facts_page_opens_on_the_users_own_words(
+def test_the_demo_facts_page_opens_on_the_headline_and_claims_only_what_holds(
     demo_env, demo_graphs, falkordb_dir, demo_flags_file, monkeypatch
 ) -> None:
-    """No fact asked for: the page opens on the headline, the user's message with its words marked."""
+    """No fact asked for: the page opens on the headline, the user's own fact. A message
+    shown for it was written before the fact, and "exact words" means the fact's words."""
     from streamlit.testing.v1 import AppTest
 
     from tests.fixtures.graph import REPO
+    from yuxi_dash.access.roles import Actor, Role
+    from yuxi_dash.memory.views.gate import open_view
+    from yuxi_dash.memory.views.provenance import fact_provenance
+    from yuxi_dash.memory.views.ratification import parse_time
     from yuxi_dash.settings import get_settings
     from yuxi_dash.ui.memory import clear_memory_caches
     from yuxi_dash.ui.memory_desk import clear_desk_caches
@@ -207,9 +228,17 @@ def test_the_demo_facts_page_opens_on_the_users_own_words(
     texts = _texts(at)
     assert "Where this fact came from" in [s.value for s in at.subheader]
     assert "**Source kind:** user_asserted" in texts
-    assert "said by **user** (chat message role)" in texts
-    assert "No chat message in the record matches this episode." not in [
-        w.value for w in at.warning
-    ]
-    assert "found by exact words" in texts and "Key words at characters" in texts
-    assert "thread_detail?thread=demo-" in texts
+    headline = at.query_params["fact"]
+    look = open_view("bruno_silva", "provenance", actor=Actor(id="t@x.org", role=Role.VIEWER))
+    data = fact_provenance(look, headline)
+    created = parse_time(data["fact"]["created_at"])
+    for episode in data["episodes"]:
+        message = episode["message"]
+        if message is None:
+            assert "No chat message written before this fact matches this episode." in [
+                w.value for w in at.warning
+            ]
+            continue
+        assert parse_time(message["created_at"]) <= created
+        assert "found by" in texts
+        assert (episode["match"] == "exact words") == (not episode["missing_words"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from yuxi_dash.settings import Settings
@@ -124,21 +126,85 @@ def test_figures_the_dashboard_cannot_know_read_not_measured(
     assert any("not known to the dashboard" in c.value for c in at.caption)
 
 
-def test_next_input_tokens_is_the_count_the_compress_preview_starts_from(
-    app_test: Callable[..., AppTest], demo_env: Settings
+def test_next_input_tokens_reconcile_with_the_pressure_and_every_page(
+    app_test: Callable[..., AppTest], demo_env: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 29 item 7: one count for the detail page and the dialog's "before"."""
+    """Issue 37 item 4: one count everywhere (the projected next_llm_input_tokens, the one
+    pressure divides), and the page says in words what it holds beyond what it can see."""
+    from yuxi_dash.cli import main
     from yuxi_dash.service import preview_compression
-    from yuxi_dash.ui.page_text import tokens
+    from yuxi_dash.ui.charts import pressure_overview_chart
+    from yuxi_dash.ui.loaders import pressure_overview
+    from yuxi_dash.ui.page_text import threshold_room_text, tokens
 
     with session_scope(demo_env) as session:
+        hottest = list_threads(session, limit=1)[0]
         hot = list_threads(session, min_pressure=0.85, limit=1000)
-    thread = next(t for t in hot if t.capable and not t.busy_reason)
-    preview = preview_compression(thread.thread_id)
+    assert hottest.next_llm_input_tokens > 0
     at = app_test()
-    at.query_params["thread"] = thread.thread_id
+    at.query_params["thread"] = hottest.thread_id
     at.switch_page(PAGE).run()
     assert not at.exception
-    (metric,) = [m for m in at.metric if m.label == "Next input tokens"]
-    assert metric.value == tokens(preview.estimated_before_tokens)
-    assert tokens(thread.next_llm_input_tokens) in metric.proto.help  # the agent's own figure
+    metrics = {m.label: m.value for m in at.metric}
+    shown = metrics["Next input tokens"]
+    assert shown == tokens(hottest.next_llm_input_tokens)
+    ratio = hottest.next_llm_input_tokens / hottest.summary_trigger_tokens
+    assert metrics["Summary pressure"] == pct(ratio)  # 18,745 ÷ 8,192: the figures reconcile
+    # the overview tooltip, the 85% list's "over by" and the CLI read the same figure
+    points = pressure_overview()["points"]
+    spec = json.dumps(pressure_overview_chart(pressure_overview()["heatmap"], points).to_dict())
+    assert f'"next_text": "{shown}"' in spec
+    room = hottest.summary_trigger_tokens - hottest.next_llm_input_tokens
+    assert threshold_room_text(hottest.next_llm_input_tokens, hottest.summary_trigger_tokens) in (
+        f"over by {-room:,}",
+        f"{room:,} left",
+    )
+    assert main(["threads", "--limit", "1"]) == 0
+    assert shown in capsys.readouterr().out.splitlines()[2]
+    # what the pressure holds beyond the visible messages is said on the page, not in a tooltip
+    caption = next(
+        c.value for c in at.caption if "next input tokens ÷ summary threshold" in c.value
+    )
+    assert "system prompt and tool schemas" in caption
+    # the parts add up to the figure shown; the dashboard's own count is the preview's "before"
+    [parts] = [d.value for d in at.dataframe if "part" in d.value.columns]
+    sent = parts[parts["part"] != "Compressed away (not sent)"]
+    counted = [int(t.replace(",", "")) for t in sent["tokens"] if t != "–"]
+    assert sum(counted) == hottest.next_llm_input_tokens
+    thread = next(t for t in hot if t.capable and not t.busy_reason)
+    preview = preview_compression(thread.thread_id)
+    at.selectbox(key="detail_thread").set_value(thread.thread_id).run()
+    assert {m.label: m.value for m in at.metric}["Next input tokens"] == tokens(
+        thread.next_llm_input_tokens
+    )
+    caption = next(
+        c.value for c in at.caption if "next input tokens ÷ summary threshold" in c.value
+    )
+    before = tokens(preview.estimated_before_tokens)
+    assert f"The dashboard counts {before} of them" in caption or (
+        preview.estimated_before_tokens == thread.next_llm_input_tokens
+    )
+
+
+def test_no_cell_reads_none_and_the_chat_record_reads_as_words(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 item 9: the parts table has no None cell; a tool call in the chat record reads
+    "calls NAME — key: value" and a JSON tool result as its records, never as raw JSON."""
+    with session_scope(demo_env) as session:
+        hottest = list_threads(session, limit=1)[0]
+    at = app_test()
+    at.query_params["thread"] = hottest.thread_id
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    [parts] = [d.value for d in at.dataframe if "part" in d.value.columns]
+    cells = [v for column in parts.columns for v in parts[column]]
+    assert all(isinstance(v, str) and v and v not in ("None", "nan") for v in cells)
+    assert parts.set_index("part").at["System prompt", "tokens"] == "–"
+    [chat] = [d.value for d in at.dataframe if "sequence" in d.value.columns]
+    shown = list(chat["shown"])
+    calls = [line for text in shown for line in text.split("\n") if line.startswith("calls ")]
+    assert calls and all(" — " in line and " {" not in line for line in calls)
+    tools = list(chat[chat["role"] == "tool"]["shown"])
+    assert tools and not any(text.lstrip().startswith(("{", "[")) for text in tools)
+    assert any(" results for “" in text for text in tools)  # a query_kb / web_search result

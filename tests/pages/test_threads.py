@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -96,7 +97,8 @@ def test_the_list_says_which_threads_cannot_be_compressed_and_why(
     ) in [c.value for c in at.caption]
     columns = json.loads(table.proto.columns)
     assert "does not support context compression" in columns["compression"]["help"]
-    assert columns["tokens to threshold"]["label"] == "To threshold (tokens)"
+    assert columns["tokens to threshold"]["label"] == "To threshold"
+    assert "how far over it" in columns["tokens to threshold"]["help"]
     box = at.selectbox(key="compress_thread")
     assert "highest one that can be compressed" in box.proto.help
     assert box.value == _first_idle_capable(demo_env)  # why it is not the top row
@@ -309,13 +311,98 @@ def test_a_thread_with_nothing_to_summarize_is_not_offered_and_says_why(
     assert box.value not in idle and box.value in actionable
     assert not set(idle) & set(at.multiselect(key="compress_selection").options)
     notes = at.dataframe[0].value.set_index("thread")["note"]
-    for thread_id in idle:
-        assert notes[thread_id] == readiness[thread_id].note
-        assert notes[thread_id].startswith("nothing to summarize: ")
-    assert "tool results among the kept messages" in " ".join(notes[idle])
+    for thread_id in idle:  # the kind in the row, the whole note in the list under the table
+        assert notes[thread_id] == "nothing to summarize"
     assert set(notes[notes != ""].index) == set(idle)
+    why = at.dataframe[1].value.set_index("thread")["why"]
+    assert set(why.index) == set(idle)
+    for thread_id in idle:
+        assert why[thread_id] == readiness[thread_id].note
+        assert why[thread_id].startswith("nothing to summarize: ")
+    assert "tool results among the kept messages" in " ".join(why)
     box.set_value(idle[0]).run()
     assert any(
         c.value.startswith("Compress would change nothing: nothing to summarize")
         for c in at.caption
     )
+
+
+def _numbers(text: str, pattern: str) -> list[int]:
+    match = re.search(pattern, text)
+    assert match, (pattern, text)
+    return [int(n.replace(",", "")) for n in match.groups()]
+
+
+def test_the_hidden_count_says_what_it_is_made_of(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 item 8: "30 hidden" and "27 cannot be compressed here" visibly add up."""
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=100_000)
+    here = sum(not t.capable for t in hot)
+    busy = sum(t.capable and t.busy_reason is not None for t in hot)
+    assert here and busy, "the demo has unsupported and busy hot threads"
+    at = app_test(PAGE)
+    assert not at.exception
+    hidden = len(hot) - len(_listed(at))
+    captions = [c.value for c in at.caption]
+    line = next(c for c in captions if "are hidden" in c)
+    made_of = (
+        r"([\d,]+) threads .* hidden: ([\d,]+) cannot be compressed here and ([\d,]+) are busy"
+    )
+    assert _numbers(line, made_of) == [hidden, here, busy] and hidden == here + busy
+    cannot = next(c for c in captions if "of these threads cannot be compressed here" in c)
+    assert _numbers(cannot, r"^([\d,]+) of these")[0] == here
+
+
+def test_an_attached_thread_the_platform_can_compress_is_not_counted_as_impossible(
+    app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37 item 8: with YUXI_DASH_PLATFORM_URL set, an attached thread has a working
+    Compress button, so "cannot be compressed here" does not count it."""
+    import sqlalchemy as sa
+
+    from yuxi_dash.store.models import Conversation, ScanWatermark
+
+    with session_scope(demo_env) as session:
+        hot = list_threads(session, min_pressure=0.85, limit=100_000)
+        target = next(t.thread_id for t in hot if t.capable and not t.busy_reason)
+        session.execute(
+            sa.update(Conversation)
+            .where(Conversation.thread_id == target)
+            .values(origin="attached")
+        )
+        session.add(ScanWatermark(source=PLATFORM, checkpoint_id="x", threads=1))
+    unsupported = sum(not t.capable for t in hot)
+    monkeypatch.setenv("YUXI_DASH_PLATFORM_URL", "http://127.0.0.1:9")  # never called here
+    get_settings.cache_clear()
+    at = _show_all(app_test(PAGE))
+    assert not at.exception
+    at.selectbox(key="compress_thread").set_value(target).run()
+    assert not at.button(key="compress_one").disabled  # the platform compresses it
+    cannot = next(c.value for c in at.caption if "cannot be compressed here" in c.value)
+    assert cannot == (
+        f"{unsupported:,} of these threads cannot be compressed here: {unsupported:,} because "
+        "their agent does not support context compression."
+    )
+
+
+CHAR_PX, PAD_PX, ICON_PX = 7.2, 16, 18  # a 14 px header letter, the cell padding, help / menu
+
+
+def test_headers_and_notes_are_whole_in_their_columns(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 item 8: no header and no note is cut off at 1440 px (979 px for the table)."""
+    at = _show_all(app_test(PAGE))
+    assert not at.exception
+    table = at.dataframe[0]
+    columns = json.loads(table.proto.columns)
+    shown = list(table.value.columns)
+    widths = {c: columns[c]["width"] for c in shown}
+    assert sum(widths.values()) <= 979, widths
+    for column in shown:
+        label = columns[column].get("label") or ""
+        assert len(label) * CHAR_PX + PAD_PX + ICON_PX <= widths[column], (column, label)
+    notes = [n for n in table.value["note"] if n]
+    assert notes and all(len(n) * CHAR_PX + PAD_PX <= widths["note"] for n in notes), notes

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from yuxi_dash.files.tool_results import READ_ACTION, count_tool_results
@@ -27,19 +29,24 @@ SALVAGED = (
 def test_results_list_checks_hashes_and_opening_one_is_audited(
     app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import yuxi_dash.files.opened
     import yuxi_dash.files.tool_results
 
     with session_scope(demo_env) as session:
         total = count_tool_results(session)
     assert total > 0, "the demo should offload some tool results"
     reads: list[int] = []  # every read of a file, audited or not
-    real_read = yuxi_dash.files.tool_results.read_tool_result
+    for module, name in (
+        (yuxi_dash.files.tool_results, "read_tool_result"),
+        (yuxi_dash.files.opened, "open_tool_result"),
+    ):
+        real = getattr(module, name)
 
-    def counted_read(result_id: int, **kwargs: Any) -> Any:
-        reads.append(int(result_id))
-        return real_read(result_id, **kwargs)
+        def counted(result_id: int, *, _real: Any = real, **kwargs: Any) -> Any:
+            reads.append(int(result_id))
+            return _real(result_id, **kwargs)
 
-    monkeypatch.setattr(yuxi_dash.files.tool_results, "read_tool_result", counted_read)
+        monkeypatch.setattr(module, name, counted)
     at = app_test("pages/audit.py")  # cache the audit log as it is before any read
     at.switch_page(PAGE).run()
     assert not at.exception
@@ -188,3 +195,73 @@ def test_a_field_the_preview_left_out_reads_as_left_out_never_none(
     assert bodies[0].startswith("Annual plans are refunded") and bodies[2] == "–"
     assert bodies[1] == bodies[3] == "not in the preview; in the file"
     assert list(table["source"]) == [f"kb/refunds_{n}.md" for n in range(len(table))]
+
+
+def _offloaded(settings: Settings, tool: str) -> tuple[int, str, Path]:
+    """A demo result of ``tool`` whose thread's checkpoint holds the preview the model got:
+    (its id, that preview, its file)."""
+    from yuxi_dash.compression import parse_saved_result
+    from yuxi_dash.store.queries import get_thread
+
+    with session_scope(settings) as session:
+        rows = session.scalars(
+            sa.select(ToolResult).where(ToolResult.tool_name == tool).order_by(ToolResult.id.desc())
+        ).all()
+        for row in rows:
+            messages = get_thread(session, row.thread_id).state.messages
+            for message in messages:
+                if getattr(message, "tool_call_id", None) == row.tool_call_id:
+                    saved = parse_saved_result(message.content)
+                    if saved is not None and saved.path == row.path:
+                        return row.id, saved.preview, Path(settings.workdir) / row.path
+    raise AssertionError(f"the demo offloads {tool} results")
+
+
+def test_a_changed_file_does_not_change_what_the_model_saw(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 item 11: "What the model sees" is the preview the model got (the checkpoint's),
+    never one rebuilt from a file changed since; the file's state stands beside it."""
+    result_id, preview, file = _offloaded(demo_env, "query_kb")
+    original = file.read_text()
+    file.write_text(original.replace('"results"', '"results_tampered"').replace("a", "TAMPERED", 3))
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(result_id).run()
+    assert not at.exception
+    assert any(e.value.startswith("SHA-256 content changed") for e in at.error)
+    model, full = at.columns[0], at.columns[1]
+    assert model.code[0].value == preview  # the exact preview the model got
+    assert not any("TAMPERED" in c.value for c in model.code)
+    assert any(c.value.startswith("The preview the model got") for c in model.caption)
+    assert any(c.value.startswith("The file now: content changed") for c in full.caption)
+    assert "TAMPERED" in full.code[0].value  # the file as it is now, beside it
+
+    file.unlink()  # gone from this volume: what the model saw is still shown, no refusal
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(result_id).run()
+    assert not at.exception and not at.error
+    assert any(w.value.startswith("SHA-256 file not on this volume") for w in at.warning)
+    assert at.columns[0].code[0].value == preview
+    assert any(
+        c.value.startswith("The file now: file not on this volume") for c in at.columns[1].caption
+    )
+    with session_scope(demo_env) as session:
+        reads = list_audit(session, action=READ_ACTION, target=f"tool_result:{result_id}")
+    assert [(r.outcome, r.detail["integrity"], r.detail["sent"]) for r in reads] == [
+        ("ok", "missing", True),
+        ("ok", "mismatch", True),
+    ]
+
+
+def test_a_json_result_is_shown_indented(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 37 item 9: a tool result's JSON content is not one unformatted line."""
+    result_id, _, file = _offloaded(demo_env, "query_kb")
+    at = app_test(PAGE)
+    at.selectbox(key="tool_result_id").set_value(result_id).run()
+    assert not at.exception
+    indented = json.dumps(json.loads(file.read_text()), ensure_ascii=False, indent=2)
+    window = at.columns[1].code[0].value
+    assert window.startswith('{\n  "') and indented.startswith(window)
+    assert any("JSON, shown indented" in c.value for c in at.columns[1].caption)

@@ -152,7 +152,11 @@ def test_an_agent_without_compression_is_422_and_remembered(
     assert (preview.capable, preview.reason) == (False, "compression_unsupported")
 
     platform_configured.control(unsupported_agents=[])  # the platform got the capability
-    assert cli(capsys, "compress", "plat-hot", "--actor", ACTOR)[0] == 0
+    code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)  # the pages' verdict
+    assert (code, refused["error"]["code"], len(platform_configured.calls())) == (
+        5, "compression_unsupported", 1,
+    )  # fmt: skip
+    assert cli(capsys, "compress", "plat-hot", "--actor", ACTOR, "--ask-platform")[0] == 0
     with session_scope() as session:
         assert unsupported_agents(session) == {}
 
@@ -237,8 +241,17 @@ def test_a_body_that_is_not_the_contract_is_a_typed_error(
     seeded(attached, capsys)
     platform_configured.control(status_override=200, body="<html>proxy login</html>")
     code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
-    assert (code, refused["error"]["code"]) == (1, "platform_bad_response")
+    # it said 200, so it may have compressed: never "try again"
+    assert (code, refused["error"]["code"]) == (1, "compressed_not_projected")
+    assert "answered 200 but its answer could not be read" in refused["error"]["message"]
+    assert "do not compress again" in refused["error"]["message"]
     assert len(platform_configured.calls()) == 1
+    (row,) = audit_rows()
+    assert (row.outcome, row.detail["code"], row.detail["http_status"]) == (
+        "unknown",
+        "compressed_not_projected",
+        200,
+    )
     platform_configured.control(status_override=418, body="I'm a teapot")
     code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
     assert (code, refused["error"]["code"]) == (1, "platform_bad_response")
@@ -246,7 +259,7 @@ def test_a_body_that_is_not_the_contract_is_a_typed_error(
 
 
 @pytest.mark.parametrize("landed", [True, False], ids=["written-then-slow", "slow-to-write"])
-def test_a_read_timeout_after_acceptance_is_never_sent_again(
+def test_the_deadline_passing_after_acceptance_is_never_sent_again(
     landed: bool,
     attached: Platform,
     platform_configured: PlatformServer,
@@ -255,8 +268,8 @@ def test_a_read_timeout_after_acceptance_is_never_sent_again(
 ) -> None:
     seeded(attached, capsys)
     before = attached.latest_id("plat-hot")
-    reconfigure(monkeypatch, YUXI_DASH_PLATFORM_READ_TIMEOUT_SECONDS="1.5")
-    # the stand-in sleeps past our read timeout, after (or before) writing, then completes
+    reconfigure(monkeypatch, YUXI_DASH_PLATFORM_DEADLINE_SECONDS="1.5")
+    # the stand-in sleeps past our deadline, after (or before) writing, then completes
     platform_configured.control(**{"delay_after" if landed else "delay_before": 3.5})
     code, refused = cli(capsys, "compress", "plat-hot", "--actor", ACTOR)
     assert (code, refused["error"]["code"]) == (1, "platform_outcome_unknown")

@@ -8,12 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 
 from yuxi_dash.ui.charts import (
+    BREAKDOWN_LABELS,
     PICK,
     breakdown_frame,
     context_breakdown_chart,
+    count_axis,
+    counted_tokens,
     pressure_overview_chart,
     pressure_timeline_chart,
 )
+from yuxi_dash.ui.loaders import POINT_COLUMNS
 
 
 def _spec(chart: object) -> str:
@@ -83,3 +87,52 @@ def test_breakdown_lists_every_part_in_order() -> None:
     assert frame["part"].tolist()[0] == "System prompt"
     assert dict(zip(frame["part"], frame["tokens"], strict=True))["Summary"] == 20
     assert '"bar"' in _spec(context_breakdown_chart({"messages": 100}))
+
+
+def test_count_axes_and_legends_have_whole_ticks_only() -> None:
+    """Issue 37 item 14: no "0.5" tick on an axis or legend of counts."""
+    spec = context_breakdown_chart({"messages": 1, "summary": 2}).to_dict()
+    axis = spec["encoding"]["x"]["axis"]
+    assert (axis["tickMinStep"], axis["format"], axis["title"]) == (1, ",d", "Tokens")
+    heatmap = pd.DataFrame({"x0": [0.0], "x1": [0.025], "y0": [0.1], "y1": [0.15], "threads": [3]})
+    points = pd.DataFrame(columns=POINT_COLUMNS)
+    layers = pressure_overview_chart(heatmap, points).to_dict()["layer"]
+    legend = layers[0]["encoding"]["color"]["legend"]
+    assert (legend["tickMinStep"], legend["format"]) == (1, ",d")
+    assert count_axis().to_dict() == {"format": ",d", "tickMinStep": 1}
+
+
+def test_tooltips_give_the_figures_a_ratio_is_made_of() -> None:
+    """Issue 37 item 4: the timeline's pressure reads "18,745 ÷ 8,192" beside 228.8%."""
+    timeline = pd.DataFrame(
+        {
+            "measured_at": [datetime(2026, 12, 6, 14, 3, 7, 123456, tzinfo=UTC)],
+            "summary_pressure_ratio": [2.2882],
+            "context_usage_ratio": [0.7813],
+            "next_llm_input_tokens": [18_745],
+            "summary_trigger_tokens": [8_192],
+            "llm_input_tokens": [18_750],
+            "context_window": [24_000],
+            "source": ["model_call"],
+        }
+    )
+    data = pressure_timeline_chart(timeline).to_dict()["datasets"]
+    rows = [row for rows in data.values() for row in rows if "of_text" in row]
+    assert {(r["series"], r["ratio_text"], r["of_text"]) for r in rows} == {
+        ("Summary pressure", "228.8%", "18,745 ÷ 8,192"),
+        ("Context usage", "78.1%", "18,750 ÷ 24,000"),
+    }
+    assert {r["at_text"] for r in rows} == {"2026-12-06 14:03:07 UTC"}
+
+
+def test_the_parts_add_up_to_the_next_input_every_page_shows() -> None:
+    """Issue 37 item 4: what the dashboard cannot break down is a part of its own."""
+    breakdown = {"messages": 369, "tool_results": 18_135, "summary": 0, "compressed_away": 10}
+    frame = breakdown_frame(breakdown, ["system", "tools"], next_input=18_745)
+    sent = frame[frame["sent"]]
+    assert int(sent["tokens"].sum()) == 18_745
+    rest = frame.set_index("part").at[BREAKDOWN_LABELS["not_broken_down"], "tokens"]
+    assert rest == 241 and "system prompt" in BREAKDOWN_LABELS["not_broken_down"]
+    assert counted_tokens(breakdown) == 18_504
+    short = breakdown_frame(breakdown, next_input=100)  # fewer than counted: no negative part
+    assert short.set_index("part").at[BREAKDOWN_LABELS["not_broken_down"], "tokens"] == 0

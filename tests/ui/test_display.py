@@ -68,14 +68,13 @@ def test_counts_have_separators_ids_never() -> None:
     assert decimal(109.6) == "109.6" and decimal(1234.56) == "1,234.6"
 
 
-def test_moments_read_to_the_minute_in_utc() -> None:
+def test_moments_read_one_way_to_the_second_in_utc() -> None:
+    """Issue 37 item 9: one format everywhere, no microseconds."""
     plus_two = timezone(timedelta(hours=2))
-    assert stamp(datetime(2026, 11, 19, 17, 40, 59, tzinfo=plus_two)) == "2026-11-19 15:40 UTC"
-    assert stamp("2026-10-23T14:48:40+00:00") == "2026-10-23 14:48 UTC"  # ISO with offset
-    assert stamp("2026-10-23T14:48:40.123456") == "2026-10-23 14:48 UTC"  # naive: UTC
-    assert stamp(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), seconds=True) == (
-        "2026-01-02 03:04:05 UTC"
-    )
+    assert stamp(datetime(2026, 11, 19, 17, 40, 59, tzinfo=plus_two)) == "2026-11-19 15:40:59 UTC"
+    assert stamp("2026-10-23T14:48:40+00:00") == "2026-10-23 14:48:40 UTC"  # ISO with offset
+    assert stamp("2026-10-23T14:48:40.123456") == "2026-10-23 14:48:40 UTC"  # naive: UTC
+    assert stamp(datetime(2026, 1, 2, 3, 4, 5, 999_999, tzinfo=UTC)) == "2026-01-02 03:04:05 UTC"
     assert stamp(None) == "–" and stamp(pd.NaT) == "–"
     assert stamp(None, missing="never") == "never"
     assert stamp("not a date") == "not a date"
@@ -175,3 +174,12 @@ def test_detail_text_is_one_readable_line() -> None:
     assert text == "code: thread_busy · n: 1595 · ok: yes · ids: a, b"
     assert detail_text({"filters": {"since": None}}) == "filters.since: –"
     assert detail_text({"x": "y" * 500}).endswith("y" * 500)  # never cut short
+    # issue 37 item 10: numbers as recorded, never rounded; a moment in one format
+    assert detail_text({"pressure": 0.7823, "fire_at": 0.85, "clear_at": 0.80}) == (
+        "pressure: 0.7823 · fire_at: 0.85 · clear_at: 0.8"
+    )
+    assert detail_text({"ratios": [0.7823, 1.0], "n": 28045}) == "ratios: 0.7823, 1.0 · n: 28045"
+    assert detail_text({"since": "2026-12-06T14:03:07.5+00:00"}) == (
+        "since: 2026-12-06 14:03:07 UTC"
+    )
+    assert detail_text({"ticket": "2026-12 rollout"}) == "ticket: 2026-12 rollout"

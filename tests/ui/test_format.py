@@ -10,11 +10,15 @@ from markdown_it import MarkdownIt
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
+from yuxi_dash.ui.messages import chat_line, indented_json
 from yuxi_dash.ui.page_text import (
     ago,
+    blocked_kind,
+    cannot_compress_line,
     clip,
     compress_blocker,
     error_line,
+    hidden_line,
     markdown_literal,
     outcome_line,
     pct,
@@ -131,10 +135,52 @@ def test_markdown_literal_shows_a_users_words_as_written() -> None:
 
 def test_stamp_and_clip() -> None:
     moment = datetime(2026, 11, 19, 15, 40, 15, 227046, tzinfo=UTC)
-    assert stamp(moment) == "2026-11-19 15:40 UTC"
-    assert stamp("2026-11-19 15:40:15.227046+00:00") == "2026-11-19 15:40 UTC"
+    assert stamp(moment) == "2026-11-19 15:40:15 UTC"
+    assert stamp("2026-11-19 15:40:15.227046+00:00") == "2026-11-19 15:40:15 UTC"
     eastern = datetime(2026, 11, 19, 10, 40, tzinfo=timezone(timedelta(hours=-5)))
-    assert stamp(eastern) == "2026-11-19 15:40 UTC"
-    assert stamp(datetime(2026, 11, 19, 15, 40)) == "2026-11-19 15:40 UTC"  # naive is UTC
+    assert stamp(eastern) == "2026-11-19 15:40:00 UTC"
+    assert stamp(datetime(2026, 11, 19, 15, 40)) == "2026-11-19 15:40:00 UTC"  # naive is UTC
     assert stamp("yesterday") == "yesterday" and stamp(None) == "–"
     assert clip("abcdef", 6) == "abcdef" and clip("abcdefg", 6) == "abcde…"
+
+
+def test_blocked_kinds_count_only_what_really_cannot_be_compressed_here() -> None:
+    """Issue 37 item 8: an attached thread with the platform endpoint set can be compressed."""
+    attached = {**IDLE, "attached": True, "platform_blocker": None}
+    assert blocked_kind(IDLE, platform_configured=False) is None
+    assert blocked_kind({**IDLE, "capable": False}, platform_configured=False) == "unsupported"
+    assert blocked_kind({**IDLE, "busy_reason": "queued"}, platform_configured=False) == "busy"
+    assert blocked_kind({**IDLE, "status": "deleted"}, platform_configured=True) == "deleted"
+    assert blocked_kind(attached, platform_configured=False) == "no_endpoint"
+    assert blocked_kind(attached, platform_configured=True) is None
+    refused = {**attached, "platform_blocker": "the platform said agent a does not support it"}
+    assert blocked_kind(refused, platform_configured=True) == "unsupported"
+    line = hidden_line({"unsupported": 25, "no_endpoint": 2, "busy": 3})
+    assert line is not None and line.startswith(
+        "30 threads that cannot be compressed now are hidden: 27 cannot be compressed here "
+        "and 3 are busy (running, queued or interrupted)."
+    )
+    assert hidden_line({}) is None
+    assert (hidden_line({}, role_blocked=4) or "").startswith("4 threads that cannot be")
+    assert cannot_compress_line(0, {}) is None
+    assert cannot_compress_line(2, {"attached: p": 1}, 1) == (
+        "4 of these threads cannot be compressed here: 2 because their agent does not support "
+        "context compression; 1 attached: p (its platform compresses them); 1 deleted."
+    )
+
+
+def test_the_chat_record_reads_tool_calls_and_json_results_as_words() -> None:
+    """Issue 37 item 9: no raw JSON in the chat record's cells."""
+    calls = 'calls run_command {"command": "pytest -q"}\ncalls write_file {}'
+    assert chat_line("assistant", calls) == (
+        "calls run_command — command: pytest -q\ncalls write_file — no arguments"
+    )
+    kb = json.dumps(
+        {"query": "refunds", "results": [{"id": "c1", "title": "Refund policy", "score": 0.91}]}
+    )
+    assert chat_line("tool", kb) == "1 result for “refunds”: Refund policy"
+    assert chat_line("tool", '{"rows": 3, "ok": true}') == "rows: 3 · ok: yes"
+    assert chat_line("tool", "$ ls\nREADME") == "$ ls\nREADME"  # not JSON: as written
+    assert chat_line("user", 'calls me {"maybe": 1}') == 'calls me {"maybe": 1}'  # a user's words
+    assert indented_json('{"a": [1]}') == '{\n  "a": [\n    1\n  ]\n}'
+    assert indented_json("[1, 2") is None and indented_json("plain") is None

@@ -3,7 +3,8 @@
 Reads only what can change: per enabled rule the threads at or above its
 ``fire_at`` (the pressure index), plus every alert row that exists; a hook
 after one thread's write passes ``thread_id`` and reads that thread's only.
-Each (rule, thread) goes through `machine.decide`; the changes are written in
+A ``compressible_only`` rule skips the threads `platform.capability` says nobody can
+compress. Each (rule, thread) goes through `machine.decide`; the changes are written in
 bulk with one audit row per transition (action ``alert``) and, when the
 webhook is configured, one outbox row per firing or resolved notice, in the
 same transaction, so a notice exists exactly when its change does. Resolved
@@ -28,6 +29,7 @@ from yuxi_dash.access.audit import sanitize_detail, storable
 from yuxi_dash.alerts.delivery import deliver_all
 from yuxi_dash.alerts.machine import CANCELLED, FIRING, PENDING, RESOLVED, Seen, decide
 from yuxi_dash.alerts.payloads import RESOLVED_KEEP_SECONDS, webhook_configured, webhook_payload
+from yuxi_dash.platform.capability import Capability, capability
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session
@@ -66,8 +68,10 @@ def platform_of(origin: str) -> str:
     return "attached" if origin == ORIGIN_ATTACHED else "own"
 
 
-def in_scope(rule: AlertRule | None, agent: str, origin: str) -> bool:
+def in_scope(rule: AlertRule | None, agent: str, origin: str, *, compressible: bool = True) -> bool:
     if rule is None or not rule.enabled:
+        return False
+    if rule.compressible_only and not compressible:
         return False
     if rule.scope == "agent":
         return agent == rule.agent_slug
@@ -157,6 +161,8 @@ def _evaluate_locked(
     tally = {FIRING: 0, RESOLVED: 0, PENDING: 0, CANCELLED: 0}
     writes = _Writes(now=now, webhook=webhook_configured(settings), settings=settings)
     seen_keys: set[tuple[int | None, str]] = set()
+    picky = any(r.enabled and r.compressible_only for r in rules.values())
+    can = _Compressible(capability(session, settings) if picky else None)
     for rule in rules.values():
         if not rule.enabled:
             continue
@@ -169,6 +175,8 @@ def _evaluate_locked(
             )
         ).all()
         for thread_id, pressure, trigger, agent, origin, _status in candidates:
+            if rule.compressible_only and not can(thread_id, agent, origin):
+                continue  # an alert it had resolves below: out of the rule's scope now
             key = (rule.id, thread_id)
             seen_keys.add(key)
             state = existing.get(key)
@@ -194,7 +202,12 @@ def _evaluate_locked(
             state=state.state,
             pending_since=state.pending_since,
             pressure=None if gone else float(pressure),
-            in_scope=in_scope(owner, agent or state.agent_slug, origin or ""),
+            in_scope=in_scope(
+                owner,
+                agent or state.agent_slug,
+                origin or "",
+                compressible=can(state.thread_id, agent or state.agent_slug, origin or ""),
+            ),
             fire_at=owner.fire_at if owner else state.fire_at,
             clear_at=owner.clear_at if owner else state.clear_at,
             for_seconds=owner.for_seconds if owner else 0,
@@ -233,6 +246,19 @@ def _evaluate_locked(
         cancelled=tally[CANCELLED],
         queued=writes.queued,
     )
+
+
+class _Compressible:
+    """Whether a thread can be compressed (`platform.capability`); None: nobody asks."""
+
+    def __init__(self, verdict: Capability | None) -> None:
+        self.verdict = verdict
+
+    def __call__(self, thread_id: str, agent: str | None, origin: str) -> bool:
+        if self.verdict is None:
+            return True
+        attached = origin == ORIGIN_ATTACHED
+        return self.verdict.blocker(thread_id, agent, attached=attached) is None
 
 
 class _Writes:

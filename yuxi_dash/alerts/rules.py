@@ -4,6 +4,8 @@ A rule names its scope (``all`` threads, one ``agent`` slug, the ``attached``
 platform's threads or our ``own``), fires at or above ``fire_at`` of the
 summary threshold and resolves only below ``clear_at`` (which must be lower:
 the gap is the hysteresis), after the condition held ``for_seconds``.
+``compressible_only`` (on by default) leaves out the threads nobody can compress
+(`platform.capability`: an agent without the capability, a platform's refusal).
 Deleting a rule leaves its alerts to the next evaluation, which resolves them.
 """
 
@@ -43,6 +45,7 @@ class RuleInfo(Record):
     severity: str
     enabled: bool
     updated_at: datetime
+    compressible_only: bool = True  # only threads that can be compressed (`capability`)
 
 
 def rule_info(rule: AlertRule) -> RuleInfo:
@@ -57,6 +60,7 @@ def rule_info(rule: AlertRule) -> RuleInfo:
         severity=rule.severity,
         enabled=rule.enabled,
         updated_at=rule.updated_at,
+        compressible_only=rule.compressible_only,
     )
 
 
@@ -81,8 +85,9 @@ def _checked(fields: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("scope agent needs an agent slug")
     if out["scope"] not in ALERT_SCOPES:
         raise InvalidInput(f"scope must be one of {', '.join(ALERT_SCOPES)}")
-    if not isinstance(out["enabled"], bool):
-        raise InvalidInput("enabled must be true or false")
+    for flag in ("enabled", "compressible_only"):
+        if not isinstance(out[flag], bool):
+            raise InvalidInput(f"{flag} must be true or false")
     return out
 
 
@@ -113,6 +118,7 @@ def _numbers(rule: AlertRule) -> dict[str, Any]:
         "for_seconds": rule.for_seconds,
         "severity": rule.severity,
         "enabled": rule.enabled,
+        "compressible_only": rule.compressible_only,
     }
 
 
@@ -127,6 +133,7 @@ def add_rule(
     agent: str | None = None,
     severity: str = "warning",
     enabled: bool = True,
+    compressible_only: bool = True,
     settings: Settings | None = None,
 ) -> RuleInfo:
     """Create a rule (admin). A taken name is InvalidInput."""
@@ -145,6 +152,7 @@ def add_rule(
                 "agent_slug": agent,
                 "severity": severity,
                 "enabled": enabled,
+                "compressible_only": compressible_only,
             }
         )
         with session_scope(settings) as session:

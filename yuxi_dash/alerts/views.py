@@ -1,8 +1,9 @@
 """What the Alerts page and `yuxi-dash alerts list` read: current alerts, history, channels.
 
 Read-only. Current alerts are the pending and firing rows with the thread's
-live pressure; the history is the newest ``alert`` audit rows (each
-transition); a channel's state says whether it is paused and why.
+live pressure and why it cannot be compressed, if it cannot (`platform.capability`);
+the history is the newest ``alert`` audit rows (each transition); a channel's state
+says whether it is paused and why.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
 from yuxi_dash.alerts.evaluate import ALERT_ACTION
 from yuxi_dash.alerts.machine import FIRING, PENDING
 from yuxi_dash.alerts.payloads import thread_link, webhook_configured
+from yuxi_dash.platform.capability import capability
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -37,6 +39,7 @@ class AlertInfo(Record):
     for_seconds: float
     link: str
     checkpoint_id: str | None  # the thread's newest projected checkpoint (the stale-click guard)
+    compress_blocker: str | None = None  # why nobody can compress the thread (None: one can)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
             .outerjoin(Conversation, Conversation.thread_id == AlertState.thread_id)
             .where(AlertState.state.in_((FIRING, PENDING)))
         ).all()
+        verdict = capability(session, settings) if rows else None
     out = []
     for state, live, checkpoint_id in rows:
         since = (state.firing_since if state.state == FIRING else state.pending_since) or (
@@ -89,6 +93,11 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 for_seconds=round((now - since).total_seconds(), 1),
                 link=thread_link(state.thread_id, settings),
                 checkpoint_id=checkpoint_id,
+                compress_blocker=verdict.blocker(
+                    state.thread_id, state.agent_slug, attached=state.platform == "attached"
+                )
+                if verdict
+                else None,
             )
         )
     out.sort(key=lambda a: (a.state != FIRING, -a.pressure, a.thread_id))

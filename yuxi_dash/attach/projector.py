@@ -31,6 +31,7 @@ from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
+from yuxi_dash.platform.capability import UNNAMED_AGENT
 from yuxi_dash.service.bulk_rows import update_rows
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
@@ -48,7 +49,7 @@ from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
 log = logging.getLogger(__name__)
 
 UNKNOWN_USER = "unknown"
-ATTACHED_AGENT = "attached"
+ATTACHED_AGENT = UNNAMED_AGENT  # no agent named: never grouped as one agent (`capability`)
 USER_KEYS = ("user_id",)
 AGENT_KEYS = ("assistant_id", "graph_id")
 DEADLOCK = "40P01"

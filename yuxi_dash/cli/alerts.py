@@ -30,6 +30,7 @@ def _rule_fields(args: argparse.Namespace) -> dict[str, Any]:
         "agent": args.agent,
         "severity": args.severity,
         "enabled": enabled,
+        "compressible_only": args.compressible_only,
     }
 
 
@@ -39,7 +40,8 @@ def _rule_result(info: Any, verb: str) -> CommandResult:
         data=data,
         text=f"{verb} rule {info.name}: fires at {percent(info.fire_at)}, "
         f"clears below {percent(info.clear_at)}, for {info.for_seconds} s, "
-        f"scope {info.scope}{' ' + info.agent if info.agent else ''}, {info.severity}",
+        f"scope {info.scope}{' ' + info.agent if info.agent else ''}, {info.severity}, "
+        f"{'compressible threads only' if info.compressible_only else 'all threads'}",
     )
 
 
@@ -75,10 +77,11 @@ def _cmd_rule_list(args: argparse.Namespace) -> CommandResult:
     found = rules.list_rules()
     rows = [
         [r.name, r.scope, r.agent, percent(r.fire_at), percent(r.clear_at), r.for_seconds,
-         r.severity, r.enabled]
+         r.severity, r.enabled, r.compressible_only]
         for r in found
     ]  # fmt: skip
-    headers = ["rule", "scope", "agent", "fire at", "clear at", "for s", "severity", "enabled"]
+    headers = ["rule", "scope", "agent", "fire at", "clear at", "for s", "severity", "enabled",
+               "compressible only"]  # fmt: skip
     return CommandResult(
         data=[{**r.to_dict(), "updated_at": iso(r.updated_at)} for r in found],
         text=render_table(rows, headers) if found else "no alert rules",
@@ -136,6 +139,22 @@ def _rule_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     if not adding:
         parser.add_argument("--enable", action="store_true")
     parser.add_argument("--disable", action="store_true")
+    threads = parser.add_mutually_exclusive_group()
+    threads.add_argument(
+        "--compressible-only",
+        dest="compressible_only",
+        action="store_const",
+        const=True,
+        help="only threads that can be compressed" + (" (the default)" if adding else ""),
+    )
+    threads.add_argument(
+        "--all-threads",
+        dest="compressible_only",
+        action="store_const",
+        const=False,
+        help="also threads whose agent cannot be compressed or the platform refused",
+    )
+    parser.set_defaults(compressible_only=True if adding else None)
     parser.add_argument("--actor", metavar="NAME", help=actor_help())
     add_json_flag(parser)  # fmt: skip
 

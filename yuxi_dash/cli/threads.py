@@ -212,7 +212,7 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     from yuxi_dash.compression import context_view
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import get_thread
-    from yuxi_dash.usage import summary_pressure_ratio
+    from yuxi_dash.usage import next_input_tokens
 
     with session_scope() as session:
         detail = get_thread(session, thread_id, store_for=thread_store)  # attached: the platform's
@@ -268,11 +268,14 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
         "compression": detail.summary.compression,  # "attached: <platform>" on a platform's
         "checkpoint_id": detail.checkpoint_id,
         "summary_active": state.summary_active(),
-        "total_tokens": total,
+        "total_tokens": total,  # this view's count: the messages' tokens add up to it
+        # the figure every page and command shows, and pressure divides: the agent's own count
+        # at its last model call (with its system prompt and tool schemas)
+        "next_input_tokens": next_input_tokens(detail.summary),
         "messages_total": view.messages_total,
         "messages_visible": len(view.messages),
         "summary_trigger_tokens": trigger,
-        "summary_pressure_ratio": summary_pressure_ratio(total, trigger) if trigger else None,
+        "summary_pressure_ratio": detail.summary.summary_pressure_ratio if trigger else None,
         "summary": summary,
         "saved_results": saved,
         "messages": messages,
@@ -313,14 +316,16 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
     lines = [
         f"thread {view['thread_id']} ({owner}agent {view['agent']}, "
         f"checkpoint {view['checkpoint_id']})",
-        f"next model call: {view['total_tokens']:,} tokens in {view['messages_visible']} "
-        f"of {view['messages_total']} messages"
+        f"next input: {view['next_input_tokens']:,} tokens"
         + (
             f"; {_percent(view['summary_pressure_ratio'])} of the "
             f"{view['summary_trigger_tokens']:,}-token summary threshold"
             if view["summary_trigger_tokens"]
             else ""
         ),
+        f"this view counts {view['total_tokens']:,} tokens in {view['messages_visible']} of "
+        f"{view['messages_total']} messages (the rest of the next input: the system prompt, "
+        "tool schemas and tool-call arguments the agent counts in full)",
     ]
     if view["summary"]:
         lines.append(
@@ -357,22 +362,31 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
 
 
 def _compress_line(data: dict[str, Any]) -> str:
+    """One line for a compress result (a platform's path and reason: control characters escaped)."""
+    from yuxi_dash.outside_text import escaped_controls
+
     if data.get("status") == "completed":
         return (
             f"completed: {data['before_tokens']:,} -> {data['after_tokens']:,} tokens, "
-            f"{data['compressed_messages']} messages summarized; history in {data['file_path']} "
+            f"{data['compressed_messages']} messages summarized; "
+            f"history in {escaped_controls(str(data['file_path']))} "
             f"(checkpoint {data.get('checkpoint_id')})"
         )
-    return f"no_op: {data.get('reason')} ({data['before_tokens']:,} tokens, nothing written)"
+    reason = escaped_controls(str(data.get("reason")))
+    return f"no_op: {reason} ({data['before_tokens']:,} tokens, nothing written)"
 
 
 def _cmd_compress(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.platform.capability import refuse_remembered
     from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context
+    from yuxi_dash.settings import get_settings
 
     threads: list[str] = args.thread
     if len(threads) > 1:
         return _compress_many(args, threads)
     actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{threads[0]}")
+    if not args.ask_platform:  # the pages' verdict: what the platform refused is not sent
+        refuse_remembered(threads[0], actor=actor, settings=get_settings())
     result = compress_thread_context(
         threads[0], actor=actor, expected_checkpoint_id=args.expected_checkpoint
     )
@@ -387,6 +401,7 @@ def _compress_many(args: argparse.Namespace, threads: list[str]) -> CommandResul
     the first failed thread's, 0 when every one completed or was a no_op.
     """
     from yuxi_dash.errors import YuxiDashError
+    from yuxi_dash.outside_text import escaped_controls
     from yuxi_dash.platform.bulk import compress_each
     from yuxi_dash.service import COMPRESS_ACTION
 
@@ -399,7 +414,8 @@ def _compress_many(args: argparse.Namespace, threads: list[str]) -> CommandResul
     data: list[dict[str, Any]] = []
     lines: list[str] = []
     exit_code = 0
-    for outcome in compress_each([(t, None) for t in threads], actor=actor):
+    items = [(t, None) for t in threads]
+    for outcome in compress_each(items, actor=actor, ask_platform=args.ask_platform):
         if outcome.result is not None:
             item = outcome.result.to_dict()
             data.append(item)
@@ -407,8 +423,11 @@ def _compress_many(args: argparse.Namespace, threads: list[str]) -> CommandResul
             continue
         error = outcome.error
         if isinstance(error, YuxiDashError):
-            data.append({"thread_id": outcome.thread_id, "error": error.to_dict()})
-            lines.append(f"{outcome.thread_id}: {error.code}: {error.message}")
+            message = escaped_controls(error.message)  # it may quote the platform
+            data.append(
+                {"thread_id": outcome.thread_id, "error": {**error.to_dict(), "message": message}}
+            )
+            lines.append(f"{outcome.thread_id}: {error.code}: {message}")
             exit_code = exit_code or error.exit_code
         else:
             name = type(error).__name__
@@ -482,6 +501,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--expected-checkpoint",
         metavar="ID",
         help="refuse (stale_state) unless the thread's newest checkpoint is ID",
+    )
+    compress.add_argument(
+        "--ask-platform",
+        action="store_true",
+        help="send to the platform even if it refused this agent (or thread) before "
+        "(default: refused without a call, as on the pages)",
     )
     add_json_flag(compress)
     compress.set_defaults(handler=_store_errors(_cmd_compress))

@@ -10,7 +10,8 @@ last steps together instead of running into the future. A thread that plays
 fewer turns than planned goes quiet before its `end`, unless the seeder lets
 time pass (`skip_to`) before a turn it knows is the last one.
 
-`OffloadClock` (agent middleware) notes the story time at which each tool
+`story_clock(plan, anchor)` is a thread's clock; its `now` is when the thread's first
+message was written. `OffloadClock` (agent middleware) notes the story time at which each tool
 result was offloaded, for the tool-results index.
 """
 
@@ -25,6 +26,8 @@ from langchain_core.messages import ToolMessage
 
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.compression.middleware import Handler
+from yuxi_dash.demo.plan import ThreadPlan
+from yuxi_dash.sim.topics import stable_rng
 
 
 class StoryClock:
@@ -82,3 +85,12 @@ class OffloadClock(AgentMiddleware[Any, Any, Any]):
                 self._seen.add(message.id)
                 self.saved.setdefault(saved.path, at)
         return response
+
+
+def story_clock(plan: ThreadPlan, anchor: datetime) -> StoryClock:
+    """The thread's story time: it goes quiet no later than ``anchor - plan.recency``."""
+    rng = stable_rng("demo", plan.thread_id, "clock")
+    end = anchor - plan.recency
+    turns = max(plan.min_turns, 3) + 2  # roughly how many turns it will play
+    span = sum((timedelta(minutes=rng.randint(3, 240)) for _ in range(turns)), timedelta())
+    return StoryClock(rng, end - span, end)

@@ -9,7 +9,8 @@ for word) is an episode naming its thread, so a fact's provenance finds it:
 - `assistant_derived` facts from the points of the assistant's answer;
 - `tool_observed` facts from the answer's last point.
 
-Episodes are spread over the last 100 days; every fact's text names its source
+Each episode is dated when its message was written (a stand-in user's: over the last
+100 days), so no fact predates its message; every fact's text names its source
 and target. It holds the variety the memory pages need: every ratification
 status, duplicates, mirrored edges, communities, one episode over 64 KB when
 asked. No time lies after `now`. Deterministic per user id.
@@ -26,6 +27,7 @@ from typing import Any
 from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
+from yuxi_dash.demo.clock import story_clock
 from yuxi_dash.demo.graph_writer import deterministic_embedding
 from yuxi_dash.demo.plan import FirstExchange, first_exchanges, planted_facts
 from yuxi_dash.demo.story import Statement, told_fact, user_statements
@@ -165,19 +167,33 @@ class _GraphBuilder:
         self.graph.episodes.append(episode)
         return episode
 
-    def add_episodes(self, *, large_episode: bool) -> None:
-        """Each exchange's two messages, oldest first; then a long tool log when asked."""
+    def _asked_at(self, exchange: FirstExchange, index: int) -> datetime:
+        """When the exchange's user message was written: its demo thread's first turn (a fact
+        never predates its message), or, for a stand-in thread, a day in the span."""
+        if exchange.in_record:
+            return story_clock(exchange.plan, self.now).now
         oldest, newest = _EXCHANGE_SPAN
         step = (oldest - newest) / max(len(self.exchanges) - 1, 1)
-        for index, exchange in enumerate(self.exchanges):
-            days = oldest - index * step if len(self.exchanges) > 1 else newest
-            at = self.now - timedelta(days=days, minutes=self.rng.randint(0, 600))
+        days = oldest - index * step if len(self.exchanges) > 1 else newest
+        return self.now - timedelta(days=days, minutes=self.rng.randint(0, 600))
+
+    def add_episodes(self, *, large_episode: bool) -> None:
+        """Each exchange's two messages, oldest first; then a long tool log when asked."""
+        timed = sorted(
+            (
+                (self._asked_at(exchange, index), index)
+                for index, exchange in enumerate(self.exchanges)
+            )
+        )
+        for at, index in timed:
+            exchange = self.exchanges[index]
             statement = self._statement_in(exchange)
             kind = statement.memory_kind if statement else "fact"
             asked = self._episode(
                 exchange, "user", exchange.asked, at, memory_kind=kind, source_kind="user_asserted"
             )
-            answered_at = at + timedelta(minutes=self.rng.randint(1, 5))
+            # after the answer's model calls (seconds each): the answer is written before it
+            answered_at = at + timedelta(minutes=self.rng.randint(5, 10))
             answer = self._episode(
                 exchange,
                 "assistant",

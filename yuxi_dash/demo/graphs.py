@@ -47,15 +47,17 @@ def seed_demo_graphs(
     reset: bool = False,
     client: GraphClient | None = None,
     flags_path: Path | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Seed every user's graph and the hit counters; idempotent.
 
+    ``now`` is the story's present (the demo threads' anchor); unset, the clock's.
     The flag file is written only when `flags_path` is given: the demo's own
     file ships with the package (DEMO_FLAGS_FILE) and is never rewritten here.
     """
     client = client or get_client(settings)
     hits = hits_connection(settings)
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = (now or datetime.now(UTC)).replace(microsecond=0)
     states = ("stale", "few_new", "fresh", "none")
     seeded: list[str] = []
     skipped: list[str] = []

@@ -143,6 +143,8 @@ class FirstExchange:
     asked: str  # the user's first message
     answer: str  # the assistant's first text answer
     points: tuple[str, ...]  # the answer's bullet points, in order
+    plan: ThreadPlan  # the thread (its story clock says when the first message was written)
+    in_record: bool  # a demo thread's (its messages are in the chat record), not a stand-in's
 
 
 def first_answer(plan: ThreadPlan) -> str:
@@ -191,7 +193,8 @@ def first_exchanges(user_id: str) -> list[FirstExchange]:
     the record; deleted threads are left out (their messages are not shown). A
     user without demo threads gets stand-in threads (`<user>-t1`...).
     """
-    plans = [p for p in plan_threads() if p.user_id == user_id] or _stand_in_plans(user_id)
+    cast = [p for p in plan_threads() if p.user_id == user_id]
+    plans = cast or _stand_in_plans(user_id)
     out = []
     for plan in plans:
         if plan.status == "deleted":
@@ -206,6 +209,8 @@ def first_exchanges(user_id: str) -> list[FirstExchange]:
                 asked=demo_user_text(plan, 0),
                 answer=answer,
                 points=tuple(points),
+                plan=plan,
+                in_record=bool(cast),
             )
         )
     return out

@@ -27,7 +27,9 @@ def seed_demo(
     report = seed_demo_threads(settings, reset=reset, now=now, progress=progress)
     if memory:
         progress(f"writing {len(DEMO_USERS)} user memory graphs")
-        result = seed_demo_graphs(settings, DEMO_USERS, reset=reset)
+        # the threads' story time, so each episode is dated at its message
+        anchor = datetime.fromisoformat(report.anchor) if report.anchor else None
+        result = seed_demo_graphs(settings, DEMO_USERS, reset=reset, now=anchor)
         report.graphs = int(result.get("graphs", 0)) + int(result.get("skipped_existing", 0))
         if result.get("skipped_existing"):
             report.notes.append(f"{result['skipped_existing']} user graphs already present")

@@ -28,7 +28,7 @@ from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import Summarizer, ThreadContextState, get_summarizer
 from yuxi_dash.compression.engine import history_session_id
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
-from yuxi_dash.demo.clock import OffloadClock, StoryClock
+from yuxi_dash.demo.clock import OffloadClock, story_clock
 from yuxi_dash.demo.plan import (
     DEMO_MODEL_SEED,
     DEMO_OPERATOR,
@@ -114,15 +114,6 @@ class DemoRuntime:
     store: CheckpointStore
     workdir: Workdir
     summarizer: Summarizer
-
-
-def story_clock(plan: ThreadPlan, anchor: datetime) -> StoryClock:
-    """The thread's story time: it goes quiet no later than ``anchor - plan.recency``."""
-    rng = stable_rng("demo", plan.thread_id, "clock")
-    end = anchor - plan.recency
-    turns = max(plan.min_turns, 3) + 2  # roughly how many turns it will play
-    span = sum((timedelta(minutes=rng.randint(3, 240)) for _ in range(turns)), timedelta())
-    return StoryClock(rng, end - span, end)
 
 
 def build_thread(

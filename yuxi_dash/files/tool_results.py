@@ -5,10 +5,12 @@ the SHA-256 it had when it was written. An attached platform's results resolve
 under its own volume (`Settings.workdir_for`: `YUXI_DASH_ATTACH_WORKDIR`), ours
 under `YUXI_DASH_WORKDIR`. `verify_tool_results` re-hashes every indexed file,
 or one page of them as the listing pages them: ok, mismatch (content changed)
-or missing (not on this volume: no such file, or the workdir is not mounted). `read_tool_result` reads a file only through the workdir's link-refusing reads (every path component opened with
-O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is
-ever read, even through a symlink swapped in mid-read) and records an audit row
-for every read, allowed or refused.
+or missing (not on this volume: no such file, or the workdir is not mounted). `read_tool_result`
+reads a file only through the workdir's link-refusing reads (every path component opened
+with O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is ever
+read, even through a symlink swapped in mid-read) and records an audit row for every read,
+allowed or refused. The first look at a result (`files.opened.open_tool_result`) reads
+the same way.
 """
 
 from __future__ import annotations
@@ -325,6 +327,47 @@ def verify_tool_results(
     return VerifyReport(results=results)
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where an indexed result's file is: its row's fields and its thread's origin."""
+
+    id: int
+    thread_id: str
+    tool_name: str
+    tool_call_id: str | None
+    path: str
+    sha256: str
+    origin: str
+
+
+def locate(result_id: int, settings: Settings) -> Located:
+    """The index row of ``result_id`` and its thread's origin; ToolResultNotFound when none."""
+    with session_scope(settings) as session:
+        row = session.get(ToolResult, result_id)
+        if row is None:
+            raise ToolResultNotFound(f"tool result {result_id} not found")
+        origin = session.scalar(
+            sa.select(Conversation.origin).where(Conversation.thread_id == row.thread_id)
+        )
+        return Located(
+            result_id, row.thread_id, row.tool_name, row.tool_call_id, row.path, row.sha256,
+            origin or "",
+        )  # fmt: skip
+
+
+def read_file(found: Located, settings: Settings) -> tuple[str, VerifyStatus]:
+    """The whole file and its check; ToolResultNotFound when it is not on this volume."""
+    workdir = Workdir(settings.workdir_for(found.origin))
+    try:
+        # one open, one read (text and re-hash); PathRefused for a path that leaves the
+        # workdir or crosses a symlink, WorkdirUnavailable when the root is gone
+        return workdir.read_verified(found.path, found.sha256)
+    except (FileNotFoundError, IsADirectoryError):
+        raise ToolResultNotFound(
+            f"the file of tool result {found.id} is not on this volume: {found.path}"
+        ) from None
+
+
 def read_tool_result(
     result_id: int,
     *,
@@ -343,24 +386,15 @@ def read_tool_result(
         validation.non_negative(offset, "offset")
         validation.integer(limit, "limit", minimum=1)
         limit = min(limit, MAX_READ_LIMIT)
-        with session_scope(settings) as session:
-            row = session.get(ToolResult, result_id)
-            if row is None:
-                raise ToolResultNotFound(f"tool result {result_id} not found")
-            thread_id, tool_name, path, sha256 = row.thread_id, row.tool_name, row.path, row.sha256
-            origin = session.scalar(
-                sa.select(Conversation.origin).where(Conversation.thread_id == thread_id)
-            )
+        found = locate(result_id, settings)
+        thread_id, tool_name, path, sha256 = (
+            found.thread_id,
+            found.tool_name,
+            found.path,
+            found.sha256,
+        )
         detail.update({"thread_id": thread_id, "path": path})
-        workdir = Workdir(settings.workdir_for(origin or ""))
-        try:
-            # one open, one read (text and re-hash); PathRefused for a path that leaves the
-            # workdir or crosses a symlink, WorkdirUnavailable when the root is gone
-            full, integrity = workdir.read_verified(path, sha256)
-        except (FileNotFoundError, IsADirectoryError):
-            raise ToolResultNotFound(
-                f"the file of tool result {result_id} is not on this volume: {path}"
-            ) from None
+        full, integrity = read_file(found, settings)
     except YuxiDashError as exc:
         record_audit(
             actor=actor.id,

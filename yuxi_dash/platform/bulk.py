@@ -6,7 +6,8 @@ each (thread id, checkpoint the operator saw). The attached platform's threads
 own threads run one after another beside them (each takes our row lock). Each
 thread ends as one `Outcome`, its result or its error, in the order given;
 ``on_done`` is called in the caller's thread as each one ends (a page draws its
-line there).
+line there). An attached thread the platform refused before (`capability`) is refused
+here without a call, unless ``ask_platform`` (the CLI's ``--ask-platform``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from yuxi_dash.access.roles import Actor
+from yuxi_dash.platform.capability import refuse_remembered
 from yuxi_dash.service.compress import CompressResult, compress_thread_context
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -51,9 +53,17 @@ def _attached(settings: Settings, thread_ids: Sequence[str]) -> set[str]:
         )
 
 
-def _one(thread_id: str, checkpoint_id: str | None, actor: Actor, settings: Settings) -> Outcome:
+def _one(
+    thread_id: str,
+    checkpoint_id: str | None,
+    actor: Actor,
+    settings: Settings,
+    remembered: bool,
+) -> Outcome:
     started = time.perf_counter()
     try:
+        if remembered:
+            refuse_remembered(thread_id, actor=actor, settings=settings)
         result = compress_thread_context(
             thread_id, actor=actor, expected_checkpoint_id=checkpoint_id, settings=settings
         )
@@ -68,8 +78,12 @@ def compress_each(
     actor: Actor,
     settings: Settings | None = None,
     on_done: Callable[[Outcome], None] | None = None,
+    ask_platform: bool = False,
 ) -> list[Outcome]:
-    """Compress each (thread id, expected checkpoint id); one outcome per item, in order."""
+    """Compress each (thread id, expected checkpoint id); one outcome per item, in order.
+
+    ``ask_platform``: send an attached thread even when the platform refused it before.
+    """
     settings = settings or get_settings()
     attached = _attached(settings, [thread_id for thread_id, _ in items])
     outcomes: list[Outcome | None] = [None] * len(items)
@@ -79,8 +93,10 @@ def compress_each(
     ):
         futures: dict[Future[Outcome], int] = {}
         for index, (thread_id, checkpoint_id) in enumerate(items):
-            pool = remote if thread_id in attached else local
-            futures[pool.submit(_one, thread_id, checkpoint_id, actor, settings)] = index
+            remote_one = thread_id in attached
+            pool = remote if remote_one else local
+            check = remote_one and not ask_platform
+            futures[pool.submit(_one, thread_id, checkpoint_id, actor, settings, check)] = index
         for future in as_completed(futures):
             outcome = future.result()
             outcomes[futures[future]] = outcome

@@ -383,6 +383,10 @@ class AlertRule(Base):
     enabled: Mapped[bool] = mapped_column(sa.Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # leave out threads nobody can compress (new rules: on)
+    compressible_only: Mapped[bool] = mapped_column(
+        sa.Boolean, default=True, server_default=sa.true()
+    )
 
 
 class AlertState(Base):

@@ -3,7 +3,8 @@
 Two parameterized reads on `chat_messages` joined to the user's own
 `conversations` (so a match can never come from another user's thread):
 messages whose text contains a given passage, and messages of a thread (or all
-the user's threads) written within a window around a moment.
+the user's threads) written within a window around a moment. Both take `until`:
+a message written after it (after the fact it would explain) is never returned.
 """
 
 from __future__ import annotations
@@ -38,19 +39,27 @@ def _users_messages(user_id: str) -> sa.Select[ChatMessage]:
     )
 
 
+def _until(query: sa.Select[Any], until: datetime | None) -> sa.Select[Any]:
+    return query if until is None else query.where(ChatMessage.created_at <= until)
+
+
 def messages_containing(
-    session: Session, user_id: str, passage: str, *, limit: int = MAX_CANDIDATES
+    session: Session,
+    user_id: str,
+    passage: str,
+    *,
+    until: datetime | None = None,
+    limit: int = MAX_CANDIDATES,
 ) -> list[dict[str, Any]]:
-    """The user's chat messages whose text contains `passage` (case-insensitive, literal)."""
+    """The user's chat messages whose text contains `passage` (case-insensitive, literal),
+    written at or before `until` when given."""
     passage = passage.strip()[:MAX_PASSAGE_CHARS]
     if not passage:
         return []
-    query = (
-        _users_messages(user_id)
-        .where(sa.func.lower(ChatMessage.content).contains(passage.lower(), autoescape=True))
-        .order_by(ChatMessage.created_at, ChatMessage.id)
-        .limit(limit)
+    query = _users_messages(user_id).where(
+        sa.func.lower(ChatMessage.content).contains(passage.lower(), autoescape=True)
     )
+    query = _until(query, until).order_by(ChatMessage.created_at, ChatMessage.id).limit(limit)
     return [_row(m) for m in session.scalars(query)]
 
 
@@ -61,15 +70,17 @@ def messages_near(
     *,
     thread_id: str | None = None,
     window: timedelta = timedelta(days=1),
+    until: datetime | None = None,
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    """The user's messages within `window` of `moment` (in one thread when given)."""
+    """The user's messages within `window` of `moment` (in one thread when given), written at
+    or before `until` when given."""
     query = _users_messages(user_id).where(
         ChatMessage.created_at >= moment - window, ChatMessage.created_at <= moment + window
     )
     if thread_id is not None:
         query = query.where(ChatMessage.thread_id == thread_id)
-    query = query.order_by(ChatMessage.created_at, ChatMessage.id).limit(limit)
+    query = _until(query, until).order_by(ChatMessage.created_at, ChatMessage.id).limit(limit)
     return [_row(m) for m in session.scalars(query)]
 
 

@@ -6,18 +6,24 @@
   and the 1.0 threshold. Clicking a point selects it (selection `pick`).
 - `pressure_timeline_chart`: one thread's summary pressure and context usage
   over time, rules at 0.85 and 1.0, markers for automatic / manual compressions.
-- `context_breakdown_chart`: the next model input as one stacked bar by part.
+- `context_breakdown_chart`: the next model input as one stacked bar by part, summing to
+  the next input tokens every page shows (`usage.next_input_tokens`; what the dashboard
+  cannot break down is its own part), and `next_input_caption` saying what they hold.
+Tooltips show text made by `yuxi_dash.wording`; a count axis or legend has whole ticks only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 import altair as alt
 import pandas as pd
 
 from yuxi_dash.store.overview import POINTS_FLOOR
-from yuxi_dash.usage import SUGGESTION_LABEL
+from yuxi_dash.ui.page_text import MarkdownSafe, md
+from yuxi_dash.usage import SUGGESTION_LABEL, next_input_tokens
 from yuxi_dash.usage import SUGGESTION_RATIO as SUGGESTION_LINE
 from yuxi_dash.wording import count, pct, stamp
 
@@ -32,15 +38,41 @@ TIME_AXIS_LABELS = (
     " : (utchours(datum.value) || utcminutes(datum.value)) ? '%H:%M' : '%b %d')"
 )
 
-BREAKDOWN_PARTS = ("system", "tools", "summary", "messages", "tool_results", "compressed_away")
+BREAKDOWN_PARTS = (
+    "system",
+    "tools",
+    "summary",
+    "messages",
+    "tool_results",
+    "not_broken_down",
+    "compressed_away",
+)
 BREAKDOWN_LABELS = {
     "system": "System prompt",
     "tools": "Tool schemas",
     "summary": "Summary",
     "messages": "Messages",
     "tool_results": "Tool results",
+    "not_broken_down": "Not broken down (system prompt, tool schemas, …)",
     "compressed_away": "Compressed away (not sent)",
 }
+
+
+def count_axis(title: str | None = None, **options: object) -> alt.Axis:
+    """An axis of counts (tokens, threads, facts): whole ticks only (never "0.5 facts"),
+    with separators. ``title``: the axis title (none given: the field's)."""
+    if title is not None:
+        options["title"] = title
+    return alt.Axis(tickMinStep=1, format=",d", **options)  # type: ignore[arg-type]
+
+
+def count_legend(title: str | None = None, **options: object) -> alt.Legend:
+    """A colour legend of counts: whole ticks only, with separators."""
+    if title is not None:
+        options["title"] = title
+    return alt.Legend(tickMinStep=1, format=",d", **options)  # type: ignore[arg-type]
+
+
 _SOURCE_LABELS = {
     "auto_compaction": "automatic compression",
     "manual_compression": "manual compression",
@@ -84,7 +116,7 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
     points = points.assign(
         pressure_text=[pct(v) for v in points["summary_pressure_ratio"]],
         usage_text=[pct(v) for v in points["context_usage_ratio"]],
-        next_text=[count(v) for v in points["next_llm_input_tokens"]],
+        next_text=[count(next_input_tokens(r)) for r in points.to_dict("records")],
         trigger_text=[count(v) for v in points["summary_trigger_tokens"]],
     )
     x_scale = alt.Scale(domain=[0, 1])
@@ -104,7 +136,7 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
             y2="y1:Q",
             color=alt.Color(
                 "threads:Q",
-                title="Threads per cell",
+                legend=count_legend("Threads per cell"),
                 scale=alt.Scale(scheme="greys", type="log"),
             ),
             tooltip=[
@@ -152,10 +184,25 @@ def pressure_overview_chart(heatmap: pd.DataFrame, points: pd.DataFrame) -> alt.
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=460)
 
 
+_RATIO_OF = {  # the two figures each series divides, as its tooltip shows them
+    "Summary pressure": ["next_llm_input_tokens", "summary_trigger_tokens"],
+    "Context usage": ["llm_input_tokens", "context_window"],
+}
+
+
+def _ratio_of(row: Mapping[str, object]) -> str:
+    """ "18,745 ÷ 8,192": the figures a ratio was computed from, when the row has them."""
+    top, bottom = (row.get(c) for c in _RATIO_OF.get(str(row.get("series")), ["", ""]))
+    if top is None or bottom is None:
+        return "–"
+    return f"{count(top)} ÷ {count(bottom)}"  # type: ignore[arg-type]
+
+
 def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
     """timeline: measured_at, summary_pressure_ratio, context_usage_ratio, source."""
+    figures = [c for c in _RATIO_OF["Summary pressure"] + _RATIO_OF["Context usage"]]
     long = timeline.melt(
-        id_vars=["measured_at", "source"],
+        id_vars=["measured_at", "source", *[c for c in figures if c in timeline.columns]],
         value_vars=["summary_pressure_ratio", "context_usage_ratio"],
         var_name="series",
         value_name="ratio",
@@ -165,6 +212,7 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
     )
     long["at_text"] = [stamp(v) for v in long["measured_at"]]
     long["ratio_text"] = [pct(v) for v in long["ratio"]]
+    long["of_text"] = [_ratio_of(row) for row in long.to_dict("records")]
     lines = (
         alt.Chart(long)
         .mark_line(point=False, interpolate="step-after")
@@ -181,6 +229,7 @@ def pressure_timeline_chart(timeline: pd.DataFrame) -> alt.LayerChart:
                 alt.Tooltip("at_text:N", title="At"),
                 alt.Tooltip("series:N", title="Series"),
                 alt.Tooltip("ratio_text:N", title="Ratio"),
+                alt.Tooltip("of_text:N", title="Tokens"),
             ],
         )
     )
@@ -228,14 +277,30 @@ AWAY_ROW = "Compressed away"
 NOT_MEASURED = "not measured"
 
 
-def breakdown_frame(breakdown: Mapping[str, int], unmeasured: Sequence[str] = ()) -> pd.DataFrame:
+def counted_tokens(breakdown: Mapping[str, int]) -> int:
+    """The dashboard's own count of the next input: every sent part it broke down."""
+    return sum(int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS if p in _COUNTED)
+
+
+_COUNTED = ("system", "tools", "summary", "messages", "tool_results")
+
+
+def breakdown_frame(
+    breakdown: Mapping[str, int],
+    unmeasured: Sequence[str] = (),
+    *,
+    next_input: int | None = None,
+) -> pd.DataFrame:
     """The breakdown dict as rows in a fixed order, zero parts left in (so every part is listed).
 
-    ``row`` says which bar a part belongs to: what the next call is sent, or what
-    compression took out of it; ``tokens_text`` is the count as every page writes it,
+    ``next_input``: the next input tokens every page shows (`usage.next_input_tokens`); what
+    it holds beyond the dashboard's own count is the "not broken down" part, so the sent
+    parts add up to it. ``row`` says which bar a part belongs to: what the next call is sent,
+    or what compression took out of it; ``tokens_text`` is the count as every page writes it,
     or "not measured" for a part that was not counted (an agent's unknown system prompt).
     """
-    tokens = [int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS]
+    rest = max(0, int(next_input) - counted_tokens(breakdown)) if next_input is not None else 0
+    tokens = [rest if p == "not_broken_down" else int(breakdown.get(p, 0)) for p in BREAKDOWN_PARTS]
     return pd.DataFrame(
         {
             "part": [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS],
@@ -253,7 +318,7 @@ def breakdown_frame(breakdown: Mapping[str, int], unmeasured: Sequence[str] = ()
 
 
 def context_breakdown_chart(
-    breakdown: Mapping[str, int], unmeasured: Sequence[str] = ()
+    breakdown: Mapping[str, int], unmeasured: Sequence[str] = (), *, next_input: int | None = None
 ) -> alt.Chart:
     """Two horizontal bars on one token scale: the next model input stacked by part, and
     below it what compression took out (summarized messages, offloaded tool output).
@@ -261,13 +326,13 @@ def context_breakdown_chart(
     Compressed-away tokens are not part of the next input, so they get their own bar
     instead of extending the input's; every legend label is shown whole.
     """
-    frame = breakdown_frame(breakdown, unmeasured)
+    frame = breakdown_frame(breakdown, unmeasured, next_input=next_input)
     labels = [BREAKDOWN_LABELS[p] for p in BREAKDOWN_PARTS]
     return (
         alt.Chart(frame)  # zero parts too: an empty row still says "nothing compressed away"
         .mark_bar()
         .encode(
-            x=alt.X("sum(tokens):Q", title="Tokens", stack="zero", axis=alt.Axis(format=",.0f")),
+            x=alt.X("sum(tokens):Q", stack="zero", axis=count_axis("Tokens")),
             y=alt.Y(
                 "row:N",
                 title=None,
@@ -281,7 +346,15 @@ def context_breakdown_chart(
                 sort=labels,
                 scale=alt.Scale(
                     domain=labels,
-                    range=["#64748b", "#a78bfa", "#f59e0b", "#3b82f6", "#10b981", "#cbd5e1"],
+                    range=[
+                        "#64748b",
+                        "#a78bfa",
+                        "#f59e0b",
+                        "#3b82f6",
+                        "#10b981",
+                        "#94a3b8",
+                        "#cbd5e1",
+                    ],
                 ),
             ),
             order=alt.Order("order:Q"),
@@ -292,3 +365,74 @@ def context_breakdown_chart(
         )
         .properties(height=alt.Step(34))
     )
+
+
+def next_input_caption(
+    row: Mapping[str, Any],
+    counted: int,
+    *,
+    source: str | None = None,
+    measured_at: datetime | str | None = None,
+    unmeasured: Sequence[str] = ("system", "tools"),
+) -> MarkdownSafe:
+    """What the next input tokens hold and how they reconcile with the dashboard's own count.
+
+    ``row``: the thread's row (its `usage.next_input_tokens`, threshold and pressure);
+    ``counted``: the dashboard's count of the model view (`counted_tokens`), the compress
+    preview's "before"; ``source`` and ``measured_at``: the newest usage snapshot's.
+    """
+    total = next_input_tokens(row)
+    trigger = int(row.get("summary_trigger_tokens") or 0)
+    pressure = (
+        md(
+            "Summary pressure is next input tokens ÷ summary threshold: {} ÷ {} = {}. ",
+            count(total),
+            count(trigger),
+            pct(row.get("summary_pressure_ratio")),
+        )
+        if trigger
+        else md("No summary threshold is known for this thread. ")
+    )
+    when = md(" ({})", stamp(measured_at)) if measured_at is not None else ""
+    if source == "manual_compression":
+        held = md(
+            "The {} next input tokens are this dashboard's count when it compressed the "
+            "thread{}: the summary and the messages it kept; the agent adds its system prompt "
+            "and tool schemas at its next call. ",
+            count(total),
+            when,
+        )
+    else:
+        held = md(
+            "The {} next input tokens are the agent's own count at its last model call{}: its "
+            "system prompt and tool schemas, the summary, the messages and tool results, and "
+            "its answer. ",
+            count(total),
+            when,
+        )
+    rest = total - int(counted)
+    unseen = (
+        "its system prompt and tool schemas, which the dashboard does not know, and long "
+        "tool-call arguments the agent counted in full (the next call gets them shortened)"
+        if unmeasured
+        else "long tool-call arguments the agent counted in full (the next call gets them "
+        "shortened)"
+    )
+    if rest > 0:
+        split = md(
+            "The dashboard counts {} of them in the parts below (the compress preview's "
+            "“before”); the other {} are not broken down: {}.",
+            count(counted),
+            count(rest),
+            unseen,
+        )
+    elif rest < 0:
+        split = md(
+            "The dashboard counts {} in the parts below (the compress preview's “before”): {} "
+            "more, from messages added since.",
+            count(counted),
+            count(-rest),
+        )
+    else:
+        split = md("The dashboard counts all of them in the parts below.")
+    return MarkdownSafe(pressure + held + split)

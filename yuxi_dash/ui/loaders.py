@@ -147,14 +147,23 @@ def pressure_overview(
 
 def _platform_blockers(session: Any, rows: list[dict[str, Any]]) -> None:
     """Each attached row's `platform_blocker` (`platform.capability`); None on our own threads."""
-    from yuxi_dash.platform.capability import attached_blocker, unsupported_agents
+    from yuxi_dash.platform.capability import capability
 
-    settings = get_settings()
-    attached = [row for row in rows if row.get("attached")]
-    unsupported = unsupported_agents(session) if attached and settings.platform_configured else {}
+    if not any(row.get("attached") for row in rows):
+        for row in rows:
+            row["platform_blocker"] = None
+        return
+    verdict = capability(session, get_settings())
     for row in rows:
         row["platform_blocker"] = (
-            attached_blocker(settings, row, unsupported) if row.get("attached") else None
+            verdict.blocker(
+                str(row["thread_id"]),
+                row.get("agent_slug"),
+                attached=True,
+                platform=row.get("platform"),
+            )
+            if row.get("attached")
+            else None
         )
 
 
@@ -186,6 +195,26 @@ def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) 
     "attached" the attached rows per label (neither can be compressed here).
     """
     return _threads(_url(), min_pressure, limit, get_settings().platform_url)
+
+
+@settings_cached
+def _compress_blockers(
+    database_url: str, platform_url: str | None, rows: tuple[tuple[str, str | None, bool], ...]
+) -> dict[str, str]:
+    from yuxi_dash.platform.capability import capability
+
+    settings = get_settings()
+    with session_scope(settings) as session:
+        verdict = capability(session, settings, attached=any(row[2] for row in rows))
+    found = {t: verdict.blocker(t, agent, attached=attached) for t, agent, attached in rows}
+    return {t: reason for t, reason in found.items() if reason}
+
+
+def compress_blockers(rows: list[tuple[str, str | None, bool]]) -> dict[str, str]:
+    """Per (thread, agent slug, attached): why nobody can compress it (`platform.capability`);
+    a thread that can be compressed is left out."""
+    key = tuple((str(t), None if a is None else str(a), bool(at)) for t, a, at in rows)
+    return _compress_blockers(_url(), get_settings().platform_url, key)
 
 
 @settings_cached
@@ -365,6 +394,7 @@ _CACHED = (
     _overview,
     _threads,
     _thread_ids,
+    _compress_blockers,
     _compress_readiness,
     _thread_detail,
     _tool_results,

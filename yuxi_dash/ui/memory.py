@@ -64,10 +64,14 @@ def user_picker() -> tuple[str | None, bool]:
 
     There may be thousands of graphs, so the select box lists the first matches only.
 
-    The choice is mirrored in the URL (`?user=ID`) so a support ticket can link
-    straight to one user's memory; the id is validated by the service like any other.
+    The choice is mirrored in the URL (`?user=ID`) so a reload, or a link in a support
+    ticket, opens the same view; the URL wins over this session's last choice (a page
+    switch drops the URL's query, then the session's choice is used). Choosing another
+    user drops the rest of the URL (a fact of the last user means nothing for this one).
+    The id is validated and audited by the service like any other.
     """
-    current = st.session_state.get(USER_KEY) or st.query_params.get("user") or None
+    linked = st.query_params.get("user") or None
+    current = linked or st.session_state.get(USER_KEY) or None
     with st.container(horizontal=True):
         search = st.text_input(
             "Find a user", key="memory_user_search", placeholder="part of a user id"
@@ -84,13 +88,19 @@ def user_picker() -> tuple[str | None, bool]:
         )
     if chosen and chosen != st.session_state.get(USER_KEY):
         st.session_state[USER_KEY] = chosen
-    if chosen and st.query_params.get("user") != chosen:
+    if chosen and linked and chosen != linked:
+        st.query_params.from_dict({"user": chosen})
+    elif chosen and not linked:
         st.query_params["user"] = chosen
     return chosen, total == 0 and not search.strip()
 
 
-def _gates(user_id: str) -> MemoryGates:
-    return guarded(lambda: gates_for(user_id))
+def _gates(user_id: str) -> MemoryGates | None:
+    """The user's gates, or None when they cannot be read (the door then refuses, audited)."""
+    try:
+        return gates_for(user_id)
+    except YuxiDashError:
+        return None
 
 
 def draw_gates(gates: MemoryGates) -> None:
@@ -128,8 +138,9 @@ def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
         else:
             st.info("Choose a user to read their memory. Every view of a user's memory is audited.")
         st.stop()
-    gates = _gates(user_id)
-    draw_gates(gates)
+    gates = _gates(user_id)  # a bad id from a link: no panel, and the door's refusal below
+    if gates is not None:
+        draw_gates(gates)
     access = guarded(lambda: open_view(user_id, view, actor=actor))
     return actor, access
 

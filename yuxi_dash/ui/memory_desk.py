@@ -1,17 +1,17 @@
 """The memory desk on the Facts page: pick a fact, read its provenance, correct it, undo.
 
-- `fact_picker(access)`: the user's facts, newest first (mirrored in `?fact=UUID` so a
-  ticket can link to one fact), or a pasted uuid. With none asked for, it opens on the
-  newest active fact the user asserted, else the newest fact.
-- `draw_provenance(actor, access, uuid)`: the audited `provenance` look (`open_view` on every
-  render) and its drawing: the fact and its validity, each episode's chat message with the
-  fact's key words in bold, who said it, a link to that message in the thread's chat, what
-  invalidated the fact and the facts retired in the same batch.
-- `draw_corrections(actor, user_id, fact)`: for operators only, a form per correction
-  (reason, ticket; for supersede the corrected text and a confirmation box). The result
-  shows its audit row id and an Undo button for its author, or for an admin with a reason.
-  The service checks the role and these rules again.
-Every string from the graph or the chat is shown literally (`ui.page_text`).
+- `fact_picker(access)`: the user's facts, newest first, or a pasted uuid; the choice is in
+  the URL (`?fact=UUID`, a link or reload opens it). With none asked for: the newest active
+  fact the user asserted, else the newest. Another user starts the picker afresh.
+- `draw_provenance(actor, access, uuid)`: the audited `provenance` look and its drawing:
+  each episode's chat message (never one written after the fact) with what matched, who
+  said it, a link to it, what invalidated the fact and the facts retired with it.
+- `draw_corrections(actor, access, fact)`: the fact's corrections from the store (any
+  session) with Undo on the newest undoable one for its author, or an admin with a reason;
+  for operators, the correction form. The form, its messages and Undo belong to one fact:
+  another fact starts them empty. The service checks role and rules again.
+Widgets whose key the page sets are never also given a default. Every string from the
+graph or the chat is shown literally (`ui.page_text`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,30 @@ from yuxi_dash.memory.views.gated_views import facts
 from yuxi_dash.memory.views.provenance import fact_provenance
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.ui.memory import clear_memory_caches, guarded, server_key
-from yuxi_dash.ui.page_text import MarkdownSafe, code, error_line, highlighted, literal, md
+from yuxi_dash.ui.page_text import (
+    MarkdownSafe,
+    code,
+    error_line,
+    highlighted,
+    ident,
+    literal,
+    md,
+    stamp,
+)
 from yuxi_dash.ui.tables import draw_records
 
-FACT_KEY = "desk_fact"
+FACT_KEY = "desk_fact"  # a fact to open on (set by a caller; the URL's `fact` wins)
+SELECT_KEY = "desk_fact_select"
+PASTE_KEY = "desk_fact_uuid"
+OWNER_KEY = "desk_fact_user"  # whose facts the picker's state belongs to
+SHOWN_KEY = "desk_fact_shown"  # the fact this session last showed (and wrote to the URL)
 RESULT_KEY = "desk_result"
 RESET_KEY = "desk_form_reset"
-# the correction form's inputs: emptied after every correction or undo, so the
-# form is never left armed for a second click with the last change's reason
-FORM_KEYS = ("desk_action", "desk_reason", "desk_ticket", "desk_text", "desk_confirm")
+# The correction form's inputs (and the undo reason) are keyed `<name>:<form id>`, the form
+# id naming the fact and a round: another fact, a correction or an undo starts a new round,
+# so the browser draws new, empty widgets and never keeps another change's reason or tick.
+FORM_ID_KEY = "desk_form_id"
+FORM_ROUND_KEY = "desk_form_round"
 FACT_LIST_LIMIT = 500
 
 
@@ -73,27 +88,62 @@ def headline_fact(rows: list[dict[str, Any]]) -> str | None:
     return str(rows[0]["uuid"]) if rows else None
 
 
+def _forget_other_users_choice(user_id: str) -> None:
+    """The picker's state belongs to one user: another user starts it afresh."""
+    owner = st.session_state.get(OWNER_KEY)
+    if owner == user_id:
+        return
+    stale = (SELECT_KEY, SHOWN_KEY) if owner is None else (SELECT_KEY, SHOWN_KEY, FACT_KEY)
+    for key in stale:
+        st.session_state.pop(key, None)
+    if PASTE_KEY in st.session_state:
+        _clear_paste()
+    st.session_state[OWNER_KEY] = user_id
+
+
+def _clear_paste() -> None:
+    st.session_state[PASTE_KEY] = ""  # set, not dropped: the browser's box empties too
+
+
 def fact_picker(access: MemoryAccess) -> str | None:
-    """The chosen fact uuid (select box over the newest facts, or a pasted uuid)."""
+    """The chosen fact uuid (select box over the newest facts, or a pasted uuid), in the URL.
+
+    A URL fact this session did not write (a link, a reload) is opened; otherwise the
+    select box keeps the operator's choice. The select box's value is set through
+    session state only (no `index=`), so Streamlit never sees two defaults.
+    """
     rows = guarded(lambda: _fact_list(access, access.user_id, server_key()))
     by_uuid = {str(r["uuid"]): r for r in rows}
-    wanted = st.session_state.get(FACT_KEY) or st.query_params.get("fact") or None
-    wanted = wanted or headline_fact(rows)
+    _forget_other_users_choice(access.user_id)
+    linked = st.query_params.get("fact") or None
+    if linked and linked != st.session_state.get(SHOWN_KEY):
+        wanted: str | None = linked  # a link or a reload: the URL says which fact
+    else:
+        wanted = (
+            st.session_state.get(SELECT_KEY)
+            or st.session_state.get(FACT_KEY)
+            or st.session_state.get(SHOWN_KEY)
+            or headline_fact(rows)
+        )
     options = list(by_uuid)
     if wanted and wanted not in by_uuid:
         options.insert(0, wanted)
+    if wanted and st.session_state.get(SELECT_KEY) != wanted:
+        st.session_state[SELECT_KEY] = wanted
     chosen = st.selectbox(
         md("Fact ({:,} newest)", len(rows)),
         options,
-        index=options.index(wanted) if wanted in options else None,
+        index=None,
         format_func=lambda u: _label(by_uuid[u]) if u in by_uuid else u,
         placeholder="choose a fact to see where it came from",
-        key="desk_fact_select",
+        key=SELECT_KEY,
+        on_change=_clear_paste,  # a fact chosen in the list replaces a pasted one
     )
-    pasted = st.text_input("…or paste a fact uuid", key="desk_fact_uuid").strip()
+    pasted = st.text_input("…or paste a fact uuid", key=PASTE_KEY).strip()
     chosen = pasted or chosen
-    if chosen and st.query_params.get("fact") != chosen:
+    if chosen and linked != chosen:
         st.query_params["fact"] = chosen
+    st.session_state[SHOWN_KEY] = chosen
     return chosen or None
 
 
@@ -127,7 +177,7 @@ def _draw_episode(episode: dict[str, Any]) -> None:
     )
     message = episode.get("message")
     if message is None:
-        st.warning("No chat message in the record matches this episode.")
+        st.warning("No chat message written before this fact matches this episode.")
         if episode.get("body"):
             st.markdown(md("Episode text: {}", str(episode["body"])[:2000]))
         return
@@ -148,6 +198,14 @@ def _draw_episode(episode: dict[str, Any]) -> None:
         if span:
             st.caption(md("Key words at characters {}–{}", span["start"], span["end"]))
         _thread_link(message)
+    if episode.get("missing_words") and not episode.get("shared_words"):
+        st.warning(
+            md(
+                "This message never says the fact's key words ({}): the fact may not come "
+                "from what was said.",
+                ", ".join(episode["missing_words"]),
+            )
+        )
 
 
 def draw_provenance(actor: Actor, access: MemoryAccess, uuid: str) -> dict[str, Any] | None:
@@ -207,24 +265,32 @@ def _applicable(fact: dict[str, Any]) -> list[str]:
     return actions
 
 
-def _draw_undo(actor: Actor, result: dict[str, Any]) -> None:
+def _may_undo(actor: Actor, row: dict[str, Any]) -> bool:
+    """Its author (an operator), or an admin; the service checks the same again."""
+    own = row.get("actor") == actor.id
+    return actor.role >= Role.OPERATOR and (own or actor.role >= Role.ADMIN)
+
+
+def _draw_undo(actor: Actor, row: dict[str, Any], fid: str) -> None:
     """Undo for the correction's author; for an admin, another's with a reason; else a line.
 
     The service checks the same again (`not_your_correction`, `reason_required`).
     """
+    if actor.role < Role.OPERATOR:
+        return  # the page says corrections need the operator role
+    if not _may_undo(actor, row):
+        st.caption("Only its author, or an admin with a reason, may undo this correction.")
+        return
     reason = ""
-    if result.get("actor") != actor.id:
-        if actor.role < Role.ADMIN:
-            st.caption("Only its author, or an admin with a reason, may undo this correction.")
-            return
+    if row.get("actor") != actor.id:
         reason = st.text_input(
             "Reason to undo another operator's correction (at least 3 words)",
-            key="desk_undo_reason",
+            key=f"desk_undo_reason:{fid}",
         )
-    if not st.button("Undo", key="desk_undo"):
+    if not st.button(md("Undo {} (audit row {})", row["action"], row["audit_id"]), key="desk_undo"):
         return
     try:
-        undone = corrections.undo_correction(result["audit_id"], actor=actor, reason=reason)
+        undone = corrections.undo_correction(row["audit_id"], actor=actor, reason=reason)
     except YuxiDashError as exc:
         st.error(literal(error_line(exc)))
         return
@@ -234,32 +300,93 @@ def _draw_undo(actor: Actor, result: dict[str, Any]) -> None:
     st.rerun()
 
 
-def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
-    """Operators: the correction form; everyone: the last result and, for who may, Undo."""
-    if st.session_state.pop(RESET_KEY, False):
-        for key in FORM_KEYS:  # before the widgets exist in this run, so they start empty
-            st.session_state.pop(key, None)
+def _history_line(row: dict[str, Any]) -> MarkdownSafe:
+    line = md(
+        "**{}** by {} · {} · audit row {}",
+        row["action"],
+        row["actor"],
+        stamp(row["at"]),
+        ident(row["audit_id"]),
+    )
+    if row.get("ticket"):
+        line = md("{} · ticket {}", line, row["ticket"])
+    if row.get("reason"):
+        line = md("{} — {}", line, row["reason"])
+    if row.get("new_fact_uuid"):
+        line = md("{} · new fact {}", line, code(row["new_fact_uuid"]))
+    if row.get("undone_by_audit_id") is not None:
+        line = md(
+            "{} · *undone* by audit row {} ({})",
+            line,
+            ident(row["undone_by_audit_id"]),
+            stamp(row["undone_at"]),
+        )
+    return line
+
+
+def draw_history(actor: Actor, access: MemoryAccess, fact_uuid: str, fid: str) -> None:
+    """The fact's corrections, newest first, read from the store in any session, with Undo."""
+    history = guarded(lambda: corrections.fact_corrections(access, fact_uuid))
+    st.subheader("Corrections of this fact")
+    if not history:
+        st.caption("No corrections of this fact yet.")
+        return
+    for row in history:
+        st.markdown(_history_line(row))
+        if row["undoable"]:
+            _draw_undo(actor, row, fid)
+
+
+def form_id(fact_uuid: str) -> str:
+    """This run's form id: a new round for another fact, or after a correction or undo.
+
+    A result shown is the one made on this fact; another fact's is dropped.
+    """
+    reset = st.session_state.pop(RESET_KEY, False)
+    current = str(st.session_state.get(FORM_ID_KEY) or "")
+    if current.startswith(f"{fact_uuid}:") and not reset:
+        return current
+    round_no = int(st.session_state.get(FORM_ROUND_KEY) or 0) + 1
+    st.session_state[FORM_ROUND_KEY] = round_no
+    st.session_state[FORM_ID_KEY] = current = f"{fact_uuid}:{round_no}"
+    result = st.session_state.get(RESULT_KEY)
+    if result and fact_uuid not in (result.get("fact_uuid"), result.get("new_fact_uuid")):
+        st.session_state.pop(RESULT_KEY, None)
+    return current
+
+
+def draw_corrections(actor: Actor, access: MemoryAccess, fact: dict[str, Any]) -> None:
+    """The last result on this fact, the fact's corrections with Undo, then the form."""
+    uuid = str(fact["uuid"])
+    fid = form_id(uuid)
     result = st.session_state.get(RESULT_KEY)
     if result:
-        st.success(md("{} done — audit row {}", result["action"], result["audit_id"]))
-        if result["action"] != "undo":
-            _draw_undo(actor, result)
+        st.success(md("{} done — audit row {}", result["action"], ident(result["audit_id"])))
+    draw_history(actor, access, uuid, fid)
     if actor.role < Role.OPERATOR:
         st.caption("Corrections need the operator role.")
         return
     st.subheader("Correct this fact")
     action = st.radio(
-        "Correction", _applicable(fact), horizontal=True, key="desk_action", format_func=literal
+        "Correction",
+        _applicable(fact),
+        horizontal=True,
+        key=f"desk_action:{fid}",
+        format_func=literal,
     )
-    with st.form("desk_correction"):
-        reason = st.text_input("Reason (at least 3 words)", key="desk_reason")
-        ticket = st.text_input("Ticket (optional, e.g. SUP-1234)", key="desk_ticket")
+    with st.form(f"desk_correction:{fid}"):
+        reason = st.text_input("Reason (at least 3 words)", key=f"desk_reason:{fid}")
+        ticket = st.text_input("Ticket (optional, e.g. SUP-1234)", key=f"desk_ticket:{fid}")
         text = (
-            st.text_area("Corrected fact", value=str(fact.get("fact") or ""), key="desk_text")
+            st.text_area(
+                "Corrected fact", value=str(fact.get("fact") or ""), key=f"desk_text:{fid}"
+            )
             if action == "supersede"
             else None
         )
-        confirmed = st.checkbox("I confirm this change to the user's memory", key="desk_confirm")
+        confirmed = st.checkbox(
+            "I confirm this change to the user's memory", key=f"desk_confirm:{fid}"
+        )
         submitted = st.form_submit_button(md("Apply {}", action))
     if not submitted:
         return
@@ -268,7 +395,7 @@ def draw_corrections(actor: Actor, user_id: str, fact: dict[str, Any]) -> None:
         return
     try:
         done = corrections.correct(
-            action, user_id, fact["uuid"], actor=actor, reason=reason, ticket=ticket, text=text
+            action, access.user_id, uuid, actor=actor, reason=reason, ticket=ticket, text=text
         )
     except YuxiDashError as exc:
         st.error(literal(error_line(exc)))

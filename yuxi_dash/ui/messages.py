@@ -2,12 +2,15 @@
 
 Used by the thread detail and tool-result pages. A saved-result message is shown
 as its header fields plus the preview the model sees (query_kb / web_search
-previews as a table of records), never as one raw blob.
+previews as a table of records), never as one raw blob. In the chat record a tool
+call reads ``calls NAME — key: value`` and a JSON tool result as its fields
+(`chat_line`); a whole JSON document is shown indented (`indented_json`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +19,7 @@ import streamlit as st
 
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.ui.page_text import code, count, literal, md, structured_records
+from yuxi_dash.wording import detail_text, recorded
 
 _AVATARS = {
     "human": "user",
@@ -105,3 +109,64 @@ def draw_message(message: Mapping[str, Any]) -> None:
             st.code(
                 json.dumps(call.get("args"), ensure_ascii=False, indent=1)[:2000], language="json"
             )
+
+
+_CALL_LINE = re.compile(r"calls (.+?) (\{.*\})", re.DOTALL)  # `thread_view.chat_text`'s shape
+
+
+def _json_document(text: str) -> Any:
+    """``text`` decoded when it is one JSON object or array, else None."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+
+
+def indented_json(text: str) -> str | None:
+    """``text`` indented two spaces per level when it is one JSON object or array, else None.
+
+    Keys stay in their order and text stays as written (no ``\\u`` escapes).
+    """
+    document = _json_document(text)
+    return None if document is None else json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def _readable_json(document: Any) -> str:
+    """A JSON tool result as one line: its records' titles, else its fields."""
+    structured = structured_records(json.dumps(document))
+    if structured is not None and structured["records"]:
+        query = f" for “{structured['query']}”" if structured.get("query") else ""
+        shown = [
+            str(r.get("title") or r.get("id") or r.get("url") or recorded(r))
+            for r in structured["records"]
+        ]
+        n = structured["result_count"]
+        return f"{n} result{'' if n == 1 else 's'}{query}: " + "; ".join(shown)
+    if isinstance(document, Mapping):
+        return detail_text(document)
+    return recorded(document)
+
+
+def chat_line(role: str, content: str | None) -> str:
+    """A chat-record message as a table cell reads it: the text as written, except a tool
+    call (``calls NAME {args}``, one per line) reads ``calls NAME — key: value · key: value``
+    and a JSON tool result reads as its records or fields, never as raw JSON."""
+    text = "" if content is None else str(content)
+    if role == "tool":
+        document = _json_document(text)
+        return text if document is None else _readable_json(document)
+    if role != "assistant":  # only an assistant turn's calls are written this way
+        return text
+    lines = []
+    for line in text.split("\n"):
+        match = _CALL_LINE.fullmatch(line)
+        args = _json_document(match.group(2)) if match else None
+        if match and isinstance(args, Mapping):
+            shown = detail_text(args) if args else "no arguments"
+            lines.append(f"calls {match.group(1)} — {shown}")
+        else:
+            lines.append(line)
+    return "\n".join(lines)

@@ -326,6 +326,52 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
     return None
 
 
+def blocked_kind(row: Mapping[str, Any], *, platform_configured: bool) -> str | None:
+    """Why a thread cannot be compressed now, as a kind (the actor's role aside): "deleted";
+    "here" when it cannot be compressed from this dashboard at all (its agent does not support
+    context compression, or an attached platform's thread with no platform endpoint set, or one
+    the platform refused as unsupported); "busy" (running, queued or interrupted: wait);
+    None when it can be. An attached thread with the endpoint set is the platform's to judge.
+    """
+    if row.get("status") == "deleted":
+        return "deleted"
+    if row.get("attached"):
+        if not platform_configured:
+            return "no_endpoint"
+        return "unsupported" if _text_or_none(row.get("platform_blocker")) else None
+    if not row.get("capable"):
+        return "unsupported"
+    return "busy" if _text_or_none(row.get("busy_reason")) else None
+
+
+HERE_KINDS = ("unsupported", "no_endpoint", "deleted")  # cannot be compressed from here at all
+
+
+def hidden_line(kinds: Mapping[str, int], *, role_blocked: int = 0) -> str | None:
+    """What the threads hidden by "Can compress now" are, so the figures add up:
+    "30 threads that cannot be compressed now are hidden: 27 cannot be compressed here and
+    3 are busy (running, queued or interrupted) …". None when nothing is hidden."""
+    here = sum(kinds.get(kind, 0) for kind in HERE_KINDS)
+    busy = kinds.get("busy", 0)
+    total = here + busy + role_blocked
+    if not total:
+        return None
+    parts = []
+    if role_blocked:
+        parts.append(f"{role_blocked:,} need the operator role to compress")
+    if here:
+        parts.append(f"{here:,} cannot be compressed here")
+    if busy:
+        parts.append(
+            f"{busy:,} {'is' if busy == 1 else 'are'} busy (running, queued or interrupted)"
+        )
+    made_of = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (
+        f"{total:,} threads that cannot be compressed now are hidden: {made_of}. "
+        "Turn off “Can compress now” to see them."
+    )
+
+
 def attached_note(platform: str | None, *, through_platform: bool) -> str:
     """What thread detail says of an attached platform's thread."""
     how = (
@@ -336,18 +382,24 @@ def attached_note(platform: str | None, *, through_platform: bool) -> str:
     return f"{attached_label(platform)}: the platform owns this thread; {how}"
 
 
-def cannot_compress_line(unsupported: int, attached: Mapping[str, int]) -> str | None:
-    """The threads of a list that cannot be compressed here, counted together, with why.
+def cannot_compress_line(
+    unsupported: int, attached: Mapping[str, int], deleted: int = 0
+) -> str | None:
+    """The threads of a list that cannot be compressed here (`blocked_kind` in `HERE_KINDS`),
+    counted together, with why; busy threads are not among them (they can be, later).
 
-    ``attached`` counts the attached threads per `attached_label`; None when there are none.
+    ``attached`` counts the attached threads no platform endpoint is set for, per
+    `attached_label`; None when there are none.
     """
-    total = unsupported + sum(attached.values())
+    total = unsupported + sum(attached.values()) + deleted
     if not total:
         return None
     parts = []
     if unsupported:
         parts.append(f"{unsupported:,} because their agent does not support context compression")
     parts.extend(f"{n:,} {label} (its platform compresses them)" for label, n in attached.items())
+    if deleted:
+        parts.append(f"{deleted:,} deleted")
     return f"{total:,} of these threads cannot be compressed here: {'; '.join(parts)}."
 
 

@@ -2,11 +2,11 @@
 
 The memory views hand back plain records (snake_case keys, ISO timestamps with
 microseconds). ``record_frame`` turns them into what a person reads: every key
-ending in ``_at`` shown as ``2026-11-19 15:40 UTC``, a list as comma-separated
+ending in ``_at`` shown as ``2026-11-19 15:40:07 UTC``, a list as comma-separated
 text, no value as "–" (never "None"), every header in words. The frame keeps
 every key, so a page can still look up a value it does not show. ``draw_records``
-gives counts thousands separators and lets a page size its columns so a table
-fits the screen.
+gives counts thousands separators, shows a yes/no column as the words (never a
+checkbox, which reads as editable) and lets a page size its columns so a table fits.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def header(key: str) -> str:
 def record_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """The rows as a frame with every key kept (and every one of ``columns``, maybe empty).
 
-    ``*_at`` values are formatted to the minute, and lists become comma-separated text.
+    ``*_at`` values are formatted as `stamp` writes them, and lists become comma-separated text.
     """
     frame = pd.DataFrame([dict(row) for row in rows])
     for column in columns:
@@ -83,8 +83,8 @@ def _column(frame: pd.DataFrame, column: str, help_text: str | None, width: Widt
     """A column config: counts with separators (ids excepted), decimals to one place."""
     label = header(column)
     dtype = frame[column].dtype
-    if pd.api.types.is_bool_dtype(dtype) or _boolean(frame[column]):
-        return st.column_config.CheckboxColumn(
+    if pd.api.types.is_bool_dtype(dtype) or _boolean(frame[column]):  # "yes"/"no" (`_yes_no`)
+        return st.column_config.TextColumn(
             label, help=literal(help_text) if help_text else None, width=width
         )
     if pd.api.types.is_integer_dtype(dtype):
@@ -104,6 +104,11 @@ def _column(frame: pd.DataFrame, column: str, help_text: str | None, width: Widt
 _ID_COLUMNS = frozenset({"id", "version", "sequence", "index"})
 
 
+def _yes_no(value: Any) -> str:
+    """A yes/no cell as words, never a checkbox: "yes", "no", or "–" for no value."""
+    return MISSING if _missing(value) else "yes" if value else "no"
+
+
 def draw_records(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str] | None = None,
@@ -121,8 +126,9 @@ def draw_records(
     helps = helps or {}
     widths = widths or {}
     frame = shown_frame(rows, columns)
-    st.dataframe(
-        frame,
+    flags = [c for c in columns if pd.api.types.is_bool_dtype(frame[c].dtype) or _boolean(frame[c])]
+    st.dataframe(  # the values stay booleans; the browser shows the words
+        frame.style.format(_yes_no, subset=flags) if flags else frame,
         column_order=list(columns),
         column_config={
             column: _column(frame, column, helps.get(column), widths.get(column))

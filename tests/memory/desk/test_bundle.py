@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,68 @@ def test_fact_pages_stay_off_the_relationship_index(bundle_env, graph_client) ->
     """After a restart the relationship index loses node 0's facts: the keyset must not use it."""
     plan = graph_client.explain("user_alice_chen", FACTS_AFTER, {"after": "", "limit": 10})
     assert "Index Scan" not in plan and "Conditional Traverse" in plan
+
+
+def test_markdown_keeps_line_breaks_and_names_the_corrected_fact() -> None:
+    """Issue 37 item 9: no literal "\\n" or "##" in the Markdown bundle; a correction names
+    the fact's text, not only its uuid."""
+    from yuxi_dash.memory.desk.bundle_render import MarkdownSink
+
+    out = io.StringIO()
+    sink = MarkdownSink(out)
+    sink.episodes(
+        [
+            {
+                "created_at": "2026-12-02T16:21:46+00:00",
+                "name": "episode 1",
+                "content_bytes": 80,
+                "uuid": "e1",
+                "memory_kind": "preference",
+                "content": json.dumps(
+                    {"memory_kind": "preference", "content": "I prefer dark mode.\nIn Polish."}
+                ),
+                "content_truncated": False,
+            }
+        ],
+        10,
+    )
+    sink.correction(
+        {
+            "at": "2026-12-02T16:30:00+00:00",
+            "actor": "ops@example.com",
+            "action": "retract",
+            "fact_uuid": "f-1",
+            "ticket": "T-1",
+            "undone_at": None,
+            "reason": "wrong",
+            "before": {"f-1": {"uuid": "f-1", "fact": "Alice prefers *light* mode"}},
+            "after": {},
+        }
+    )
+    sink.corrections_done(1)
+    sink.thread(
+        {
+            "thread_id": "t-1",
+            "agent_slug": "a",
+            "summary_pressure_ratio": 0.5,
+            "context_usage_ratio": 0.2,
+            "status": "active",
+            "last_summary": {
+                "cutoff_index": 4,
+                "text": "Summary.\n\n## SESSION INTENT\n- Triage advisories.\n- Plan upgrades.",
+            },
+            "summary_error": None,
+            "tool_results": [],
+        }
+    )
+    text = out.getvalue()
+    quoted = [line for line in text.splitlines() if line.startswith(">")]
+    assert quoted and not any("\\n" in line or "#" in line for line in quoted)
+    html = MarkdownIt("commonmark").render(text)
+    assert "I prefer dark mode.<br />\nIn Polish." in html  # the episode's own line break
+    assert "<strong>SESSION INTENT</strong><br />\n- Triage advisories.<br />\n- Plan" in html
+    quotes = re.findall(r"<blockquote>.*?</blockquote>", html, re.DOTALL)
+    assert len(quotes) == 2 and not any("<li>" in q or "<h" in q for q in quotes)  # text only
+    (table,) = [t for t in _md_tables(text) if t[0][:3] == ["at", "actor", "action"]]
+    cells = dict(zip(table[0], table[1], strict=True))
+    assert cells["fact"] == "Alice prefers *light* mode" and cells["fact_uuid"] == "f-1"

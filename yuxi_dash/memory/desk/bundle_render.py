@@ -9,9 +9,10 @@ bundle never sits in memory.
 - `JsonSink`: one JSON object in the documented shape (`bundle_schema`); the
   arrays are opened, filled item by item and closed; counts follow the arrays.
 - `MarkdownSink`: the same content for people. Every string from the graph,
-  the chat or the audit log goes through `md_text` (prose) or `md_code` (ids,
-  timestamps, paths: code spans), so it shows as written: no links, images,
-  HTML, emphasis or tables can come from the data, and nothing else is escaped.
+  the chat or the audit log goes through `md_text` (prose), `md_code` (ids,
+  timestamps, paths: code spans) or `md_quote` (a summary or an episode, line by
+  line; a JSON episode as its fields), so it shows as written: no links, images,
+  HTML, emphasis or tables come from the data, and nothing else is escaped.
 """
 
 from __future__ import annotations
@@ -69,6 +70,60 @@ def md_code(value: Any, *, in_table: bool = False) -> str:
         text = text.replace("|", "\\|")
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+_HEADING = re.compile(r"#{1,6}[ \t]+(.*?)[ \t#]*")  # a summary's section title, "## GOALS"
+
+
+def _json_text(text: str, *, truncated: bool = False) -> Any:
+    """``text`` decoded when it is a JSON object (a clipped one closed first), else None."""
+    if not text.lstrip().startswith("{"):
+        return None
+    for ending in ("", '"}', "}") if truncated else ("",):
+        try:
+            document = json.loads(text + ending)
+        except ValueError:
+            continue
+        return document if isinstance(document, dict) else None
+    return None
+
+
+def md_quote(value: Any, *, limit: int | None = None, truncated: bool = False) -> str:
+    """``value`` as a block quote, one line of it per quoted line, each shown as written.
+
+    Line breaks stay line breaks (never a literal ``\\n``); a ``## TITLE`` line reads as
+    the title in bold (its ``#`` marks are the text's own Markdown, not shown); a JSON
+    object (an episode's envelope) reads as its fields, its ``content`` last, line by line.
+    """
+    text = "" if value is None else str(value)
+    clipped = limit is not None and len(text) > limit
+    document = _json_text(text, truncated=truncated)
+    lines: list[str] = []
+    if document is not None:
+        body = document.pop("content", None)
+        lines = [f"{key}: {item}" for key, item in document.items()]
+        text = str(body) if body is not None else ""
+        if lines and text:
+            lines.append("")
+    elif clipped:
+        text = text[: max(0, (limit or 0) - 1)] + "…"
+    lines.extend(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    if truncated and document is not None:
+        lines.append("…")
+    out = []
+    for line in lines:
+        heading = _HEADING.fullmatch(line.strip())
+        if not line.strip():
+            out.append(">")
+        elif heading and heading.group(1):
+            out.append(f"> **{md_text(heading.group(1))}**  ")
+        else:
+            out.append(f"> {md_text(line, block_start=True)}  ")
+    while out and out[-1] == ">":
+        out.pop()
+    if out:
+        out[-1] = out[-1].rstrip()
+    return "\n".join(out or [">"]) + "\n\n"
 
 
 class BundleSink(Protocol):
@@ -190,7 +245,26 @@ def _table_head(columns: tuple[str, ...] | list[str]) -> str:
     return _row(list(columns)) + "|" + "---|" * len(columns) + "\n"
 
 
-CORRECTION_COLUMNS = ("at", "actor", "action", "fact_uuid", "ticket", "undone_at", "reason")
+CORRECTION_COLUMNS = (
+    "at",
+    "actor",
+    "action",
+    "fact",
+    "fact_uuid",
+    "ticket",
+    "undone_at",
+    "reason",
+)
+
+
+def corrected_fact(correction: dict[str, Any]) -> str:
+    """The text of the fact a correction names: as it was before it, else as it is after."""
+    uuid = correction.get("fact_uuid")
+    for side in ("before", "after"):
+        edge = (correction.get(side) or {}).get(uuid)
+        if isinstance(edge, dict) and edge.get("fact"):
+            return str(edge["fact"])
+    return ""
 
 
 class MarkdownSink:
@@ -252,13 +326,15 @@ class MarkdownSink:
                 f"({episode['content_bytes']:,} bytes)\n\n"
             )
             w(f"uuid {md_code(episode['uuid'])}; kind {md_text(episode['memory_kind'])}\n\n")
-            w(f"> {md_text(episode['content'], limit=1000, block_start=True)}\n\n")
+            w(md_quote(episode["content"], truncated=bool(episode.get("content_truncated"))))
         w("## Corrections\n\n")
         w(_table_head(CORRECTION_COLUMNS))
 
     def correction(self, correction: dict[str, Any]) -> None:
         self._corrections += 1
-        cells = [correction[k] for k in CORRECTION_COLUMNS]
+        cells = [
+            corrected_fact(correction) if k == "fact" else correction[k] for k in CORRECTION_COLUMNS
+        ]
         self.out.write(_row(cells, CORRECTION_COLUMNS))
 
     def corrections_done(self, count: int) -> None:
@@ -274,7 +350,7 @@ class MarkdownSink:
         summary = thread["last_summary"]
         if summary is not None:
             w(f"- Last summary (cut at message {summary['cutoff_index']}):\n\n")
-            w(f"> {md_text(summary['text'], limit=2000, block_start=True)}\n\n")
+            w(md_quote(summary["text"], limit=4000))
         elif thread["summary_error"]:
             w(f"- Last summary unavailable: {md_text(thread['summary_error'])}\n\n")
         else:

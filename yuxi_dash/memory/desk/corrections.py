@@ -1,7 +1,7 @@
 """Corrections of a user's memory, each audited with the exact edges before and after.
 
-`correct(action, user_id, fact_uuid, ...)` (`retract`, `supersede`, `restore`, `reject`)
-and `undo_correction(audit_id, actor=...)`. Every call:
+`correct(action, user_id, fact_uuid, ...)` (`retract`, `supersede`, `restore`, `reject`),
+`undo_correction(audit_id, actor=...)`; `fact_corrections(access, uuid)` reads them. A write:
 1. checks input, role, user and gate in one audited block (`correction_rules`);
 2. reads the fact through `memory.graph.fact_writer` on the user's own graph;
 3. in one transaction holding the fact's lock (PostgreSQL advisory lock, SQLite write lock;
@@ -51,17 +51,27 @@ from yuxi_dash.memory.graph import correction_rules as rules
 from yuxi_dash.memory.graph.client import GraphClient, get_client
 from yuxi_dash.memory.graph.fact_writer import FactWriter, delete_edge, load_edge, save_edge
 from yuxi_dash.memory.views import provenance_queries as pq
-from yuxi_dash.memory.views.gate import audit_target, gate_message, gates_for, group_for
+from yuxi_dash.memory.views.gate import (
+    MemoryAccess,
+    audit_target,
+    gate_message,
+    gates_for,
+    group_for,
+    view_refusals,
+)
 from yuxi_dash.memory.views.provenance import hits_conn_for
 from yuxi_dash.memory.views.ratification import HITS_TTL_SECONDS, hits_key
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import corrections as rows
 from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session, session_scope
+from yuxi_dash.store.models import MemoryCorrection
 
 log = logging.getLogger(__name__)
 
 ACTION_PREFIX = "memory."
 UNDO_ACTION = "memory.undo"
+HISTORY_LIMIT = 50
+_SHOWN = ("audit_id", "at", "actor", "action", "reason", "ticket", "undoes_id")
 _SAVE_BOOKKEEPING = ("source_uuid", "target_uuid")  # graphiti-core's save adds these
 
 
@@ -451,3 +461,37 @@ def undo_correction(
         "before": {u: rules.comparable(s) for u, s in before.items()},
         "after": {u: rules.comparable(s) for u, s in after.items()},
     }
+
+
+def fact_corrections(
+    access: MemoryAccess, fact_uuid: str, *, limit: int = HISTORY_LIMIT
+) -> list[dict[str, Any]]:
+    """One fact's corrections and undos, newest first, from `memory_corrections` (any session).
+
+    Each row: audit id, time, actor, action, reason, ticket, what undid it, the fact a
+    supersede made, and `undoable`: true on the one correction an undo can take back now
+    (the newest that is neither an undo nor undone). Takes the view's `MemoryAccess`.
+    """
+    with view_refusals(access):
+        fact = rules.fact_uuid(fact_uuid)
+    with session_scope(access.settings) as session:
+        found = session.scalars(
+            sa.select(MemoryCorrection)
+            .where(MemoryCorrection.user_id == access.user_id, MemoryCorrection.fact_uuid == fact)
+            .order_by(MemoryCorrection.audit_id.desc())  # audit ids grow with each write
+            .limit(limit)
+        )
+        history = [
+            {
+                **{k: v for k, v in rows.correction_dict(row).items() if k in _SHOWN},
+                "undone_by_audit_id": row.undone_by_audit_id,
+                "undone_at": row.undone_at.isoformat() if row.undone_at else None,
+                "new_fact_uuid": next((u for u in (row.after or {}) if u != fact), None),
+                "undoable": False,
+            }
+            for row in found
+        ]
+    live = [h for h in history if h["action"] != rules.UNDO and h["undone_by_audit_id"] is None]
+    if live:
+        live[0]["undoable"] = True
+    return history

@@ -3,13 +3,13 @@
 `fact_provenance(access, fact_uuid)` takes the `MemoryAccess` of
 `open_view(user_id, "provenance", ...)` and returns plain JSON-able data:
 - the fact, its validity, its source and target, its Redis hits;
-- each of its episodes with the user's chat message it came from: one holding the episode's
-  words (exact first, the named thread next, nearest in time), else the message within a
-  day with most of the fact's key words; who said it (the message's role, else the
-  envelope's `source_kind`: `said_by_basis`); the key words' span there, and a link to it;
-- for an invalidated fact, what invalidated it (`superseded_by`, else the newer fact on the
-  same source, name and target) and the facts retired with it.
-
+- each of its episodes with the user's chat message it came from, never one written after
+  the fact or its episode: one holding the episode's words (exact first, the named thread
+  next, nearest in time), else the message within a day with most of the fact's key words.
+  `match` says only what holds: "exact words" when every key word of the fact is in it,
+  else which key words it shares and which it never says; who said it (`said_by_basis`);
+- the key words' span there and a link to it; for an invalidated fact, what invalidated it
+  and the facts retired with it.
 A malformed uuid is `invalid_fact_uuid`, one not in this user's graph `fact_not_found`; both
 are audited under the view.
 """
@@ -157,20 +157,72 @@ def _message_view(message: dict[str, Any], terms: list[str]) -> dict[str, Any]:
     }
 
 
+def _bound(fact_created: Any, row: dict[str, Any]) -> datetime | None:
+    """The latest a source message can be written: when the fact was created, else (a fact
+    without a time) when its episode was."""
+    return (
+        parse_time(fact_created)
+        or parse_time(row.get("created_at"))
+        or parse_time(row.get("valid_at"))
+    )
+
+
+def _listed(terms: list[str]) -> str:
+    return ", ".join(terms)
+
+
+def describe_match(
+    content: str, terms: list[str], *, episode_text: bool
+) -> tuple[str, str, list[str], list[str]]:
+    """(label, kind, shared key words, missing key words) of a message found for a fact.
+
+    "exact words" only when the message holds the episode's text and every key word of
+    the fact; otherwise the label says what matched and what the message never says.
+    """
+    found = {s["term"] for s in spans(content, terms)}
+    shared = [t for t in terms if t in found]
+    missing = [t for t in terms if t not in found]
+    if episode_text and terms and not missing:
+        return "exact words", "exact_words", shared, missing
+    if episode_text:
+        label = "the episode's own text"
+        if not terms:
+            label += " (the fact has no key words to look for)"
+        elif not shared:
+            label += f", which has none of the fact's key words ({_listed(missing)})"
+        elif missing:
+            label += f", which shares {_listed(shared)} but never says {_listed(missing)}"
+        return label, "episode_text", shared, missing
+    label = f"shares the words {_listed(shared)} (a message near the episode's time)"
+    if missing:
+        label += f"; never says {_listed(missing)}"
+    return label, "shared_words", shared, missing
+
+
 def _trace_episode(
-    access: MemoryAccess, row: dict[str, Any], terms: list[str], session: Any
+    access: MemoryAccess,
+    row: dict[str, Any],
+    terms: list[str],
+    session: Any,
+    fact_created: Any = None,
 ) -> dict[str, Any]:
     body, named_role, kind = episode_words(row.get("source"), row.get("content") or "")
     thread = thread_hint(row.get("source_description"))
     if thread is not None and not thread_exists(session, access.user_id, thread):
         thread = None
     moment = parse_time(row.get("valid_at")) or parse_time(row.get("created_at"))
-    message = pick_message(messages_containing(session, access.user_id, body), body, thread, moment)
-    basis = "exact words"
+    until = _bound(fact_created, row)
+    exact = messages_containing(session, access.user_id, body, until=until)
+    message = pick_message(exact, body, thread, moment)
+    episode_text = message is not None
     if message is None and moment is not None:
-        near = messages_near(session, access.user_id, moment, thread_id=thread)
+        near = messages_near(session, access.user_id, moment, thread_id=thread, until=until)
         message = _best_by_terms(near, terms, moment)
-        basis = "key words near the episode's time"
+    match = (
+        describe_match(message["content"] or "", terms, episode_text=episode_text)
+        if message
+        else None
+    )
     said_by = _ROLES.get(str(message["role"]).lower()) if message else None
     said_by = said_by or named_role or _KIND_ROLES.get(kind or "")
     return {
@@ -185,7 +237,11 @@ def _trace_episode(
         "content_chars": row.get("content_chars"),
         "thread_hint": thread,
         "message": _message_view(message, terms) if message else None,
-        "match": basis if message else None,
+        "match": match[0] if match else None,
+        "match_kind": match[1] if match else None,
+        "shared_words": match[2] if match else [],
+        "missing_words": match[3] if match else [],
+        "not_after": until.isoformat() if until else None,
         "said_by": said_by,
         "said_by_basis": "chat message role"
         if message
@@ -294,7 +350,7 @@ def fact_provenance(
     episode_rows = pq.episodes_by_uuid(client, access.group_id, fact["episodes"])
     with session_scope(access.settings) as session:
         traced = [
-            _trace_episode(access, episode_rows[uuid], terms, session)
+            _trace_episode(access, episode_rows[uuid], terms, session, fact["created_at"])
             if uuid in episode_rows
             else {"uuid": uuid, "missing": True, "message": None, "said_by": None}
             for uuid in fact["episodes"][: pq.MAX_EPISODES]

@@ -7,6 +7,7 @@
   in progress under the row lock before it calls the summarizer; another compress of the
   same thread is `thread_busy` at once; a lease past its time (a killed process) is void.
 - `api_tokens.expires_at`: a service token may expire.
+- `alert_rules.compressible_only`: a rule may leave out threads nobody can compress.
 
 Revision ID: 0008
 Revises: 0007
@@ -38,9 +39,15 @@ def upgrade() -> None:
         )
     with op.batch_alter_table("api_tokens") as table:
         table.add_column(sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True))
+    with op.batch_alter_table("alert_rules") as table:
+        table.add_column(
+            sa.Column("compressible_only", sa.Boolean(), server_default=sa.true(), nullable=False)
+        )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("alert_rules") as table:
+        table.drop_column("compressible_only")
     with op.batch_alter_table("api_tokens") as table:
         table.drop_column("expires_at")
     with op.batch_alter_table("conversations") as table:
