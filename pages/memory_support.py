@@ -5,7 +5,8 @@ threads with pressure, last summary and tool-result checks) is written by
 `yuxi_dash.memory.desk.bundle`, audited, and downloaded from a temporary file.
 Forgetting deletes the user's memory graph and hit counters and verifies
 nothing is left (`yuxi_dash.memory.desk.forget`); it works even when memory is
-gated off for the user, since erasure is their right.
+gated off for the user, since erasure is their right. It is the page's least prominent
+control: last, folded in an expander, a tertiary button after the typed confirmation.
 """
 
 from __future__ import annotations
@@ -68,29 +69,30 @@ if prepared is not None:
         type="primary",
     )
 
-st.subheader("Forget this user")
 if actor.role < Role.ADMIN:
     st.caption("An admin can forget everything about a user from this page.")
     st.stop()
-st.warning(literal(confirmation_text(user_id)), icon=":material/delete_forever:")
-typed = st.text_input("Type the user id to confirm", key="forget_confirm")
-if st.button("Forget this user", type="primary"):
-    report = support.forget(actor, user_id, typed)
-    if report:
-        deleted = report["deleted"]
-        st.success(
-            md(
-                "Forgot {}: {:,} nodes ({:,} entities, {:,} episodes, {:,} communities), "
-                "{:,} edges ({:,} facts), {:,} hit counters. Verified: nothing is left. "
-                "Audit row {}.",
-                user_id,
-                deleted["nodes"],
-                deleted["entities"],
-                deleted["episodes"],
-                deleted["communities"],
-                deleted["edges"],
-                deleted["facts"],
-                deleted["redis_keys"],
-                report["audit_id"],
+# the least prominent control of the page, last and folded away: it cannot be undone
+with st.expander("Forget this user", icon=":material/delete_forever:"):
+    st.warning(literal(confirmation_text(user_id)), icon=":material/delete_forever:")
+    typed = st.text_input("Type the user id to confirm", key="forget_confirm")
+    if st.button("Forget this user", type="tertiary", icon=":material/delete_forever:"):
+        report = support.forget(actor, user_id, typed)
+        if report:
+            deleted = report["deleted"]
+            st.success(
+                md(
+                    "Forgot {}: {:,} nodes ({:,} entities, {:,} episodes, {:,} communities), "
+                    "{:,} edges ({:,} facts), {:,} hit counters. Verified: nothing is left. "
+                    "Audit row {}.",
+                    user_id,
+                    deleted["nodes"],
+                    deleted["entities"],
+                    deleted["episodes"],
+                    deleted["communities"],
+                    deleted["edges"],
+                    deleted["facts"],
+                    deleted["redis_keys"],
+                    report["audit_id"],
+                )
             )
-        )

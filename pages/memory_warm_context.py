@@ -1,11 +1,16 @@
-"""Warm context: the exact `<temporal_context>` block the agent would get for a query."""
+"""Warm context: the exact `<temporal_context>` block the agent would get for a query.
+
+Below the block, the same recent episodes for people: an envelope's fields, the text with
+its line breaks, cut at a word (`readable_episode`). The block itself is never reworded.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from yuxi_dash.memory.views.warm_context import EPISODE_CONTENT_CHARS, readable_episode
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui.page_text import literal, md
+from yuxi_dash.ui.page_text import MarkdownSafe, literal, md, stamp
 
 actor, access = ui.open_memory_page("Warm context", "warm_context")
 query = st.text_input("What the user might ask", key="warm_query", max_chars=500).strip()
@@ -38,3 +43,20 @@ if stale:
         hide_index=True,
         width="stretch",
     )
+
+if data["episodes"]:
+    st.subheader("Recent episodes, as people read them")
+    st.caption(
+        md(
+            "The episodes of the block above, decoded: an envelope's fields, real line breaks. "
+            "The agent gets the first {:,} characters of each, as written in the block.",
+            EPISODE_CONTENT_CHARS,
+        )
+    )
+for item in data["episodes"]:
+    episode = readable_episode(item.get("created_at"), item.get("content"))
+    with st.container(border=True):
+        about = [md("{}", stamp(episode["created_at"]))]
+        about += [md("{}: **{}**", name, value) for name, value in episode["fields"].items()]
+        st.caption(MarkdownSafe(" · ".join(about)))
+        st.markdown(literal(episode["text"]) if episode["text"] else "*(no text)*")

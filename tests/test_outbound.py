@@ -103,3 +103,43 @@ def test_it_works_from_code_already_on_an_event_loop(hostile_server: HostileServ
         return call(hostile_server).status
 
     assert asyncio.run(inside()) == 200
+
+
+def test_a_slow_name_lookup_does_not_stretch_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lookup runs in a worker thread the deadline cannot stop: the call must not wait
+    for it (asyncio.run would)."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def slow(host: object, *args: object, **kwargs: object) -> object:
+        if host == "slow-dns.invalid":
+            time.sleep(3)
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    started = time.monotonic()
+    with pytest.raises(OutboundFailed) as caught:
+        outbound.post("http://slow-dns.invalid/", content=b"", headers={}, deadline_seconds=0.5)
+    assert time.monotonic() - started < 0.5 + MARGIN
+    assert caught.value.kind in (outbound.CONNECT, outbound.DEADLINE) and not caught.value.sent
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"),
+    [("http://[::1/", {}), ("http://127.0.0.1:9/", {"Authorization": "Bearer \ufefftoken"})],
+    ids=["unparsable-url", "non-ascii-header"],
+)
+def test_a_call_that_cannot_be_built_is_protocol_and_not_sent(
+    url: str, headers: dict[str, str]
+) -> None:
+    with pytest.raises(OutboundFailed) as caught:
+        outbound.post(url, content=b"", headers=headers, deadline_seconds=2)
+    assert (caught.value.kind, caught.value.sent) == (outbound.PROTOCOL, False)
+
+
+def test_a_header_value_never_reaches_the_message(hostile_server: HostileServer) -> None:
+    hostile_server.behave("plain", status=404, headers={"Content-Encoding": "\x1b[2Jx"})
+    error, _ = failed(hostile_server)
+    assert error.kind == outbound.PROTOCOL and error.http_status == 404
+    assert "\x1b" not in error.message and "[2J" not in error.message

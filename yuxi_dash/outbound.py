@@ -23,7 +23,7 @@ import math
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,13 +78,13 @@ def post(
         max_bytes=max_bytes,
     )
     if not _loop_running():
-        return asyncio.run(call)
+        return _run(call)
     # called from code already on an event loop: run on a loop of our own in a thread
     result: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            result["answer"] = asyncio.run(call)
+            result["answer"] = _run(call)
         except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
             result["error"] = exc
 
@@ -95,6 +95,18 @@ def post(
         raise result["error"]
     answer: Answer = result["answer"]
     return answer
+
+
+def _run(call: Coroutine[Any, Any, Answer]) -> Answer:
+    """Run ``call`` on a loop of its own. Unlike `asyncio.run`, closing it does not wait for
+    the loop's worker threads: a name lookup that hangs past the deadline is left behind
+    instead of stretching the call."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(call)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def _loop_running() -> bool:
@@ -154,7 +166,8 @@ async def _post(
         raise OutboundFailed(
             f"the connection dropped ({type(exc).__name__})", kind=DROPPED, sent=sent
         ) from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError, ValueError) as exc:
+        # also a URL httpx cannot parse or a header value that is not ASCII: never sent
         raise OutboundFailed(
             f"the call failed ({type(exc).__name__})", kind=PROTOCOL, sent=sent
         ) from None
@@ -170,9 +183,10 @@ async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise OutboundFailed(
-            f"HTTP {response.status_code} answer is {encoding[:20]}-encoded though none was asked",
+            f"HTTP {response.status_code} answer is content-encoded though none was asked",
             kind=PROTOCOL,
             sent=True,
+            http_status=response.status_code,
         )
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > max_bytes:

@@ -171,3 +171,28 @@ def test_a_failed_notice_is_kept_and_sent_with_the_same_event_id_later(
     assert drain_webhook(get_settings(), now=now + timedelta(seconds=600)) == 0  # sent: done
     (hook,) = [c for c in channels() if c.channel == WEBHOOK]
     assert (hook.failures_total, hook.sent_total, hook.consecutive_failures) == (1, 1, 0)
+
+
+def test_a_notice_never_overtakes_one_another_sender_is_posting(
+    db_url: str, hostile_server: HostileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two senders: while one posts notice 1, the other sends nothing, not notice 2 (a
+    "resolved" must never reach the receiver before the "firing" it follows)."""
+    from yuxi_dash.alerts.delivery import _claim_notice, _record_notice
+
+    point_at(monkeypatch, hostile_server, alertmanager=False)
+    hostile_server.behave("plain", status=202, body=b"")
+    add_rule("hot")
+    put_thread("t1", 0.95)
+    put_thread("t2", 0.96)
+    assert evaluate(deliver=False).queued == 2
+    first_id = outbox()[0].id
+    now = utcnow()
+    claim = _claim_notice(get_settings(), now)  # sender A is posting notice 1
+    assert claim is not None and claim.id == first_id
+    assert drain_webhook(get_settings(), now=now) == 0  # sender B waits its turn
+    assert hostile_server.requests == []
+    _record_notice(get_settings(), claim, now, None)  # A's post was accepted
+    assert drain_webhook(get_settings(), now=now) == 1  # now B sends notice 2
+    (request,) = hostile_server.requests
+    assert header(request, "X-Yuxi-Dash-Event") == outbox()[1].event_id

@@ -27,7 +27,9 @@ def test_memory_seeding_is_called_with_the_demo_users(
 
     calls: list[tuple[tuple[str, ...], bool]] = []
 
-    def fake_graphs(settings: Settings, users: tuple[str, ...], *, reset: bool) -> dict:
+    def fake_graphs(
+        settings: Settings, users: tuple[str, ...], *, reset: bool, now: object = None
+    ) -> dict:
         calls.append((tuple(users), reset))
         return {"graphs": 28, "skipped_existing": 2}
 

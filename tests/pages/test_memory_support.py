@@ -82,3 +82,19 @@ def test_viewers_get_no_forget_section(memory_pages, monkeypatch) -> None:
     assert not at.exception
     assert not [b for b in at.button if b.label == "Forget this user"]
     assert any("An admin can forget" in c.value for c in at.caption)
+
+
+def test_forget_is_the_least_prominent_control_and_comes_last(memory_pages) -> None:
+    """Forgetting cannot be undone: it sits last, folded away, as a tertiary button after the
+    typed confirmation; the bundle stays the page's main action."""
+    at = memory_pages("memory_support.py", "alice_chen")
+    assert not at.exception
+    forget = _button(at, "Forget this user")
+    assert forget.proto.type == "tertiary"
+    assert at.button[-1].label == "Forget this user"  # after Prepare bundle
+    (folded,) = [e for e in at.expander if e.label == "Forget this user"]
+    assert not folded.proto.expanded
+    inside = [b.label for b in folded.button]
+    assert inside == ["Forget this user"]
+    assert [t.key for t in folded.text_input] == ["forget_confirm"]  # its typed confirmation
+    assert not [h for h in at.subheader if h.value == "Forget this user"]

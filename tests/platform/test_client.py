@@ -256,3 +256,20 @@ def test_a_platform_message_is_redacted_and_escaped(
         assert "you sent Bearer [redacted]" in message
     else:
         assert "gone \\x1b[31mred\\x1b[0m \\x07 bell" in message
+
+
+def test_a_token_file_with_a_bom_is_read_without_it_and_other_bytes_are_refused(
+    tmp_path: Path,
+) -> None:
+    """An editor's byte-order mark is not part of the token; a character no header can carry
+    is a configuration error, never an unexpected error at the first call."""
+    from yuxi_dash.platform.client import _read_token
+
+    saved = tmp_path / "token"
+    saved.write_bytes("\ufefftok-ABC-123\n".encode())
+    assert _read_token(Settings(platform_url="http://h", platform_token_file=saved)) == (
+        "tok-ABC-123"
+    )
+    saved.write_text("tok-\u00e9t\u00e9\n", encoding="utf-8")
+    with pytest.raises(PlatformMisconfigured, match="characters a header cannot carry"):
+        _read_token(Settings(platform_url="http://h", platform_token_file=saved))

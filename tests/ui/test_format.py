@@ -158,6 +158,7 @@ def test_blocked_kinds_count_only_what_really_cannot_be_compressed_here() -> Non
     line = hidden_line({"unsupported": 25, "no_endpoint": 2, "busy": 3})
     assert line is not None and line.startswith(
         "30 threads that cannot be compressed now are hidden: 27 cannot be compressed here "
+        "(2 attached with no platform endpoint: set YUXI_DASH_PLATFORM_URL) "
         "and 3 are busy (running, queued or interrupted)."
     )
     assert hidden_line({}) is None

@@ -42,6 +42,7 @@ from yuxi_dash.alerts.payloads import (
     webhook_configured,
 )
 from yuxi_dash.errors import OutboundFailed
+from yuxi_dash.outside_text import safe_line
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.labels import agent_label, top_agents
@@ -108,7 +109,7 @@ def _post(url: str, content: bytes, headers: dict[str, str], budget: Budget) -> 
                 connect_timeout_seconds=CONNECT_SECONDS,
             )
         except OutboundFailed as exc:
-            reason = reason or f"{exc.kind}: {exc.reason}"
+            reason = reason or f"{exc.kind}: {safe_line(exc.reason)}"
             if exc.kind in _RETRIED and budget.left() > RETRY_PAUSE_SECONDS + MIN_POST_SECONDS:
                 time.sleep(RETRY_PAUSE_SECONDS)
                 continue
@@ -299,26 +300,25 @@ class _Claim:
 
 
 def _claim_notice(settings: Settings, now: datetime) -> _Claim | None:
-    """Claim the first due notice no one else has claimed (None: none, or the channel paused)."""
+    """Claim the oldest unsent notice when it is due and no one holds it (None otherwise:
+    a notice after it never overtakes it, so the receiver sees them in id order)."""
     with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
         channel = session.get(AlertChannel, WEBHOOK)
         if channel is not None and not _may_try(channel, now):
             return None
         query = (
             sa.select(AlertOutbox)
-            .where(
-                AlertOutbox.sent_at.is_(None),
-                AlertOutbox.channel == WEBHOOK,
-                sa.or_(AlertOutbox.claimed_until.is_(None), AlertOutbox.claimed_until <= now),
-            )
+            .where(AlertOutbox.sent_at.is_(None), AlertOutbox.channel == WEBHOOK)
             .order_by(AlertOutbox.id)
             .limit(1)
         )
         if not is_sqlite(session):  # SQLite: BEGIN IMMEDIATE, one claimer at a time
-            query = query.with_for_update(skip_locked=True)
+            query = query.with_for_update()  # held only by another claim's short transaction
         row = session.scalar(query)
         if row is None or row.next_attempt_at > now:
             return None  # the oldest is backing off: the ones after it wait (order kept)
+        if row.claimed_until is not None and row.claimed_until > now:
+            return None  # another sender is posting it: the ones after it wait too
         row.claimed_until = now + _claim_time(settings)
         return _Claim(row.id, row.event_id, dict(row.payload), row.claimed_until)
 

@@ -39,6 +39,7 @@ from yuxi_dash.api.metrics import router as metrics_router
 from yuxi_dash.api.tokens import authenticate_token, bearer_token
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.files.workdir import Workdir
+from yuxi_dash.outside_text import escaped_controls
 from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
@@ -397,7 +398,7 @@ def _audit_route_refusal(request: Request, code: str, status_code: int) -> None:
         record_audit_eventually(
             actor=actor.id if actor is not None else UNAUTHENTICATED,
             action=ROUTE_ACTION,
-            target=f"route:{request.scope.get('path', '')}",
+            target=f"route:{escaped_controls(str(request.scope.get('path', '')))}",
             outcome="refused",
             detail={
                 "via": "api",

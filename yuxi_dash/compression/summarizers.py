@@ -114,6 +114,9 @@ def render_transcript(messages: Iterable[BaseMessage], *, max_message_chars: int
 
 
 # -- OpenAI-compatible ---------------------------------------------------------
+SUMMARIZER_MAX_RETRIES = 1  # the model client's retries: a call may take (1 + this) timeouts
+
+
 class OpenAICompatibleSummarizer:
     """Summaries from an OpenAI-compatible chat-completions endpoint."""
 
@@ -126,7 +129,7 @@ class OpenAICompatibleSummarizer:
         model: str,
         api_key: str | None = None,
         timeout_seconds: float = 60.0,
-        max_retries: int = 1,
+        max_retries: int = SUMMARIZER_MAX_RETRIES,
     ) -> None:
         import openai  # deferred: the offline path never needs the client
 

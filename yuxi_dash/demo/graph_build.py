@@ -3,24 +3,22 @@
 Owns `build_demo_graph` and the `DemoGraph` it returns. Each message of the first
 turn of each of the user's threads (`yuxi_dash.demo.plan.first_exchanges`, word
 for word) is an episode naming its thread, so a fact's provenance finds it:
-
-- `user_asserted` facts come from the user's message (plus a planted one the user
-  never said, `planted_facts`);
-- `assistant_derived` facts from the points of the assistant's answer;
-- `tool_observed` facts from the answer's last point.
-
-Each episode is dated when its message was written (a stand-in user's: over the last
-100 days), so no fact predates its message; every fact's text names its source
-and target. It holds the variety the memory pages need: every ratification
-status, duplicates, mirrored edges, communities, one episode over 64 KB when
-asked. No time lies after `now`. Deterministic per user id.
+`user_asserted` facts come from the user's message (plus a planted one the user never
+said, `planted_facts`), `assistant_derived` facts from the answer's points,
+`tool_observed` facts from its last point. Each episode is dated when its message was
+written, so no fact predates its message; a tentative fact older than every recorded
+message comes from an earlier session the record no longer holds (a stand-in user's
+episodes: the last 100 days). Every fact's text names its source and target. It holds
+the variety the memory pages need: every ratification status, duplicates, mirrored
+edges, communities, one episode over 64 KB when asked. No time lies after `now`.
+Deterministic per user id.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -345,6 +343,7 @@ class _GraphBuilder:
         for number, said in enumerate(self.answered):
             exchange = said.exchange
             topic = self.entity(exchange.topic_title, "Project", said.at)
+            self.mention(said.episode, self.user_node, topic)  # even if its facts are earlier
             points = _unique(exchange.points)
             for offset, point in enumerate(points):
                 tool = offset == len(points) - 1 and len(points) > 1
@@ -354,13 +353,15 @@ class _GraphBuilder:
                 if tool:
                     relation = "WAS_SHOWN"
                     text = text.replace(" was told about ", " was shown by a tool, about ", 1)
-                created, hits = None, 0
+                created, hits, source = None, 0, said
                 if number == 0 and offset == 0:
                     status = "active"
                 elif tentative and not tool:
                     status = "tentative"
                     days_old, hits = tentative.pop(0)
-                    created = max(self.now - timedelta(days=days_old), said.at)
+                    created = self.now - timedelta(days=days_old)
+                    if created < said.at:  # older than the record's messages
+                        source = self._earlier(said, created - timedelta(minutes=30))
                 else:
                     status = _STATUS_CYCLE[cycle % len(_STATUS_CYCLE)]
                     cycle += 1
@@ -369,13 +370,29 @@ class _GraphBuilder:
                     relation,
                     topic,
                     text,
-                    said,
+                    source,
                     source_kind=kind,
                     status=status,
                     created=created,
                 )
                 if status == "tentative" and hits:
                     self.graph.hits[edge.uuid] = hits
+
+    def _earlier(self, said: _Said, at: datetime) -> _Said:
+        """The same answer told in an earlier session of the thread, one the chat record no
+        longer holds: where a tentative fact older than every recorded message comes from."""
+        exchange = replace(
+            said.exchange, thread_id=f"{said.exchange.thread_id}-earlier", in_record=False
+        )
+        episode = self._episode(
+            exchange,
+            "assistant",
+            exchange.answer,
+            at,
+            memory_kind="finding",
+            source_kind="assistant_derived",
+        )
+        return _Said(episode, exchange, at)
 
     def add_random_hits(self) -> None:
         """Random hits on some tentative facts that have none yet."""
@@ -444,7 +461,7 @@ class _GraphBuilder:
         `state`: none (no communities), fresh (after the last episode), few_new
         (a few episodes since) or stale (half of the episodes since).
         """
-        episodes = self.graph.episodes
+        episodes = sorted(self.graph.episodes, key=lambda e: e.created_at)
         if state == "none" or len(episodes) < 3:
             return
         if state == "fresh":

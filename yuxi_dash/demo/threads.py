@@ -193,7 +193,14 @@ def _play_turn(
     text = demo_user_text(built.plan, len(built.turn_texts))
     sequence = record_intake(session, thread_id, text, built.clock.turn())
     calls_before = len(built.clock.calls)
-    play_turn(agent, thread_id, text, max_model_calls=calls)
+    play_turn(
+        agent,
+        thread_id,
+        text,
+        max_model_calls=calls,
+        user_id=built.plan.user_id,
+        agent_slug=built.plan.agent_slug,
+    )
     latest = project_thread(session, conv, store)
     stamp_turn(
         session, thread_id, after_sequence=sequence, call_times=built.clock.calls[calls_before:]

@@ -94,13 +94,17 @@ def _read_token(settings: Settings) -> str | None:
     if path is None:
         return None
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        token = path.read_text(encoding="utf-8-sig").strip()  # a BOM is not part of it
     except (OSError, UnicodeDecodeError) as exc:
         raise PlatformMisconfigured(
             f"cannot read YUXI_DASH_PLATFORM_TOKEN_FILE ({type(exc).__name__})"
         ) from None
     if not token:
         raise PlatformMisconfigured("YUXI_DASH_PLATFORM_TOKEN_FILE is empty")
+    if not token.isascii() or not token.isprintable():
+        raise PlatformMisconfigured(
+            "YUXI_DASH_PLATFORM_TOKEN_FILE holds characters a header cannot carry"
+        )
     return token
 
 

@@ -38,6 +38,7 @@ from yuxi_dash.compression import (
     write_summary,
 )
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, state_update
+from yuxi_dash.compression.summarizers import SUMMARIZER_MAX_RETRIES
 from yuxi_dash.errors import (
     CompressionUnsupported,
     StaleState,
@@ -304,7 +305,9 @@ def _compress_locked(
         conv, agent = _check_compressible(session, conv, thread_id, user_id=user_id)
         void_lease = conv.compress_lease_id is not None  # not live, or taking it raises
         lease_id = take_compress_lease(
-            conv, seconds=settings.summarizer_timeout_seconds + COMPRESS_LEASE_MARGIN_SECONDS
+            conv,
+            seconds=settings.summarizer_timeout_seconds * (1 + SUMMARIZER_MAX_RETRIES)
+            + COMPRESS_LEASE_MARGIN_SECONDS,
         )
         locked = locked_store(session, store)
         latest = locked.latest(thread_id)

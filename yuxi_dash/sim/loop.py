@@ -6,8 +6,9 @@ holds them), the simulator's three agents (`SIM_AGENTS`; `report-writer` lacks
 over `SimChatModel` and `SIM_TOOLS`, with the compression middleware for an
 agent that has `context_compression`, only the token-usage middleware for one
 that has not, and the given LangGraph checkpointer) and `play_turn` (one user
-message through that graph). Every compaction, offload and summary is the
-middleware's own; nothing here touches the dashboard's tables.
+message through that graph; its run config names the thread's user and agent).
+Every compaction, offload and summary is the middleware's own; nothing here
+touches the dashboard's tables.
 """
 
 from __future__ import annotations
@@ -174,21 +175,40 @@ def build_agent(
     )
 
 
-def run_config(thread_id: str) -> RunnableConfig:
-    """The run config naming the thread (LangGraph's ``thread_id``)."""
-    return {"configurable": {"thread_id": thread_id}}
+def run_config(
+    thread_id: str, *, user_id: str | None = None, agent: str | None = None
+) -> RunnableConfig:
+    """The run config naming the thread (LangGraph's ``thread_id``), its user and its agent.
+
+    LangGraph copies ``configurable.user_id`` and ``metadata.assistant_id`` into
+    each checkpoint's metadata, where an attached dashboard reads them.
+    """
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if user_id:
+        configurable["user_id"] = user_id
+    config: RunnableConfig = {"configurable": configurable}
+    if agent:
+        config["metadata"] = {"assistant_id": agent}
+    return config
 
 
 def play_turn(
-    agent: Agent, thread_id: str, text: str, *, max_model_calls: int | None = None
+    agent: Agent,
+    thread_id: str,
+    text: str,
+    *,
+    max_model_calls: int | None = None,
+    user_id: str | None = None,
+    agent_slug: str | None = None,
 ) -> None:
     """One user message through the agent: to its answer, or paused after ``max_model_calls``.
 
     A paused turn stops before the tool node, with the last model call's tool
     calls pending in the checkpoint (what a run interrupted for a tool
-    approval, or still running, leaves behind).
+    approval, or still running, leaves behind). ``user_id`` and ``agent_slug``
+    go into the run config (`run_config`), so the checkpoints name them.
     """
-    config = run_config(thread_id)
+    config = run_config(thread_id, user_id=user_id, agent=agent_slug)
     payload: dict[str, Any] | None = {"messages": [HumanMessage(text)]}
     if max_model_calls is None:
         agent.invoke(payload, config)

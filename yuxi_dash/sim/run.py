@@ -220,7 +220,7 @@ def _play(
             raise ThreadBusy(f"thread {thread_id} has another run in progress")
         try:
             try:
-                play_turn(agent, thread_id, text)
+                play_turn(agent, thread_id, text, user_id=owner, agent_slug=result.agent)
             finally:  # what the turn wrote before a failure is the thread's state too
                 with thread_lock(thread_id, settings=settings) as (session, conv):
                     project_thread(session, require_thread(conv, thread_id), store)

@@ -45,6 +45,8 @@ from yuxi_dash.resources import CHECKPOINT_STORES, get_resources
 from yuxi_dash.store.checkpoint_serde import checkpoint_serializer
 
 WRITER_NODE = "model"
+# checkpoint metadata that names a thread's user and agent (what an attached dashboard reads)
+NAMING_METADATA_KEYS = ("user_id", "assistant_id", "graph_id")
 _NEWEST_IDS = (
     "SELECT thread_id, max(checkpoint_id) FROM checkpoints "
     "WHERE checkpoint_ns = '' GROUP BY thread_id"
@@ -114,6 +116,15 @@ def _config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}
+
+
+def _naming_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The user and agent a checkpoint's metadata names (``NAMING_METADATA_KEYS``)."""
+    return {
+        key: value
+        for key in NAMING_METADATA_KEYS
+        if isinstance(value := metadata.get(key), str | int) and not isinstance(value, bool)
+    }
 
 
 def _checkpoint(thread_id: str, snapshot: StateSnapshot) -> ThreadCheckpoint | None:
@@ -222,6 +233,9 @@ class CheckpointStore:
 
         ``None`` expects a thread with no checkpoint yet. The caller holds the
         thread's row lock, so nothing of ours writes between the check and the write.
+        The new checkpoint's metadata keeps the thread's user and agent
+        (``NAMING_METADATA_KEYS``) of the one it follows, so an attached
+        dashboard that first sees the thread there still knows whose it is.
         """
         current = self.latest(thread_id)
         current_id = current.checkpoint_id if current else None
@@ -229,7 +243,11 @@ class CheckpointStore:
             raise StaleState(
                 f"thread {thread_id} moved to another checkpoint; reload and try again"
             )
-        config = self.graph.update_state(_config(thread_id), dict(update), as_node=WRITER_NODE)
+        write_config = _config(thread_id)
+        names = _naming_metadata(current.metadata if current else {})
+        if names:
+            write_config["metadata"] = names  # LangGraph copies it into the checkpoint's metadata
+        config = self.graph.update_state(write_config, dict(update), as_node=WRITER_NODE)
         written = _checkpoint(thread_id, self.graph.get_state(config))
         if written is None:  # pragma: no cover - update_state always makes a checkpoint
             raise StaleState(f"thread {thread_id}: the checkpoint write did not land")

@@ -26,6 +26,7 @@ from yuxi_dash.memory.views import gated_views, index_views
 from yuxi_dash.memory.views.gate import MemoryAccess, gates_for, list_memory_users, open_view
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.cache import settings_cached
+from yuxi_dash.ui.charts import count_axis
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import MarkdownSafe, code, literal, md, reason_text
 
@@ -279,7 +280,7 @@ def count_bar_chart(counts: dict[str, int], label: str, *, title: str = "") -> a
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("facts:Q", title="facts"),
+            x=alt.X("facts:Q", axis=count_axis("facts")),
             y=alt.Y(f"{label}:N", sort="-x", title=None),
             tooltip=[label, "facts"],
         )

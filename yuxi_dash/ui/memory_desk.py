@@ -332,7 +332,7 @@ def draw_history(actor: Actor, access: MemoryAccess, fact_uuid: str, fid: str) -
         st.caption("No corrections of this fact yet.")
         return
     for row in history:
-        st.markdown(_history_line(row))
+        st.markdown(md("{}", _history_line(row)))
         if row["undoable"]:
             _draw_undo(actor, row, fid)
 

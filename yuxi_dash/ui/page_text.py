@@ -360,7 +360,15 @@ def hidden_line(kinds: Mapping[str, int], *, role_blocked: int = 0) -> str | Non
     if role_blocked:
         parts.append(f"{role_blocked:,} need the operator role to compress")
     if here:
-        parts.append(f"{here:,} cannot be compressed here")
+        no_endpoint = kinds.get("no_endpoint", 0)
+        parts.append(
+            f"{here:,} cannot be compressed here"
+            + (
+                f" ({no_endpoint:,} attached with no platform endpoint: set YUXI_DASH_PLATFORM_URL)"
+                if no_endpoint
+                else ""
+            )
+        )
     if busy:
         parts.append(
             f"{busy:,} {'is' if busy == 1 else 'are'} busy (running, queued or interrupted)"

@@ -196,7 +196,7 @@ def test_ratification_episodes_and_relations(demo_graphs, graph_client, evaluato
 
     rat = gated_views.ratification(open_("ratification"), client=graph_client)
     assert set(rat["next_pass"]) == {"promote", "supersede", "leave"}
-    assert all(v > 0 for v in rat["next_pass"].values())
+    assert all(v > 0 for v in rat["next_pass"].values()), rat["next_pass"]
     assert sum(rat["next_pass"].values()) == rat["by_status"]["tentative"]
     assert rat["tentative_total"] == rat["by_status"]["tentative"] == len(rat["tentative"])
     eps = gated_views.episodes(open_("episodes"), limit=100, client=graph_client)["episodes"]

@@ -25,6 +25,14 @@ def hits_key(user_id: str, edge_uuid: str) -> str:
     return f"mem:hits:{user_id}:{edge_uuid}"
 
 
+def hits_store(redis_url: str | None) -> str:
+    """Where the hit counters are read from, in words (`hits_connection` decides the same
+    way); the URL itself is never shown, it may hold a password."""
+    if redis_url:
+        return "the Redis server at YUXI_DASH_REDIS_URL"
+    return "the FalkorDB server itself (YUXI_DASH_REDIS_URL is unset)"
+
+
 def read_hits(conn: redis.Redis, user_id: str, edge_uuids: Sequence[str]) -> dict[str, int]:
     """Hit counts for the given facts (missing key -> 0), one MGET."""
     if not edge_uuids:

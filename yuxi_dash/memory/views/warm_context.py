@@ -1,9 +1,9 @@
 """The warm-context preview: the exact `<temporal_context>` block the agent would get.
 
 The modelled system runs a hybrid fact search (top GRAPHITI_CONTEXT_MAX_FACTS) plus the last
-5 episodes. With no embedder, the fact search here is graphiti-core's `edge_fulltext_search`
-BM25 statement on FalkorDB (the same rows; the page says so), through `GraphClient.ro_rows`
-(read-only, timed out, parameters never logged). Each fact says if it is live (`not_live`). Format:
+5 episodes. With no embedder, facts come from graphiti-core's BM25 `edge_fulltext_search` (the
+same rows; the page says so) via `GraphClient.ro_rows` (read-only, timed out, parameters never
+logged); `not_live` says why a fact is not. The block (`readable_episode` is for people):
 
     <temporal_context>
     <FACTS>
@@ -17,6 +17,8 @@ BM25 statement on FalkorDB (the same rows; the page says so), through `GraphClie
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -143,3 +145,80 @@ def build_warm_context(
         episodes=episodes,
         block=format_temporal_context(facts, episodes),
     )
+
+
+# --- the episodes for people: the block above stays exactly what the agent gets ---------------
+EPISODE_TEXT_KEYS = ("content", "text", "body")  # the envelope key that holds the words
+_ROLE_PREFIX = re.compile(r"(user|assistant|tool|system|human|ai): ", re.IGNORECASE)
+_MAX_CLOSE_TRIES = 48  # trailing characters dropped, at most, to close a cut JSON envelope
+
+
+def _closed_envelope(text: str) -> dict[str, Any] | None:
+    """A JSON object cut short (the query keeps EPISODE_CONTENT_CHARS): its leading fields,
+    the last string value up to the cut. Bounded: at most 2 x _MAX_CLOSE_TRIES decodes."""
+    for drop in range(min(_MAX_CLOSE_TRIES, len(text))):
+        head = text[: len(text) - drop]
+        for closer in ('"}', "}"):
+            try:
+                value = json.loads(head + closer)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and value:
+                return value
+    return None
+
+
+def _field_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def cut_at_word(text: str, limit: int, *, cut: bool = False) -> str:
+    """``text`` with at most ``limit`` characters, cut after a whole word with "…" added when
+    it is longer, or when it was already ``cut`` (its last word may be partial: dropped)."""
+    if len(text) <= limit and not cut:
+        return text
+    head = text[: max(0, limit)]
+    after = text[len(head) : len(head) + 1]
+    if not after.isspace():  # the cut is inside a word: back to the blank before it
+        blank = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        if blank > len(head) // 2:
+            head = head[:blank]
+    return head.rstrip() + "…"
+
+
+def readable_episode(
+    created_at: Any, content: str | None, *, limit: int = EPISODE_CONTENT_CHARS
+) -> dict[str, Any]:
+    """One episode for people: {"created_at", "fields": {name: text}, "text", "cut"}.
+
+    A JSON envelope gives its fields (memory_kind, source_kind, ...) and its ``content`` as
+    text with real line breaks; a "role: text" message gives the role. Content that reached
+    EPISODE_CONTENT_CHARS was cut by the query: its text ends at a word, with "…".
+    """
+    raw = content or ""
+    cut = len(raw) >= EPISODE_CONTENT_CHARS
+    fields: dict[str, str] = {}
+    text = raw
+    stripped = raw.strip()
+    envelope: dict[str, Any] | None = None
+    if stripped.startswith("{"):
+        try:
+            decoded = json.loads(stripped)
+            envelope = decoded if isinstance(decoded, dict) else None
+        except ValueError:  # cut by the query? else it is text that only starts with "{"
+            envelope = _closed_envelope(stripped) if cut else None
+    if envelope is not None:
+        key = next((k for k in EPISODE_TEXT_KEYS if k in envelope), None)
+        fields = {str(k): _field_text(v) for k, v in envelope.items() if k != key}
+        words = envelope.get(key, "") if key else ""
+        text = words if isinstance(words, str) else json.dumps(words, indent=2)
+    elif role := _ROLE_PREFIX.match(raw):
+        fields = {"role": role.group(1).lower()}
+        text = raw[role.end() :]
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    return {
+        "created_at": _when(created_at),
+        "fields": fields,
+        "text": cut_at_word(text, limit, cut=cut),
+        "cut": cut or len(text) > limit,
+    }
