@@ -11,7 +11,8 @@
 - No folder under yuxi_dash/ holds more than 15 modules side by side.
 - The memory rooms import one way (`MEMORY_LAYERS`: graph, freshness, views, desk):
   a room imports only the rooms before it. The files and access rooms
-  (`LOW_ROOMS`) import none of the rooms built on them (`HIGH_ROOMS`).
+  (`LOW_ROOMS`) import none of the rooms built on them (`HIGH_ROOMS`), nor do
+  the background loop and the leader lease (`SHARED_PIECES`) the jobs build on.
 
 An edge A -> B is an explicit `import B` / `from B import x` in A (`from P import m`
 is an edge to the module P.m when it exists). Imports under `if TYPE_CHECKING:`
@@ -257,6 +258,8 @@ MEMORY_LAYERS: tuple[str, ...] = (
 )
 # The workdir and its files, and roles and audit, sit under every feature room.
 LOW_ROOMS: tuple[str, ...] = ("yuxi_dash.files", "yuxi_dash.access")
+# The timer loop and the advisory-lock leader the background jobs build on.
+SHARED_PIECES: tuple[str, ...] = ("yuxi_dash.background", "yuxi_dash.leader")
 HIGH_ROOMS: tuple[str, ...] = (
     "yuxi_dash.alerts",
     "yuxi_dash.api",
@@ -307,3 +310,15 @@ def test_the_files_and_access_rooms_import_no_feature_room() -> None:
         or (_within(name, ("yuxi_dash.access",)) and _within(target, ("yuxi_dash.files",)))
     ]
     assert not upwards, "low rooms importing feature rooms:\n" + "\n".join(sorted(upwards))
+
+
+def test_the_background_loop_and_the_leader_import_no_feature_room() -> None:
+    graph = _graph()
+    assert all(piece in graph for piece in SHARED_PIECES)
+    upwards = [
+        f"{name} -> {target}"
+        for name in SHARED_PIECES
+        for target in graph[name]
+        if _within(target, HIGH_ROOMS)
+    ]
+    assert not upwards, "shared pieces importing feature rooms:\n" + "\n".join(sorted(upwards))

@@ -40,18 +40,21 @@ class Kind(Generic[T]):
 # The kinds this package owns. Their types are named for the reader only, so this
 # module imports none of the libraries behind them.
 SQL_ENGINES: Kind[Any] = Kind("sql-engine")  # sqlalchemy.Engine per (url, lock timeout)
-CHECKPOINT_STORES: Kind[Any] = Kind("checkpoint-store")  # store.checkpoints.CheckpointStore
+CHECKPOINT_STORES: Kind[Any] = Kind("checkpoint-store")  # store.checkpointer.CheckpointStore
 FALKORDB_CHILDREN: Kind[Any] = Kind("falkordb-child")  # subprocess.Popen of a server we started
-GRAPH_CLIENTS: Kind[Any] = Kind("graph-client")  # memory.client.GraphClient per server
+GRAPH_CLIENTS: Kind[Any] = Kind("graph-client")  # memory.graph.client.GraphClient per server
 FLAG_EVALUATORS: Kind[Any] = Kind("flag-evaluator")  # flags.FlagEvaluator per flag source
 AUDIT_WRITER: Kind[Any] = Kind("audit-writer")  # the background audit writer thread
-# memory.distributions.SummaryCache: per-graph distributions keyed by a change fingerprint
+# memory.freshness.distributions.SummaryCache: per-graph distributions keyed by a change
+# fingerprint
 MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
-# memory.distributions.SharedStore: the same parts in a Redis shared by dashboard processes
+# memory.freshness.distributions.SharedStore: the same parts in a Redis shared by dashboard
+# processes
 SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
-# memory.graph_changes.GraphChangeWatcher: per-graph change counters from one FalkorDB server
+# memory.freshness.graph_changes.GraphChangeWatcher: per-graph change counters from one
+# FalkorDB server
 GRAPH_CHANGES: Kind[Any] = Kind("graph-changes")
-# memory.split_scans: the threads that run a fact scan's node-id ranges at once
+# memory.graph.split_scans: the threads that run a fact scan's node-id ranges at once
 SCAN_WORKERS: Kind[Any] = Kind("scan-workers")
 
 

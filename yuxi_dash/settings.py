@@ -106,7 +106,7 @@ class Settings(BaseSettings):
         5000, ge=0, validation_alias=_env("YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS")
     )
     # A read of every fact on a large graph runs as this many source node-id ranges at once
-    # (memory.split_scans); 1 reads in one statement.
+    # (memory.graph.split_scans); 1 reads in one statement.
     falkordb_scan_splits: int = Field(
         2, ge=1, le=16, validation_alias=_env("YUXI_DASH_FALKORDB_SCAN_SPLITS")
     )

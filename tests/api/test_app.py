@@ -29,7 +29,7 @@ from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.api.app import MAX_BODY_BYTES, create_app
 from yuxi_dash.api.server import server_config
-from yuxi_dash.api.tokens import create_token, hash_token, revoke_token
+from yuxi_dash.api.service_tokens import create_token, hash_token, revoke_token
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import get_engine, session_scope
 from yuxi_dash.store.models import AgentRun, ApiToken

@@ -30,7 +30,7 @@ from tests.api.test_app import (
 from tests.service.builders import history_files, seed_thread, snapshot_of_store
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.api.app import ROUTE_ACTION
-from yuxi_dash.api.tokens import create_token
+from yuxi_dash.api.service_tokens import create_token
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, utcnow

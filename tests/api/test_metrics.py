@@ -29,7 +29,7 @@ from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.hooks import after_attach_scan
 from yuxi_dash.api.app import create_app
-from yuxi_dash.api.tokens import create_token, revoke_token
+from yuxi_dash.api.service_tokens import create_token, revoke_token
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.labels import OTHER_AGENT, top_agents

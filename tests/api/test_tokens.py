@@ -1,4 +1,4 @@
-"""Service tokens (yuxi_dash.api.tokens) on SQLite and the real PostgreSQL."""
+"""Service tokens (yuxi_dash.api.service_tokens) on SQLite and the real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.api.tokens import (
+from yuxi_dash.api.service_tokens import (
     authenticate,
     bearer_token,
     create_token,

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from tests.fixtures.live_server import dashboard_env, free_port, yuxi_dash_command
 from tests.service.builders import seed_thread
 from yuxi_dash.access.audit import wait_for_pending_audit
-from yuxi_dash.api.tokens import hash_token
+from yuxi_dash.api.service_tokens import hash_token
 from yuxi_dash.cli import main
 from yuxi_dash.cli.api import check_bind
 from yuxi_dash.settings import Settings, get_settings

@@ -1,6 +1,6 @@
 """The HTTP API of yuxi-dash (`yuxi-dash api serve`): the compress contract over our own threads.
 
-`app.create_app()` is the FastAPI application; `tokens` owns the service tokens
+`app.create_app()` is the FastAPI application; `service_tokens` owns the service tokens
 it authenticates with; `metrics` is the `GET /metrics` router (Prometheus);
 `docs` holds the OpenAPI declarations and the offline `/docs` page; `server`
 is how `api serve` runs uvicorn (header-read timeout, connection cap). The API

@@ -3,9 +3,9 @@
 Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's contract; the id may hold
 `/`), `GET /healthz`, `GET /readyz` (database and workdir: `{"ready": bool}`, details only with
 a token), `GET /metrics` (`api.metrics`) and `GET /docs` (`api.docs`, which also holds the
-OpenAPI declarations). Compress needs `Authorization: Bearer <token>` (`api.tokens`); the body
-is optional JSON `{"expected_checkpoint_id": ...}` (`CompressBody`: at most 64 KiB, any other
-field is 400 naming it). An answer is what `compress --json` prints, an error
+OpenAPI declarations). Compress needs `Authorization: Bearer <token>`
+(`api.service_tokens`); the body is optional JSON `{"expected_checkpoint_id": ...}`
+(`CompressBody`: at most 64 KiB, any other field is 400 naming it). An answer is what `compress --json` prints, an error
 `{"detail": {"code", "message"}}` with our typed error's status (docs/operations.md).
 Every compress call is one audit row: the service writes it for an authenticated actor
 (`api:<name>`), this module for a refused credential, header or body, a replay, and a refusal
@@ -36,7 +36,7 @@ from yuxi_dash.access.audit import audited_refusals, record_audit, record_audit_
 from yuxi_dash.access.roles import Actor
 from yuxi_dash.api import docs, idempotency
 from yuxi_dash.api.metrics import router as metrics_router
-from yuxi_dash.api.tokens import authenticate_token, bearer_token
+from yuxi_dash.api.service_tokens import authenticate_token, bearer_token
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.outside_text import escaped_controls

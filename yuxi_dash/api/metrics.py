@@ -33,7 +33,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
 
-from yuxi_dash.api.tokens import authenticate, bearer_token
+from yuxi_dash.api.service_tokens import authenticate, bearer_token
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time
 from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.settings import Settings

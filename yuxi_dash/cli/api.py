@@ -96,7 +96,7 @@ def _admin(action: str, target: str) -> Actor:
 
 
 def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import CREATE_ACTION, create_token
+    from yuxi_dash.api.service_tokens import CREATE_ACTION, create_token
 
     by = _admin(CREATE_ACTION, "api_token:?")
     created = create_token(
@@ -121,7 +121,7 @@ def _cmd_token_create(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_token_list(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import LIST_ACTION, list_tokens
+    from yuxi_dash.api.service_tokens import LIST_ACTION, list_tokens
 
     tokens = list_tokens(by=_admin(LIST_ACTION, "api_token:*"), settings=get_settings())
     data = [
@@ -142,7 +142,7 @@ def _cmd_token_list(args: argparse.Namespace) -> CommandResult:
 
 
 def _cmd_token_revoke(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.api.tokens import REVOKE_ACTION, revoke_token
+    from yuxi_dash.api.service_tokens import REVOKE_ACTION, revoke_token
 
     by = _admin(REVOKE_ACTION, f"api_token:{args.id}")
     info, revoked_now = revoke_token(args.id, by=by, settings=get_settings())

@@ -4,23 +4,19 @@
 (0: never), the first run one interval after start, as the actor `serve:sweep`
 with the admin role (the process is the operator's own deployment). Each run is
 audited like a manual one. A run that fails is one log line with the error's
-code, and the loop carries on. It is not started when a platform is attached:
-the sweep would remove nothing there (`held: attached_platform`). Replicas may
-each run it; the files lock and the checks made under it keep two sweeps (and a
-compress) from ever removing a file something names.
+code, and the loop carries on (`background`). It is not started when a platform
+is attached: the sweep would remove nothing there (`held: attached_platform`).
+Replicas may each run it; the files lock and the checks made under it keep two
+sweeps (and a compress) from ever removing a file something names.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.background import BackgroundLoop
-from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.settings import Settings
-
-log = logging.getLogger(__name__)
 
 SWEEP_ACTOR = Actor(id="serve:sweep", role=Role.ADMIN, via="serve")
 
@@ -28,39 +24,20 @@ SWEEP_ACTOR = Actor(id="serve:sweep", role=Role.ADMIN, via="serve")
 class SweepLoop(BackgroundLoop):
     """Runs the workdir sweep every ``interval`` seconds in a daemon thread (every replica)."""
 
-    job = "the workdir sweep"
+    name = "workdir sweep"
+    thread_name = "yuxi-dash-sweep"
+    period_setting = "workdir_sweep_seconds"
     first_run_now = False
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        interval: float | None = None,
-        report: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__(
-            interval if interval is not None else settings.workdir_sweep_seconds,
-            thread_name="yuxi-dash-sweep",
-            report=report,
-        )
-        self.settings = settings
-        self.runs = 0
+    log = logging.getLogger(__name__)
 
     @staticmethod
     def wanted(settings: Settings) -> bool:
         """Whether `serve` runs it: an interval is set and no platform shares the workdir."""
         return settings.workdir_sweep_seconds > 0 and not settings.attach_configured
 
-    def run_once(self) -> None:
+    def one_pass(self) -> None:
         from yuxi_dash.service.sweep import sweep_workdir
 
-        try:
-            result = sweep_workdir(actor=SWEEP_ACTOR, settings=self.settings)
-        except Exception as exc:  # noqa: BLE001 - one line; the next run retries
-            self.failures += 1
-            reason = f"[{exc.code}]" if isinstance(exc, YuxiDashError) else type(exc).__name__
-            log.warning("workdir sweep failed: %s", reason)
-            return
-        self.runs += 1
+        result = sweep_workdir(actor=SWEEP_ACTOR, settings=self.settings)
         if self.report is not None and result.files:
             self.report(f"workdir sweep removed {len(result.files)} orphaned offloaded files")

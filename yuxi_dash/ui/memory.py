@@ -235,7 +235,10 @@ def load_entity_detail(
 
 
 def load_facts(access: MemoryAccess) -> dict[str, Any]:
-    """The Facts page: facts per relation name and likely duplicates (`service.relations`)."""
+    """The Facts page: facts per relation name and likely duplicates.
+
+    Read through `memory.views.gated_views.relations`.
+    """
     return _load_plain(access, "facts")
 
 

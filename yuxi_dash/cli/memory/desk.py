@@ -29,7 +29,7 @@ from yuxi_dash.wording import plain
 
 # The memory modules load graphiti-core: imported by the handlers that need them, so
 # every other `yuxi-dash` command starts without it (as `cli.memory.views` does).
-ACTIONS = ("retract", "supersede", "restore", "reject")  # memory.correction_rules.ACTIONS
+ACTIONS = ("retract", "supersede", "restore", "reject")  # memory.graph.correction_rules.ACTIONS
 UNDO_ACTION = "memory.undo"
 
 

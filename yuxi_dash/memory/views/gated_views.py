@@ -112,7 +112,7 @@ def relations(
     access: MemoryAccess, *, limit: int = 50, client: GraphClient | None = None
 ) -> dict[str, Any]:
     client = graph_for(access, client, pages={"limit": limit})
-    # names and duplicates: kept until the graph changes (memory.distributions)
+    # names and duplicates: kept until the graph changes (memory.freshness.distributions)
     return {
         "user_id": access.user_id,
         **distribution_relations(client, access.group_id, limit=limit),

@@ -254,7 +254,7 @@ def hits_conn_for(settings: Settings, client: GraphClient) -> redis.Redis:
     YUXI_DASH_REDIS_URL is set (no second server lookup), else `hits_connection`."""
     if settings.redis_url or client.handle is None:
         return hits_connection(settings)
-    # retry=None: a timed-out write must never be sent twice (see memory.client).
+    # retry=None: a timed-out write must never be sent twice (see memory.graph.client).
     return redis.Redis(**client.handle.redis_kwargs(), socket_timeout=5, retry=None)  # type: ignore[arg-type]
 
 

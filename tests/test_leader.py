@@ -1,8 +1,9 @@
-"""Two `serve` replicas on one PostgreSQL: the attach scan runs on one at a time (attach.leader).
+"""Two `serve` replicas on one PostgreSQL: a background job runs on one at a time (leader).
 
 Each replica is a real `ScanLoop` with its own lock connection, scanning a real
 attached platform. Only the holder of the advisory lock scans; stopping it, or
-killing its lock session, hands the scan to the other.
+killing its lock session, hands the scan to the other. The lock keys stay the
+same from version to version, so old and new replicas contend for one lock.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures.platform import Platform
-from yuxi_dash.attach.leader import SCAN_LOCK_KEY, ScanLeadership
-from yuxi_dash.attach.loop import ScanLoop
+from yuxi_dash.alerts.loop import ALERT_LOOP_KEY
+from yuxi_dash.attach.loop import SCAN_LOCK_KEY, ScanLoop
+from yuxi_dash.leader import Leadership
 from yuxi_dash.settings import Settings, get_settings
 
 ONE = {"thread_id": "plat-one", "user_id": "alice", "turns": 1, "result_words": 40}
 INTERVAL = 0.2
+
+
+def _scan_lock(settings: Settings) -> Leadership:
+    return Leadership(settings, key=SCAN_LOCK_KEY, label="attach scan")
 
 
 def _until(check: Callable[[], bool], seconds: float = 30.0) -> None:
@@ -119,7 +125,7 @@ def test_a_leader_whose_session_dies_stops_scanning_and_the_other_takes_over(
 
 def test_leadership_on_postgresql_is_exclusive_until_released(postgres_url: str) -> None:
     settings = Settings(database_url=postgres_url)
-    one, two = ScanLeadership(settings), ScanLeadership(settings)
+    one, two = _scan_lock(settings), _scan_lock(settings)
     try:
         assert one.lead() is True and one.lead() is True  # held: stays the leader
         assert two.lead() is False
@@ -133,17 +139,23 @@ def test_leadership_on_postgresql_is_exclusive_until_released(postgres_url: str)
 
 def test_sqlite_needs_no_lock_one_process_scans(tmp_path: Path) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'one.db'}")
-    one, two = ScanLeadership(settings), ScanLeadership(settings)
+    one, two = _scan_lock(settings), _scan_lock(settings)
     assert one.lead() and two.lead()
     assert not one.needs_lock and not one.holding
     one.release()
 
 
 def test_an_unreachable_database_is_not_leading(caplog: pytest.LogCaptureFixture) -> None:
-    leadership = ScanLeadership(
+    leadership = _scan_lock(
         Settings(database_url="postgresql://nobody:hunter2-Secret@127.0.0.1:1/none")
     )
     assert leadership.lead() is False and leadership.unavailable
     assert "database is unavailable" in caplog.text
     assert "hunter2" not in caplog.text and "postgresql://" not in caplog.text
     leadership.release()
+
+
+def test_the_lock_keys_never_change() -> None:
+    """A replica of an older version asks for these very keys (sha256 of the job's seed)."""
+    assert SCAN_LOCK_KEY == 439443692224827865
+    assert ALERT_LOOP_KEY == 7247154233708383273

@@ -1,17 +1,16 @@
-"""Which `serve` replica runs the attach scan: a PostgreSQL session-level advisory lock.
+"""Which `serve` replica runs a background job: a PostgreSQL session-level advisory lock.
 
-With several replicas on one PostgreSQL store, `ScanLeadership.lead()` is True
-on one of them at a time. The leader holds `pg_try_advisory_lock(SCAN_LOCK_KEY)`
+With several replicas on one PostgreSQL store, `Leadership.lead()` is True on
+one of them at a time for a given key. The leader holds `pg_try_advisory_lock(key)`
 on a connection of its own (autocommit, outside the engine's pool) for as long
 as it leads; the others try again on their next turn. A leader that stops
 (`release()`), dies or loses its connection loses the lock with its session,
-and the next try of another replica takes it. Before each scan the leader
-checks that its session is still alive; if it is not, it stops scanning, sits
-one turn out and then competes again. An advisory lock belongs to one database, so dashboards on
-other databases of the same server never contend. SQLite serves one process
-(one `serve`), so there `lead()` is always True and no lock is taken. Other
-background jobs (the alert pass, `alerts.loop`) lead the same way on a key and
-a label of their own.
+and the next try of another replica takes it. Before each run the leader
+checks that its session is still alive; if it is not, it sits one turn out and
+then competes again. The caller passes the key (`lock_key`) and a label that
+names the job in log lines. An advisory lock belongs to one database, so
+dashboards on other databases of the same server never contend. SQLite serves
+one process (one `serve`), so there `lead()` is always True and no lock is taken.
 """
 
 from __future__ import annotations
@@ -24,21 +23,20 @@ import sqlalchemy as sa
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import is_sqlite, normalize_url
 
-log = logging.getLogger("yuxi_dash.attach")
+log = logging.getLogger(__name__)
 
-# A fixed signed 64-bit key: every replica of every version asks for the same lock.
-SCAN_LOCK_KEY = int.from_bytes(
-    hashlib.sha256(b"yuxi-dash attach scan").digest()[:8], "big", signed=True
-)
 CONNECT_TIMEOUT_SECONDS = 5
 
 
-class ScanLeadership:
-    """The scan lock of one replica: `lead()` before each scan, `release()` when it stops."""
+def lock_key(seed: str) -> int:
+    """A fixed signed 64-bit key from a seed: every replica of every version asks for the same lock."""
+    return int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big", signed=True)
 
-    def __init__(
-        self, settings: Settings, *, key: int = SCAN_LOCK_KEY, label: str = "attach scan"
-    ) -> None:
+
+class Leadership:
+    """One replica's lock for one job: `lead()` before each run, `release()` when it stops."""
+
+    def __init__(self, settings: Settings, *, key: int, label: str) -> None:
         self.key = key
         self.label = label  # names the job in log lines
         self.url = normalize_url(settings.database_url)
@@ -53,7 +51,7 @@ class ScanLeadership:
         return self._conn is not None
 
     def lead(self) -> bool:
-        """True when this replica may scan now: it holds the lock (taking it if free)."""
+        """True when this replica may run the job now: it holds the lock (taking it if free)."""
         if not self.needs_lock:
             return True
         if self._conn is not None:
