@@ -20,15 +20,14 @@ from yuxi_dash.ui.charts import (
     pressure_timeline_chart,
 )
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
+from yuxi_dash.ui.compressibility import attached_note, compress_blocker
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import chat_line, draw_message
 from yuxi_dash.ui.page_text import (
     MISSING,
     ago,
-    attached_note,
     busy_label,
     code,
-    compress_blocker,
     error_line,
     literal,
     md,

@@ -17,14 +17,16 @@ from yuxi_dash.access.roles import Role
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
-from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.page_text import (
-    PERCENT_FORMAT,
-    ago,
+from yuxi_dash.ui.compressibility import (
     blocked_kind,
     cannot_compress_line,
     compress_blocker,
     hidden_line,
+)
+from yuxi_dash.ui.identity import require_actor
+from yuxi_dash.ui.page_text import (
+    PERCENT_FORMAT,
+    ago,
     literal,
     md,
     pct,

@@ -378,7 +378,8 @@ def test_a_deleted_thread_says_thread_deleted(
     db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: a deleted thread was `thread_not_found`, while the pages said it is deleted."""
-    from yuxi_dash.ui.page_text import compress_blocker, error_line
+    from yuxi_dash.ui.compressibility import compress_blocker
+    from yuxi_dash.ui.page_text import error_line
 
     seed_thread(status="deleted")
     before = row_counts()

@@ -29,7 +29,7 @@ from yuxi_dash import service
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.compression.summarizers import SUMMARIZER_MAX_RETRIES
 from yuxi_dash.errors import StaleState, SummarizerFailed, ThreadBusy
-from yuxi_dash.service.compress import COMPRESS_LEASE_MARGIN_SECONDS
+from yuxi_dash.service.locking import COMPRESS_LEASE_MARGIN_SECONDS
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation, RunRequest, utcnow

@@ -10,15 +10,17 @@ from markdown_it import MarkdownIt
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.errors import Forbidden, StaleState, ThreadBusy
+from yuxi_dash.ui.compressibility import (
+    blocked_kind,
+    cannot_compress_line,
+    compress_blocker,
+    hidden_line,
+)
 from yuxi_dash.ui.messages import chat_line, indented_json
 from yuxi_dash.ui.page_text import (
     ago,
-    blocked_kind,
-    cannot_compress_line,
     clip,
-    compress_blocker,
     error_line,
-    hidden_line,
     markdown_literal,
     outcome_line,
     pct,

@@ -178,10 +178,7 @@ class _GraphBuilder:
     def add_episodes(self, *, large_episode: bool) -> None:
         """Each exchange's two messages, oldest first; then a long tool log when asked."""
         timed = sorted(
-            (
-                (self._asked_at(exchange, index), index)
-                for index, exchange in enumerate(self.exchanges)
-            )
+            (self._asked_at(ex, index), index) for index, ex in enumerate(self.exchanges)
         )
         for at, index in timed:
             exchange = self.exchanges[index]
@@ -192,16 +189,8 @@ class _GraphBuilder:
             )
             # after the answer's model calls (seconds each): the answer is written before it
             answered_at = at + timedelta(minutes=self.rng.randint(5, 10))
-            answer = self._episode(
-                exchange,
-                "assistant",
-                exchange.answer,
-                answered_at,
-                memory_kind="finding",
-                source_kind="assistant_derived",
-            )
             self.asked.append(_Said(asked, exchange, at))
-            self.answered.append(_Said(answer, exchange, answered_at))
+            self.answered.append(self._answer(exchange, answered_at))
         if large_episode and self.exchanges:
             self._add_large_episode(self.exchanges[-1])
 
@@ -381,17 +370,13 @@ class _GraphBuilder:
     def _earlier(self, said: _Said, at: datetime) -> _Said:
         """The same answer told in an earlier session of the thread, one the chat record no
         longer holds: where a tentative fact older than every recorded message comes from."""
-        exchange = replace(
-            said.exchange, thread_id=f"{said.exchange.thread_id}-earlier", in_record=False
-        )
-        episode = self._episode(
-            exchange,
-            "assistant",
-            exchange.answer,
-            at,
-            memory_kind="finding",
-            source_kind="assistant_derived",
-        )
+        earlier = f"{said.exchange.thread_id}-earlier"
+        return self._answer(replace(said.exchange, thread_id=earlier, in_record=False), at)
+
+    def _answer(self, exchange: FirstExchange, at: datetime) -> _Said:
+        """The exchange's answer as an episode written at ``at``."""
+        kinds = {"memory_kind": "finding", "source_kind": "assistant_derived"}
+        episode = self._episode(exchange, "assistant", exchange.answer, at, **kinds)
         return _Said(episode, exchange, at)
 
     def add_random_hits(self) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import record_audit
+from yuxi_dash.access.audit import audited_refusals, record_audit
 from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.errors import ToolResultNotFound, YuxiDashError
 from yuxi_dash.files.tool_results import (
@@ -127,7 +127,10 @@ def open_tool_result(
     settings = settings or get_settings()
     target = f"tool_result:{result_id}"
     detail: dict[str, Any] = {"offset": 0, "limit": limit, "role": actor.role.label}
-    try:
+    # a refusal is one audit row with what was known by then (`detail` grows in the block)
+    with audited_refusals(
+        actor=actor.id, action=READ_ACTION, target=target, detail=detail, settings=settings
+    ):
         require_role(actor, Role.VIEWER, action="reading a tool result")
         validation.db_id(result_id, "tool result id")
         validation.integer(limit, "limit", minimum=1)
@@ -139,16 +142,6 @@ def open_tool_result(
             full, integrity = read_file(found, settings)
         except ToolResultNotFound:
             full, integrity = None, "missing"
-    except YuxiDashError as exc:
-        record_audit(
-            actor=actor.id,
-            action=READ_ACTION,
-            target=target,
-            outcome="refused",
-            detail={**detail, "code": exc.code},
-            settings=settings,
-        )
-        raise
     sent, checkpoint_id, missing = _sent_copy(found, settings, store_for)
     record_audit(
         actor=actor.id,

@@ -38,7 +38,6 @@ from yuxi_dash.compression import (
     write_summary,
 )
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY, state_update
-from yuxi_dash.compression.summarizers import SUMMARIZER_MAX_RETRIES
 from yuxi_dash.errors import (
     CompressionUnsupported,
     StaleState,
@@ -61,6 +60,7 @@ from yuxi_dash.service.leftovers import (
 )
 from yuxi_dash.service.locking import (
     clear_compress_lease,
+    compress_lease_seconds,
     release_compress_lease,
     require_agent,
     require_compress_lease,
@@ -91,8 +91,6 @@ STEP_FILES_WRITTEN = "files_written"
 STEP_CHECKPOINT_WRITTEN = "checkpoint_written"
 STEP_PROJECTED = "projected"  # the projection and the audit row too; the commit is next
 StepHook = Callable[[str], None]
-# a lease lasts the summarizer's timeout plus this (planning, the phase-3 lock wait, a retry)
-COMPRESS_LEASE_MARGIN_SECONDS = 60.0
 AuditIn = Callable[[Session, "CompressResult"], None]  # writes the audit row in that session
 
 
@@ -304,11 +302,7 @@ def _compress_locked(
     with thread_lock(thread_id, settings=settings) as (session, conv):
         conv, agent = _check_compressible(session, conv, thread_id, user_id=user_id)
         void_lease = conv.compress_lease_id is not None  # not live, or taking it raises
-        lease_id = take_compress_lease(
-            conv,
-            seconds=settings.summarizer_timeout_seconds * (1 + SUMMARIZER_MAX_RETRIES)
-            + COMPRESS_LEASE_MARGIN_SECONDS,
-        )
+        lease_id = take_compress_lease(conv, seconds=compress_lease_seconds(settings))
         locked = locked_store(session, store)
         latest = locked.latest(thread_id)
         stored = StoredState.of(latest) if latest else StoredState.empty(thread_id)

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.access.audit import thread_target
+from yuxi_dash.compression.summarizers import SUMMARIZER_MAX_RETRIES
 from yuxi_dash.errors import AgentNotFound, ThreadBusy, ThreadDeleted, ThreadNotFound
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_lock_failure, locked_session
@@ -110,6 +111,15 @@ def require_idle(session: Session, thread_id: str) -> None:
 
 
 # --- the compress lease ----------------------------------------------------------------
+# a lease outlasts every summarizer attempt by this (planning, the phase-3 lock wait)
+COMPRESS_LEASE_MARGIN_SECONDS = 60.0
+
+
+def compress_lease_seconds(settings: Settings) -> float:
+    """How long a compress's lease lasts: every attempt the model client may make, a
+    timeout each, plus the margin."""
+    attempts = 1 + SUMMARIZER_MAX_RETRIES
+    return settings.summarizer_timeout_seconds * attempts + COMPRESS_LEASE_MARGIN_SECONDS
 
 
 def compress_in_progress(conv: Conversation, now: datetime | None = None) -> bool:
