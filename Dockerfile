@@ -28,7 +28,7 @@ COPY --from=wheel /wheels /wheels
 RUN pip install -c requirements.lock /wheels/*.whl && rm -rf /wheels /root/.cache \
     && yuxi-dash --version
 COPY app.py ./
-COPY pages ./pages
+COPY app_pages ./app_pages
 COPY .streamlit/config.toml ./.streamlit/config.toml
 
 RUN mkdir -p /app/var && chown -R yuxi:yuxi /app/var

@@ -1,9 +1,11 @@
-"""yuxi-dash entry point: settings, identity, then st.navigation over pages/.
+"""yuxi-dash entry point: settings, identity, then st.navigation over app_pages/.
 
 Run with `yuxi-dash serve` (or `streamlit run app.py`). A visitor nobody
 vouches for gets the refusal page and no navigation at all. The Operations
 group is always there (Audit log for admins only); the Memory group lists the
-memory pages that exist in pages/.
+memory pages that exist in app_pages/. The folder is not named pages/: Streamlit
+would take a pages/ folder beside app.py for an old-style multipage app, and a
+fresh server's first request for a page would then run that page without app.py.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from yuxi_dash.ui.identity import current_identity, show_refusal
 from yuxi_dash.ui.page_text import literal, md
 from yuxi_dash.usage import SUGGESTION_LABEL
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "app_pages"
 
 OPERATIONS = [
     ("overview.py", "Pressure overview", ":material/monitoring:", Role.VIEWER),

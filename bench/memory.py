@@ -9,18 +9,17 @@ UNWIND statements, batched) on a private embedded FalkorDB (or reuses it when
 query (median of 5 runs, after one warm-up), prints each plan (GRAPH.EXPLAIN),
 times the distributions the old way (one statement after another, every view)
 beside the new plan (`memory.freshness.distributions`: cold, nothing kept anywhere =
-the first view after a write, the large parts read as node-id ranges at once by
-`memory.graph.split_scans`; shared, a new process served from the shared
+the first view after a write; shared, a new process served from the shared
 Redis store; warm, kept in this process under the graph's version, the change
 watcher live) with ratios; then the view after a write to another graph on the
 same server (`memory.freshness.graph_changes`: with the watcher live the graph's own
 version keeps the parts warm, with it closed the server-wide fingerprint makes
 them cold; the two alternated, ms, closed/live ratio and parts served kept)
-and the watcher's `version` cost; optionally (`--alternatives`) each split part
-as one statement vs its node-id ranges at once, and the cheaper groupings that
-lost, each in turns with the kept statement; restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
+and the watcher's `version` cost; optionally (`--alternatives`) the cheaper
+groupings that lost, each in turns with the kept statement; restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
 and compares with graphiti-core's full load (`get_by_group_ids`) on a 10%
-sample graph. Every memory page rendered on this graph: bench/memory_pages.py.
+sample graph. Every memory page rendered on this graph: bench/memory_pages.py; each
+with and without the caches: bench/memory_machinery.py.
 Targets: counts < 5 ms, pages and hub facts < 50 ms, each distribution < 300 ms
 cold and < 20 ms warm (a page's several parts together: < 1.5 s cold, the
 memory page target), dashboard process < 500 MB. Prints numbers and ratios;
@@ -54,7 +53,6 @@ from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, Episodic
 from yuxi_dash.demo.graph_writer import create_indexes, deterministic_embedding, write_graph  # noqa: E402
 from yuxi_dash.memory.freshness import distributions, graph_changes
 from yuxi_dash.memory.graph import queries as q  # noqa: E402
-from yuxi_dash.memory.graph import split_scans  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.graph.index_health import (  # noqa: E402
     check_index_health,
@@ -344,18 +342,9 @@ LIMIT $limit
 
 
 def bench_alternatives(client: GraphClient, settings: Settings) -> None:
-    """Cheaper statements, and each split part as one statement vs its node-id ranges at
-    once (`memory.graph.split_scans`, what the views run on a large graph), in turns."""
+    """Cheaper statements, each in turns with the kept one."""
     g = GROUP
     limit = {"limit": 50}
-    nodes = q.counts_one(client, g, q.COUNT_NODES)
-    splits = max(2, settings.falkordb_scan_splits)
-
-    def one_statement(part: str) -> Any:
-        return lambda: distributions.one_statement_rows(client, g, part, 50)
-
-    def split(part: str) -> Any:
-        return lambda: split_scans.split_rows(client, g, part, 50, nodes=nodes, splits=splits)
 
     def keys(rows: list[dict[str, Any]]) -> list[str]:
         return sorted(repr(sorted(r.items())) for r in rows)
@@ -365,7 +354,6 @@ def bench_alternatives(client: GraphClient, settings: Settings) -> None:
         return sorted((r["copies"], r["source"], r["name"]) for r in rows)
 
     trials: list[tuple[str, Any, Any, Any]] = [
-        *((f"{part}: one statement vs {splits} node-id ranges at once", one_statement(part), split(part), tied_keys if part == "same_triple" else keys) for part in split_scans.SPLIT_PARTS),
         ("same triple: grouped on end ids, names after", lambda: client.ro_rows(g, q.DUPLICATE_TRIPLES, limit), lambda: client.ro_rows(g, TRIPLES_BY_IDS, limit), tied_keys),
         ("same triple: end pair first, then names", lambda: client.ro_rows(g, q.DUPLICATE_TRIPLES, limit), lambda: client.ro_rows(g, TRIPLES_PAIR_FIRST, limit), tied_keys),
         ("same fact text: one sort of every text", lambda: client.ro_rows(g, q.DUPLICATE_FACT_TEXT, limit), lambda: client.ro_rows(g, TEXT_SORT_ALL, limit), keys),

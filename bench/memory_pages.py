@@ -51,13 +51,13 @@ PAGES = (
     "memory_warm_context.py",
 )
 TARGET_S = 1.5
-PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
+PAGES_DIR = Path(__file__).resolve().parents[1] / "app_pages"
 
 
 def ensure_graph(settings: Settings, scale: float) -> None:
     """Seed the bench graph unless the data dir already holds it at this scale."""
     handle = ensure_server(settings)
-    client = GraphClient(FalkorDB(**handle.redis_kwargs()), settings, handle=handle)  # type: ignore[arg-type]
+    client = GraphClient(FalkorDB(**handle.redis_kwargs()), settings, handle=handle)
     entities, facts, episodes = (int(n * scale) for n in (50_000, 200_000, 5_000))
     try:
         have = (
@@ -110,28 +110,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stop", action="store_true", help="stop the FalkorDB server at the end")
     args = parser.parse_args()
-    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="yfdb-pages-"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    settings = Settings(falkordb_data_dir=data_dir, falkordb_query_timeout_ms=60_000)
-    ensure_graph(settings, args.scale)
-
-    user = GROUP.removeprefix("user_")
-    flags_file = data_dir / "bench-flags.json"
-    flags_file.write_text(json.dumps(demo_flags([user])))  # memory and communities on
-    os.environ.update(
-        {
-            "YUXI_DASH_FALKORDB_DIR": str(data_dir),
-            "YUXI_DASH_LD_FLAGS_FILE": str(flags_file),
-            "YUXI_DASH_DATABASE_URL": f"sqlite:///{data_dir / 'bench.db'}",
-            "YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS": "30000",
-        }
-    )
-    get_settings.cache_clear()
-    set_log_level("error")  # AppTest's bare-mode warnings
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(
-        logging.ERROR
-    )
-    render(PAGES[0], user)  # first import of Streamlit, pages and the SQLite migrations
+    settings, user = prepare(args.data_dir, args.scale)
 
     def cold() -> None:
         clear_memory_caches()
@@ -160,6 +139,34 @@ def main() -> None:
     finally:
         if args.stop:
             stop_server(settings)
+
+
+def prepare(data_dir: Path | None, scale: float) -> tuple[Settings, str]:
+    """Seed (or reuse) the graph under `data_dir` and point this process's pages at it:
+    (the settings the server runs under, the bench user's id)."""
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="yfdb-pages-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    settings = Settings(falkordb_data_dir=data_dir, falkordb_query_timeout_ms=60_000)
+    ensure_graph(settings, scale)
+
+    user = GROUP.removeprefix("user_")
+    flags_file = data_dir / "bench-flags.json"
+    flags_file.write_text(json.dumps(demo_flags([user])))  # memory and communities on
+    os.environ.update(
+        {
+            "YUXI_DASH_FALKORDB_DIR": str(data_dir),
+            "YUXI_DASH_LD_FLAGS_FILE": str(flags_file),
+            "YUXI_DASH_DATABASE_URL": f"sqlite:///{data_dir / 'bench.db'}",
+            "YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS": "30000",
+        }
+    )
+    get_settings.cache_clear()
+    set_log_level("error")  # AppTest's bare-mode warnings
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(
+        logging.ERROR
+    )
+    render(PAGES[0], user)  # first import of Streamlit, pages and the SQLite migrations
+    return settings, user
 
 
 if __name__ == "__main__":

@@ -67,9 +67,9 @@ ADMIN_URL = "postgresql+psycopg://127.0.0.1:5432/test"
 APP = ROOT / "app.py"
 TARGET_S = 1.5
 PAGES = {
-    "pressure overview": "pages/overview.py",
-    "threads >= 85%": "pages/threads.py",
-    "thread detail": "pages/thread_detail.py",
+    "pressure overview": "app_pages/overview.py",
+    "threads >= 85%": "app_pages/threads.py",
+    "thread detail": "app_pages/thread_detail.py",
 }
 TURNS = 10  # checkpoints (model calls) per opened thread: its 10 snapshots
 TOOL_CHARS = 7000  # per turn: brings a faq thread (20 K threshold) to ~90% pressure

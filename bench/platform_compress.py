@@ -5,7 +5,7 @@ Builds a platform in a throw-away PostgreSQL database as `bench/attach.py` does
 into a second throw-away database (the dashboard's), starts the stand-in
 platform server (`tests/attach/platform_server.py`, uvicorn) over the platform's
 database, and compresses every thread through the one seam
-(`platform.bulk.compress_each`: at most 3 calls in flight). Prints the wall
+(`sources.compress_each`: at most 3 calls in flight). Prints the wall
 time, calls per second, and our overhead per call: the seam's whole time for a
 thread (the stale-click read, the HTTP call, the re-projection, the audit rows)
 minus the platform's own handling time (its Server-Timing), p50 and p95
@@ -40,9 +40,9 @@ from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
 from yuxi_dash.attach.stores import close_platform_stores  # noqa: E402
 from yuxi_dash.files.workdir import Workdir  # noqa: E402
-from yuxi_dash.platform.bulk import PLATFORM_CALLS, Outcome, compress_each  # noqa: E402
 from yuxi_dash.platform.client import close_platform_clients  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
+from yuxi_dash.sources import PLATFORM_CALLS, Outcome, compress_each  # noqa: E402
 from yuxi_dash.store import db  # noqa: E402
 from yuxi_dash.store.db import session_scope  # noqa: E402
 from yuxi_dash.store.history import list_audit  # noqa: E402

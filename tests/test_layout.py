@@ -9,14 +9,15 @@
 - Nothing in yuxi_dash outside `yuxi_dash.ui` imports it: the CLI and the
   service take identity decisions from `yuxi_dash.access.roles`, not from the UI.
 - No folder under yuxi_dash/ holds more than 15 modules side by side.
-- The memory rooms import one way (`MEMORY_LAYERS`: graph, freshness, views, desk):
-  a room imports only the rooms before it. The files and access rooms
-  (`LOW_ROOMS`) import none of the rooms built on them (`HIGH_ROOMS`), nor do
-  the background loop and the leader lease (`SHARED_PIECES`) the jobs build on.
+- The rooms stand on floors (`LAYERS`, lowest first; docs/architecture.md draws the
+  same table): a module imports only its own floor and the floors below it.
+- Whose thread it is is decided by `store.origin` and `sources/` only: origin checks
+  anywhere else are listed in `ORIGIN_CHECKS_ELSEWHERE`, at most five.
 
 An edge A -> B is an explicit `import B` / `from B import x` in A (`from P import m`
-is an edge to the module P.m when it exists). Imports under `if TYPE_CHECKING:`
-never run and are left out.
+is an edge to the module P.m when it exists). Importing P.m from outside the package P
+first runs P's `__init__`, so that is an edge to P too (and to every package between).
+Imports under `if TYPE_CHECKING:` never run and are left out.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _product_files() -> list[tuple[str, Path]]:
         for name, path in _package_modules().items()
         if not _within(name, SEPARATE + RUNNERS)
     ]
-    pages = [(f"pages.{path.stem}", path) for path in sorted((REPO / "pages").glob("*.py"))]
+    pages = [(f"app_pages.{path.stem}", path) for path in sorted((REPO / "app_pages").glob("*.py"))]
     return [*inside, ("app", REPO / "app.py"), *pages]
 
 
@@ -112,16 +113,31 @@ def _targets(
     return found
 
 
+def _with_packages(importer: str, targets: set[str], packages: set[str]) -> set[str]:
+    """``targets`` plus each package whose `__init__` importing them runs first: every parent
+    package of a target that ``importer`` is not inside (its own ran already)."""
+    found = set(targets)
+    for target in targets:
+        parts = target.split(".")
+        for cut in range(2, len(parts)):
+            parent = ".".join(parts[:cut])
+            if parent in packages and not _within(importer, (parent,)):
+                found.add(parent)
+    return found
+
+
 def _graph() -> dict[str, set[str]]:
     modules = _package_modules()
     names = set(modules)
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         graph[name] = set()
         for node, _nested in _imports(tree):
-            graph[name] |= _targets(node, name, is_package, names) - {name}
+            targets = _targets(node, name, is_package, names)
+            graph[name] |= _with_packages(name, targets, packages) - {name}
     return graph
 
 
@@ -211,6 +227,14 @@ def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function() -> None:
     assert [nested for _, nested in _imports(hidden)] == [True]
 
 
+def test_importing_a_module_of_a_package_counts_the_package() -> None:
+    """The checker itself: from outside, `p.b.c` runs `p.b`'s `__init__`; from inside, not."""
+    packages = {"p", "p.b"}
+    assert _with_packages("p.a", {"p.b.c"}, packages) == {"p.b.c", "p.b"}
+    assert _with_packages("p.b.d", {"p.b.c"}, packages) == {"p.b.c"}
+    assert _with_packages("q.x", {"p.b.c"}, packages) == {"p.b.c", "p.b"}  # `p` is the root
+
+
 def test_the_demo_and_the_simulator_import_yuxi_dash_at_the_top_only() -> None:
     modules = _package_modules()
     names = set(modules)
@@ -249,30 +273,56 @@ def test_only_the_dashboard_imports_the_ui_package() -> None:
 
 MAX_MODULES = 15  # .py files side by side in one folder, __init__.py included
 
-# Each memory room may import the rooms before it, never one after it.
-MEMORY_LAYERS: tuple[str, ...] = (
-    "yuxi_dash.memory.graph",
-    "yuxi_dash.memory.freshness",
-    "yuxi_dash.memory.views",
-    "yuxi_dash.memory.desk",
+# The floors, lowest first: a module imports its own floor and the ones below, never one
+# above. A module stands on the floor of the longest room that holds it. docs/architecture.md
+# draws this table; change both together.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (  # the base: settings, errors, input rules, wording, outside calls and text
+        "yuxi_dash.errors",
+        "yuxi_dash.validation",
+        "yuxi_dash.settings",
+        "yuxi_dash.wording",
+        "yuxi_dash.printable_record",
+        "yuxi_dash.outside_text",
+        "yuxi_dash.outbound",
+        "yuxi_dash.usage",
+        "yuxi_dash.agents",
+        "yuxi_dash.resources",
+        "yuxi_dash.flags",
+    ),
+    ("yuxi_dash.files",),  # the workdir: bytes on disk, no database
+    ("yuxi_dash.compression",),  # the engine, pure Python
+    ("yuxi_dash.store",),  # tables, checkpointers, read queries, whose thread it is
+    ("yuxi_dash.access",),  # roles and the audit log
+    ("yuxi_dash.leader", "yuxi_dash.background"),  # what every background job builds on
+    ("yuxi_dash.alerts",),
+    ("yuxi_dash.service",),  # our own threads
+    ("yuxi_dash.attach",),  # the platform's checkpointer, read-only
+    ("yuxi_dash.platform",),  # the platform's endpoint
+    ("yuxi_dash.sources",),  # one thread, one source
+    ("yuxi_dash.tool_results",),
+    ("yuxi_dash.memory.graph",),
+    ("yuxi_dash.memory.freshness",),
+    ("yuxi_dash.memory.views",),
+    ("yuxi_dash.memory.desk",),
+    ("yuxi_dash.memory",),  # the package's own `__init__`
+    ("yuxi_dash.api",),
+    ("yuxi_dash.ui",),
+    ("yuxi_dash.sim",),
+    ("yuxi_dash.demo",),
+    ("yuxi_dash.cli",),
+    ("yuxi_dash.__main__",),
 )
-# The workdir and its files, and roles and audit, sit under every feature room.
-LOW_ROOMS: tuple[str, ...] = ("yuxi_dash.files", "yuxi_dash.access")
-# The timer loop and the advisory-lock leader the background jobs build on.
-SHARED_PIECES: tuple[str, ...] = ("yuxi_dash.background", "yuxi_dash.leader")
-HIGH_ROOMS: tuple[str, ...] = (
-    "yuxi_dash.alerts",
-    "yuxi_dash.api",
-    "yuxi_dash.attach",
-    "yuxi_dash.cli",
-    "yuxi_dash.compression",
-    "yuxi_dash.demo",
-    "yuxi_dash.memory",
-    "yuxi_dash.platform",
-    "yuxi_dash.service",
-    "yuxi_dash.sim",
-    "yuxi_dash.ui",
-)
+
+
+def _floor(name: str) -> int | None:
+    """The floor of a module: the longest room in `LAYERS` that holds it."""
+    best: tuple[int, int] | None = None
+    for floor, rooms in enumerate(LAYERS):
+        for room in rooms:
+            if _within(name, (room,)) and (best is None or len(room) > best[1]):
+                best = (floor, len(room))
+    return best[0] if best else None
 
 
 def test_no_folder_holds_more_than_the_room_limit() -> None:
@@ -284,41 +334,92 @@ def test_no_folder_holds_more_than_the_room_limit() -> None:
     assert not crowded, f"more than {MAX_MODULES} modules in one folder:\n" + "\n".join(crowded)
 
 
-def test_the_memory_rooms_import_one_way() -> None:
-    graph = _graph()
-    assert all(any(_within(name, (room,)) for name in graph) for room in MEMORY_LAYERS)
-    backwards = []
-    for name, targets in graph.items():
-        rank = next((i for i, room in enumerate(MEMORY_LAYERS) if _within(name, (room,))), None)
-        if rank is None:
-            continue
-        for target in targets:
-            if _within(target, MEMORY_LAYERS[rank + 1 :]):
-                backwards.append(f"{name} -> {target}")
-    assert not backwards, "memory rooms imported upwards:\n" + "\n".join(sorted(backwards))
+def test_every_module_stands_on_a_floor() -> None:
+    homeless = [name for name in _graph() if name != "yuxi_dash" and _floor(name) is None]
+    assert not homeless, "modules on no floor of LAYERS:\n" + "\n".join(sorted(homeless))
 
 
-def test_the_files_and_access_rooms_import_no_feature_room() -> None:
+def test_no_module_imports_a_floor_above_its_own() -> None:
     graph = _graph()
-    assert all(any(_within(name, (room,)) for name in graph) for room in LOW_ROOMS)
+    assert len({_floor(name) for name in graph} - {None}) == len(LAYERS)  # no floor is empty
     upwards = [
-        f"{name} -> {target}"
+        f"{name} (floor {_floor(name)}) -> {target} (floor {_floor(target)})"
         for name, targets in graph.items()
-        if _within(name, LOW_ROOMS)
         for target in targets
-        if _within(target, HIGH_ROOMS)
-        or (_within(name, ("yuxi_dash.access",)) and _within(target, ("yuxi_dash.files",)))
+        if name != "yuxi_dash" and (_floor(target) or 0) > (_floor(name) or 0)
     ]
-    assert not upwards, "low rooms importing feature rooms:\n" + "\n".join(sorted(upwards))
+    assert not upwards, "imports from a lower floor up:\n" + "\n".join(sorted(upwards))
 
 
-def test_the_background_loop_and_the_leader_import_no_feature_room() -> None:
-    graph = _graph()
-    assert all(piece in graph for piece in SHARED_PIECES)
-    upwards = [
-        f"{name} -> {target}"
-        for name in SHARED_PIECES
-        for target in graph[name]
-        if _within(target, HIGH_ROOMS)
-    ]
-    assert not upwards, "shared pieces importing feature rooms:\n" + "\n".join(sorted(upwards))
+def test_the_floor_checker_sees_an_import_upwards() -> None:
+    """The checker itself: the service importing the platform is upwards; the reverse is not."""
+    service, platform = _floor("yuxi_dash.service.locking"), _floor("yuxi_dash.platform.compress")
+    assert service is not None and platform is not None and platform > service
+    graph_floor, package_floor = _floor("yuxi_dash.memory.graph.cypher"), _floor("yuxi_dash.memory")
+    assert graph_floor is not None and package_floor is not None and graph_floor < package_floor
+
+
+# --- whose thread it is ------------------------------------------------------------
+
+# Where "ours or the platform's" is decided: the resolver and the two sources.
+ORIGIN_DECIDERS: tuple[str, ...] = ("yuxi_dash.store.origin", "yuxi_dash.sources")
+ORIGIN_NAMES = frozenset({"ORIGIN_ATTACHED", "ORIGIN_DASHBOARD"})
+# Each origin check outside the deciders, and why it stays (module -> how many).
+ORIGIN_CHECKS_ELSEWHERE: dict[str, int] = {
+    "yuxi_dash.cli.attach": 1,  # `attach status` shows whether the platform's endpoint is set
+    "yuxi_dash.service.threads": 1,  # an import never replaces the platform's thread
+}
+MAX_ORIGIN_CHECKS_ELSEWHERE = 5
+
+
+def _origin_checks(tree: ast.Module) -> list[int]:
+    """The lines that test a thread's origin themselves: a comparison with an ``ORIGIN_*``
+    constant or an origin's value ("attached", "dashboard"), or a read of
+    ``platform_configured`` (where an attached thread's compress goes)."""
+
+    def is_origin_value(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id in ORIGIN_NAMES) or (
+            isinstance(node, ast.Constant) and node.value in ("attached", "dashboard")
+        )
+
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(map(is_origin_value, operands)) and not all(
+                isinstance(o, ast.Constant) for o in operands
+            ):
+                lines.add(node.lineno)
+        elif isinstance(node, ast.Attribute) and node.attr == "platform_configured":
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def _origin_checks_outside() -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for name, path in [*_package_modules().items(), *_product_files()]:
+        if _within(name, ORIGIN_DECIDERS) or name == "yuxi_dash.settings":
+            continue
+        lines = _origin_checks(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        if lines:
+            found[name] = sorted(set(lines))
+    return found
+
+
+def test_origin_is_decided_in_one_place() -> None:
+    found = _origin_checks_outside()
+    counted = {name: len(lines) for name, lines in found.items()}
+    assert counted == ORIGIN_CHECKS_ELSEWHERE, "origin checks outside the resolver: " + str(found)
+    assert sum(counted.values()) <= MAX_ORIGIN_CHECKS_ELSEWHERE
+
+
+def test_the_origin_counter_sees_a_check() -> None:
+    """The checker itself: both comparisons and the setting's read are counted."""
+    tree = ast.parse(
+        "if conv.origin == ORIGIN_ATTACHED:\n    pass\n"
+        "x = settings.platform_configured\n"
+        "y = origin != 'attached'\n"
+        "z = row.status == 'deleted'\n"
+        "w = origin is not None\n"
+    )
+    assert _origin_checks(tree) == [1, 3, 4]

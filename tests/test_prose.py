@@ -1,6 +1,6 @@
 """Prose that can be skimmed, read from the source (nothing is imported).
 
-- A module docstring in `yuxi_dash/`, `pages/` or `app.py` is at most
+- A module docstring in `yuxi_dash/`, `app_pages/` or `app.py` is at most
   `MAX_DOCSTRING_LINES` lines: what the module owns and its rules. History
   and measured figures belong in commit messages and `bench/`.
 - No paragraph, list item or table cell of README.md or docs/*.md is over
@@ -26,7 +26,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 def _source_files() -> list[Path]:
     return [
         *sorted((REPO / "yuxi_dash").rglob("*.py")),
-        *sorted((REPO / "pages").glob("*.py")),
+        *sorted((REPO / "app_pages").glob("*.py")),
         REPO / "app.py",
     ]
 

@@ -1,6 +1,6 @@
 """Every module path the prose names exists (read from the source; nothing is imported).
 
-Where: docstrings and comments in `yuxi_dash/`, `pages/` and `app.py`; README.md and
+Where: docstrings and comments in `yuxi_dash/`, `app_pages/` and `app.py`; README.md and
 docs/*.md. A name is `yuxi_dash.a.b` or `yuxi_dash/a/b.py` anywhere; or, relative to
 yuxi_dash, `a.b` or `a/b.py` in backticks whose first part is a top-level module or
 package (`memory.graph.client`, `settings.py`); or, in a docstring or comment, a bare
@@ -48,7 +48,7 @@ TOP_LEVEL, PACKAGES = _top_level()
 def _source_files() -> list[Path]:
     return [
         *sorted(PACKAGE.rglob("*.py")),
-        *sorted((REPO / "pages").glob("*.py")),
+        *sorted((REPO / "app_pages").glob("*.py")),
         REPO / "app.py",
     ]
 

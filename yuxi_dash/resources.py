@@ -3,7 +3,7 @@
 A process (the dashboard, a CLI command, a test run) holds things that outlive a call:
 engines, our checkpoint stores, graph clients, FalkorDB servers it started, flag evaluators,
 the audit log's background writer, the distribution cache and its shared store, the
-graph-change watchers, the split-scan threads. Each is created here lazily on first use,
+graph-change watchers. Each is created here lazily on first use,
 under a key of the settings that matter for it, and registered with its closing function.
 
 Rules:
@@ -54,8 +54,6 @@ SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
 # memory.freshness.graph_changes.GraphChangeWatcher: per-graph change counters from one
 # FalkorDB server
 GRAPH_CHANGES: Kind[Any] = Kind("graph-changes")
-# memory.graph.split_scans: the threads that run a fact scan's node-id ranges at once
-SCAN_WORKERS: Kind[Any] = Kind("scan-workers")
 
 
 @dataclass

@@ -105,11 +105,6 @@ class Settings(BaseSettings):
     falkordb_query_timeout_ms: int = Field(
         5000, ge=0, validation_alias=_env("YUXI_DASH_FALKORDB_QUERY_TIMEOUT_MS")
     )
-    # A read of every fact on a large graph runs as this many source node-id ranges at once
-    # (memory.graph.split_scans); 1 reads in one statement.
-    falkordb_scan_splits: int = Field(
-        2, ge=1, le=16, validation_alias=_env("YUXI_DASH_FALKORDB_SCAN_SPLITS")
-    )
     context_max_facts: int = Field(20, ge=1, validation_alias=_env("GRAPHITI_CONTEXT_MAX_FACTS"))
     community_rebuild_min_new_episodes: int = Field(
         5, ge=1, validation_alias=_env("GRAPHITI_COMMUNITY_REBUILD_MIN_NEW_EPISODES")

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from tests.alerts.builders import OPERATOR, SECRET, add_rule, hot_compressible_thread, put_thread
 from tests.fixtures.monitoring import WebhookReceiver
-from yuxi_dash import service
+from yuxi_dash import sources
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.alerts.delivery import LEASE_MARGIN_SECONDS, PAUSE_AFTER, drain_webhook
 from yuxi_dash.alerts.evaluate import evaluate
@@ -74,7 +74,7 @@ def test_alertmanager_gets_the_labels_and_a_compress_resolves_one_rule_not_the_o
     assert float(annotations["pressure"]) == pytest.approx(0.95)
 
     # a real compress: the hook evaluates after it and resolves "hot" (below its clear_at)
-    result = service.compress_thread_context("t1", actor=OPERATOR)
+    result = sources.compress_thread_context("t1", actor=OPERATOR)
     assert result.status == "completed"
     with session_scope() as session:
         after = session.scalar(
@@ -103,7 +103,7 @@ def test_webhook_signed_once_per_change_and_resolved_after_a_compress(
     assert (first["kind"], first["thread_id"], first["rule"]) == ("firing", "t1", "hot")
     assert request["headers"]["X-Yuxi-Dash-Event"] == first["event_id"]
 
-    service.compress_thread_context("t1", actor=OPERATOR)  # the hook evaluates, sends nothing
+    sources.compress_thread_context("t1", actor=OPERATOR)  # the hook evaluates, sends nothing
     assert len(webhook_receiver.requests) == 1
     assert evaluate().notified == 1  # the next pass sends the resolved notice
     kinds = [e["kind"] for e in webhook_receiver.events()]

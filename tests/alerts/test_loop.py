@@ -25,7 +25,7 @@ from tests.alerts.builders import (
 from tests.fixtures.hostile_http import HostileServer
 from tests.fixtures.live_server import free_port
 from tests.fixtures.monitoring import WebhookReceiver
-from yuxi_dash import service
+from yuxi_dash import sources
 from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.alerts.loop import AlertLoop
 from yuxi_dash.alerts.views import channels, current_alerts
@@ -122,7 +122,7 @@ def test_a_compress_with_an_unreachable_webhook_returns_promptly_and_delivers_la
     after_usage_write(get_settings())  # firing: its notice is queued, not sent
 
     started = time.monotonic()
-    result = service.compress_thread_context("t1", actor=OPERATOR)  # resolves "hot"
+    result = sources.compress_thread_context("t1", actor=OPERATOR)  # resolves "hot"
     took = time.monotonic() - started
     assert result.status == "completed"
     deadline = get_settings().alert_deadline_seconds

@@ -46,7 +46,7 @@ def test_threads_page_lists_the_attached_thread_with_compress_disabled(
     assert ran["plat-hot"]["token_usage"]["summary_pressure_ratio"] >= 0.85
     assert main(["attach", "scan"]) == 0
 
-    at = app_test("pages/threads.py")
+    at = app_test("app_pages/threads.py")
     assert not at.exception
     # attached threads cannot be compressed without YUXI_DASH_PLATFORM_URL: hidden by the
     # "Can compress now" toggle, shown once the list shows every thread
@@ -89,7 +89,7 @@ def test_thread_detail_draws_the_platform_state(
 
     at = app_test()
     at.query_params["thread"] = "plat-hot"
-    at.switch_page("pages/thread_detail.py").run()
+    at.switch_page("app_pages/thread_detail.py").run()
     assert not at.exception
     assert not at.error
     captions = " ".join(c.value for c in at.caption)
@@ -126,7 +126,7 @@ def test_attach_status_page_lists_quarantined_and_flagged_threads_literally(
         )
     assert main(["attach", "scan"]) == 0
 
-    at = app_test("pages/attach_status.py")
+    at = app_test("app_pages/attach_status.py")
     assert not at.exception
     assert [s.value for s in at.subheader] == ["Quarantined (3)", "Flagged (1)"]
     quarantined, flagged = (d.value for d in at.dataframe)
@@ -166,7 +166,7 @@ def test_the_platform_and_the_demo_results_both_check_ok(
     """Two workdirs: the platform's files on its volume, the demo's on ours (issue 29 item 5)."""
     attached.run([{**HOT, "turns": 2, "result_words": 1500}])  # the platform offloads results
     assert main(["attach", "scan"]) == 0
-    at = app_test("pages/tool_results.py")
+    at = app_test("app_pages/tool_results.py")
     assert not at.exception
     threads = set(at.dataframe[0].value["thread_id"])
     assert "plat-hot" in threads and any(t.startswith("demo-") for t in threads)
@@ -191,10 +191,10 @@ def test_every_list_says_a_thread_is_attached(
     points = loaders.pressure_overview()["points"].set_index("thread_id")["origin"]
     assert points["plat-hot"] == label
     assert {o for t, o in points.items() if t.startswith("demo-")} == {"ours"}
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     assert not at.exception
 
-    at = app_test("pages/tool_results.py")
+    at = app_test("app_pages/tool_results.py")
     assert not at.exception
     listing = at.dataframe[0].value
     origin = dict(zip(listing["thread_id"], listing["origin"], strict=True))

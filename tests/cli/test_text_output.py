@@ -14,10 +14,10 @@ import re
 import pytest
 
 from yuxi_dash.cli import main
-from yuxi_dash.files.tool_results import list_tool_results
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import count_threads, list_threads
+from yuxi_dash.tool_results.index import list_tool_results
 from yuxi_dash.wording import pct
 
 # a dict or list repr ({'a': 1}, ['Organization']), a float with four decimals, None/True/False

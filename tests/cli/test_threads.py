@@ -387,8 +387,8 @@ def test_tool_results_verify_finds_a_tampered_and_a_deleted_file(
 def test_tool_results_verify_checks_exactly_the_listed_page(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yuxi_dash.files import tool_results
     from yuxi_dash.files.workdir import Workdir
+    from yuxi_dash.tool_results import index as tool_results
 
     _simulated_thread(turns=6)
     code, everything, _ = run(capsys, "tool-results")

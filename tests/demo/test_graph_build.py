@@ -20,12 +20,12 @@ from tests.fixtures.graph import DEMO_TEST_USERS
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.demo.graph_build import DemoGraph, build_demo_graph
 from yuxi_dash.demo.plan import first_exchanges, planted_facts
-from yuxi_dash.demo.story import DEMO_USERS
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory.views.gate import open_view
 from yuxi_dash.memory.views.gated_views import facts
 from yuxi_dash.memory.views.provenance import episode_words, fact_provenance
 from yuxi_dash.settings import get_settings
+from yuxi_dash.sim.story import DEMO_USERS
 from yuxi_dash.ui.memory_desk import headline_fact
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

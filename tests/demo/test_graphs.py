@@ -95,15 +95,15 @@ def test_shipped_demo_flag_file_matches_the_demo_users() -> None:
     import json
 
     from yuxi_dash.demo.flags import DEMO_FLAGS_FILE
-    from yuxi_dash.demo.story import DEMO_USERS
+    from yuxi_dash.sim.story import DEMO_USERS
 
     assert json.loads(DEMO_FLAGS_FILE.read_text()) == demo_flags(list(DEMO_USERS))
 
 
 def test_user_asserted_facts_are_the_users_statements_plus_one_planted() -> None:
-    """The graph tells the chats' story (yuxi_dash.demo.story): same statements, one suspect."""
+    """The graph tells the chats' story (yuxi_dash.sim.story): same statements, one suspect."""
     from yuxi_dash.demo.plan import first_exchanges, planted_facts
-    from yuxi_dash.demo.story import user_statements
+    from yuxi_dash.sim.story import user_statements
 
     now = datetime(2026, 6, 1, tzinfo=UTC)
     graph = build_demo_graph("bruno_silva", now=now, large_episode=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from yuxi_dash.demo.seed import seed_demo
-from yuxi_dash.demo.story import DEMO_USERS
 from yuxi_dash.demo.threads import DemoReport
 from yuxi_dash.settings import Settings
+from yuxi_dash.sim.story import DEMO_USERS
 
 
 def _settings(root: Path) -> Settings:

@@ -16,11 +16,10 @@ from tests.fixtures.app import SEED_RECORD, copy_demo
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.demo.plan import DEMO_PREFIX
 from yuxi_dash.demo.seed import seed_demo
-from yuxi_dash.demo.story import DEMO_USERS
 from yuxi_dash.demo.threads import DemoReport
-from yuxi_dash.files.tool_results import verify_tool_results
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import Settings
+from yuxi_dash.sim.story import DEMO_USERS
 from yuxi_dash.store.db import get_engine, session_scope
 from yuxi_dash.store.models import (
     AgentRun,
@@ -33,6 +32,7 @@ from yuxi_dash.store.models import (
 )
 from yuxi_dash.store.queries import busy_reasons, list_agents
 from yuxi_dash.store.thread_store import state_store
+from yuxi_dash.tool_results.index import verify_tool_results
 
 
 def _settings(root: Path) -> Settings:
@@ -270,7 +270,8 @@ def test_reset_starts_clean_and_rebuilds_the_same_demo(
     seeded: tuple[Settings, DemoReport], anchor: datetime, tmp_path: Path
 ) -> None:
     from yuxi_dash.access.roles import cli_actor
-    from yuxi_dash.service import compress_thread_context, import_thread
+    from yuxi_dash.service import import_thread
+    from yuxi_dash.sources import compress_thread_context
 
     settings = _copy(seeded[0], tmp_path / "copy")
     original = _fingerprint(settings, content_only=True)
@@ -315,10 +316,10 @@ def test_reset_starts_clean_and_rebuilds_the_same_demo(
 def test_every_demo_user_says_their_statements_and_never_the_planted_claim(
     seeded: tuple[Settings, DemoReport],
 ) -> None:
-    """The demo's one story (yuxi_dash.demo.story) is in each user's own chat messages."""
+    """The demo's one story (yuxi_dash.sim.story) is in each user's own chat messages."""
     from yuxi_dash.demo.plan import assistant_claim, planted_facts
-    from yuxi_dash.demo.story import user_statements
     from yuxi_dash.memory.views.chat_compare import compare_facts, user_words
+    from yuxi_dash.sim.story import user_statements
     from yuxi_dash.store.queries import user_chat_messages
 
     settings, _ = seeded

@@ -1,4 +1,4 @@
-"""pages/alerts.py on the demo: alerts with pressure, Compress from the page, history, rules.
+"""app_pages/alerts.py on the demo: alerts with pressure, Compress from the page, history, rules.
 
 A rule leaves out, by default, the threads nobody can compress; a rule over every thread
 lists them, and the page says why in place of the button (never an estimate).
@@ -21,7 +21,7 @@ from yuxi_dash.store.models import AlertChannel, utcnow
 from yuxi_dash.store.queries import get_thread, list_threads
 from yuxi_dash.store.thread_list import ThreadSummary
 
-PAGE = "pages/alerts.py"
+PAGE = "app_pages/alerts.py"
 
 
 def _hot(settings: Settings) -> list[ThreadSummary]:

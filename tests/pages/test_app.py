@@ -77,7 +77,7 @@ def test_a_database_that_cannot_be_reached_is_one_line(
 
     monkeypatch.setenv("YUXI_DASH_DATABASE_URL", "postgresql+psycopg://127.0.0.1:1/nothing")
     get_settings.cache_clear()
-    at = app_test("pages/threads.py")
+    at = app_test("app_pages/threads.py")
     assert not at.exception
     assert [e.value for e in at.error] == [
         "The database cannot be reached right now; check YUXI_DASH_DATABASE_URL or try again "

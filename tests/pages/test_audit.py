@@ -1,4 +1,4 @@
-"""pages/audit.py: admins read and export the log; anyone else is refused."""
+"""app_pages/audit.py: admins read and export the log; anyone else is refused."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from yuxi_dash.access.audit import record_audit
 from yuxi_dash.settings import Settings, get_settings
 
-PAGE = "pages/audit.py"
+PAGE = "app_pages/audit.py"
 
 
 def test_admin_sees_filters_and_exports_the_log(
@@ -40,7 +40,7 @@ def test_an_operator_cannot_open_the_audit_log(
 ) -> None:
     monkeypatch.setenv("YUXI_DASH_OPERATORS", "operator@localhost")
     get_settings.cache_clear()
-    at = AppTest.from_file("../../pages/audit.py", default_timeout=60).run()
+    at = AppTest.from_file("../../app_pages/audit.py", default_timeout=60).run()
     assert not at.exception
     assert len(at.error) == 1 and "admin role" in at.error[0].value
     assert not at.dataframe

@@ -10,11 +10,11 @@ from streamlit.testing.v1 import AppTest
 from tests.fixtures.app import APP
 
 OPERATION_PAGES = [
-    "pages/overview.py",
-    "pages/threads.py",
-    "pages/thread_detail.py",
-    "pages/tool_results.py",
-    "pages/audit.py",
+    "app_pages/overview.py",
+    "app_pages/threads.py",
+    "app_pages/thread_detail.py",
+    "app_pages/tool_results.py",
+    "app_pages/audit.py",
 ]
 
 
@@ -35,6 +35,6 @@ def test_an_empty_store_says_so_on_every_page(empty_store: None, page: str) -> N
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert not at.main.dataframe and not at.main.metric or page == "pages/overview.py"
+    assert not at.main.dataframe and not at.main.metric or page == "app_pages/overview.py"
     said = [i.value for i in at.main.info]
     assert len(said) == 1 and said[0].startswith("No "), said  # one line saying what is missing

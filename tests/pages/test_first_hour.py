@@ -50,7 +50,7 @@ def test_one_threads_pressure_reads_the_same_everywhere(
     with session_scope(demo_env) as session:
         hot = list_threads(session, limit=1)[0]
     expected = pct(hot.summary_pressure_ratio)  # 162.3% for the demo's hottest thread
-    at = app_test("pages/threads.py")
+    at = app_test("app_pages/threads.py")
     at = at.toggle(key="threads_actionable_only").set_value(False).run()  # every hot thread
     assert not at.exception
     table = at.dataframe[0]
@@ -62,7 +62,7 @@ def test_one_threads_pressure_reads_the_same_everywhere(
     picker = at.selectbox(key="compress_thread")
     assert f"{hot.thread_id} · {expected}" in picker.options
     at.query_params["thread"] = hot.thread_id
-    at.switch_page("pages/thread_detail.py").run()
+    at.switch_page("app_pages/thread_detail.py").run()
     assert {m.label: m.value for m in at.metric}["Summary pressure"] == expected
     assert main(["threads", "--limit", "1"]) == 0
     assert expected in capsys.readouterr().out.splitlines()[2]
@@ -75,7 +75,7 @@ def test_token_counts_have_separators_and_moments_one_format(
         hot = list_threads(session, limit=1)[0]
     at = app_test()
     at.query_params["thread"] = hot.thread_id
-    at.switch_page("pages/thread_detail.py").run()
+    at.switch_page("app_pages/thread_detail.py").run()
     assert not at.exception
     parts = next(d for d in at.dataframe if "part" in d.value.columns)
     counts = [t for t in parts.value["tokens"] if t != "–"]  # an unmeasured part: no "None"
@@ -89,19 +89,19 @@ def test_token_counts_have_separators_and_moments_one_format(
     assert all(s.endswith("%") for s in measured)
     chat = next(d for d in at.dataframe if "sequence" in d.value.columns)
     assert all(STAMP.fullmatch(v) for v in chat.value["at"])
-    at.switch_page("pages/tool_results.py").run()
+    at.switch_page("app_pages/tool_results.py").run()
     listing = at.dataframe[0]
     assert all(STAMP.fullmatch(v) for v in listing.value["saved_at"])
     assert _columns(listing)["chars"]["type_config"]["format"] == "localized"
-    at.switch_page("pages/audit.py").run()  # the audit log: the same look, to the second
+    at.switch_page("app_pages/audit.py").run()  # the audit log: the same look, to the second
     moments = at.dataframe[0].value["at"]
     assert len(moments) and all(STAMP.fullmatch(v) for v in moments)
 
 
 def test_threads_and_tool_results_tables_fit_at_1440(app_test: Callable[..., AppTest]) -> None:
-    at = app_test("pages/threads.py")
+    at = app_test("app_pages/threads.py")
     _widths_fit(at.dataframe[0], list(at.dataframe[0].value.columns))
-    at.switch_page("pages/tool_results.py").run()
+    at.switch_page("app_pages/tool_results.py").run()
     assert not at.exception
     listing = at.dataframe[0]
     _widths_fit(listing, list(listing.value.columns))
@@ -124,7 +124,7 @@ def test_the_overview_count_reconciles_with_every_thread(
         every = count_threads(session, include_deleted=True)  # what the demo says it made
         deleted = count_threads(session, status="deleted")
     assert deleted, "the demo deletes a few threads"
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     shown = int({m.label: m.value for m in at.metric}["Threads"].replace(",", ""))
     note = next(c.value for c in at.caption if "deleted" in c.value)
     assert note.startswith(f"{shown:,} active and archived threads; {deleted:,} deleted")
@@ -151,7 +151,7 @@ def test_a_page_of_a_tool_result_starts_at_the_beginning_of_a_line(
         saved = Workdir(demo_env.workdir).save_tool_result("run_command", content)
         index_saved_files(session, thread_id, [("call-long-log", "run_command", saved)])
         result_id = session.scalar(sa.select(ToolResult.id).where(ToolResult.path == saved.path))
-    at = app_test("pages/tool_results.py")
+    at = app_test("app_pages/tool_results.py")
     at.selectbox(key="tool_result_id").set_value(result_id).run()
     assert not at.exception
     pager = at.number_input(key="tool_result_page")

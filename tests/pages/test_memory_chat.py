@@ -25,8 +25,8 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
 
     from tests.fixtures.graph import REPO
     from yuxi_dash.demo.plan import planted_facts
-    from yuxi_dash.demo.story import user_statements
     from yuxi_dash.settings import get_settings
+    from yuxi_dash.sim.story import user_statements
     from yuxi_dash.ui.memory import clear_memory_caches
     from yuxi_dash.ui.page_text import markdown_literal
 
@@ -35,7 +35,7 @@ def test_chat_vs_memory_on_the_demo_tells_one_story(
     get_settings.cache_clear()
     clear_memory_caches()
     user, name = "bruno_silva", "Bruno Silva"
-    at = AppTest.from_file(str(REPO / "pages" / "memory_chat.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app_pages" / "memory_chat.py"), default_timeout=60)
     at.session_state["memory_user"] = user
     at.run()
     assert not at.exception

@@ -221,7 +221,7 @@ def test_the_demo_facts_page_opens_on_the_headline_and_claims_only_what_holds(
     get_settings.cache_clear()
     clear_memory_caches()
     clear_desk_caches()
-    at = AppTest.from_file(str(REPO / "pages" / "memory_facts.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app_pages" / "memory_facts.py"), default_timeout=60)
     at.session_state["memory_user"] = "bruno_silva"
     at.run()
     assert not at.exception

@@ -23,7 +23,7 @@ from yuxi_dash.ui.memory_desk import clear_desk_caches
 REASON = "the user disputes this fact on the phone"
 SECOND = "a reason meant for the dark mode fact"
 LOCAL = Actor(id="operator@localhost", role=Role.ADMIN)  # who the page runs as (local mode)
-FACTS_PAGE = str(REPO / "pages" / "memory_facts.py")
+FACTS_PAGE = str(REPO / "app_pages" / "memory_facts.py")
 
 
 @pytest.fixture(autouse=True)

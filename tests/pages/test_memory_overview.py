@@ -117,7 +117,7 @@ def test_drift_is_shown_and_an_admin_repairs_it(tmp_path, monkeypatch) -> None:
 
     def overview() -> AppTest:
         clear_memory_caches()
-        at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+        at = AppTest.from_file(str(REPO / "app_pages" / "memory_overview.py"), default_timeout=60)
         at.session_state["memory_user"] = "drifty"
         return at.run()
 
@@ -192,7 +192,7 @@ def test_a_user_link_opens_that_users_memory_and_the_choice_is_linkable(memory_p
     from tests.fixtures.graph import REPO
 
     memory_pages("memory_overview.py", None)  # seeds the demo graphs and points the env at them
-    at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app_pages" / "memory_overview.py"), default_timeout=60)
     at.query_params["user"] = "bruno_silva"
     at.run()
     assert not at.exception
@@ -208,7 +208,7 @@ def test_a_crafted_user_link_is_refused_without_a_query(memory_pages) -> None:
     from tests.fixtures.graph import REPO
 
     memory_pages("memory_overview.py", None)
-    at = AppTest.from_file(str(REPO / "pages" / "memory_overview.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app_pages" / "memory_overview.py"), default_timeout=60)
     at.query_params["user"] = "x' OR 1=1 //../../etc"
     at.run()
     assert not at.exception

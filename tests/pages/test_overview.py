@@ -1,4 +1,4 @@
-"""pages/overview.py on the demo: KPIs agree with the store, the chart and filters render."""
+"""app_pages/overview.py on the demo: KPIs agree with the store, the chart and filters render."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _metrics(at: AppTest) -> dict[str, str]:
 def test_overview_kpis_match_the_store(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     assert not at.exception
     with session_scope(demo_env) as session:
         total = count_threads(session)
@@ -34,7 +34,7 @@ def test_overview_kpis_match_the_store(
 def test_overview_explains_its_summary_share_and_the_75_percent_points(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     assert not at.exception
     [share] = [m for m in at.metric if m.label == "Summary active"]
     assert "Share of these threads" in share.proto.help  # a share here, yes/no on thread detail
@@ -46,7 +46,7 @@ def test_overview_explains_its_summary_share_and_the_75_percent_points(
 def test_overview_names_the_deleted_threads_it_leaves_out(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     assert not at.exception
     with session_scope(demo_env) as session:
         total = count_threads(session)
@@ -59,7 +59,7 @@ def test_overview_names_the_deleted_threads_it_leaves_out(
 def test_overview_filter_by_agent_narrows_the_kpis(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     agent_box = at.selectbox[0]
     agent = agent_box.options[0]
     agent_box.set_value(agent).run()
@@ -76,7 +76,7 @@ def test_the_hottest_threads_link_to_their_detail(
 
     with session_scope(demo_env) as session:
         hottest = [p.thread_id for p in pressure_points(session, limit=50)]
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     picker = at.selectbox(key="overview_open")
     assert picker.options[0].startswith(f"{hottest[0]} · ")
     assert len(picker.options) == len(hottest)

@@ -1,5 +1,5 @@
 """The overview's hottest-thread picker: it starts on a thread that can be compressed, marks
-the others and says why (`platform.capability`), on the demo."""
+the others and says why (`store.origin`), on the demo."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_the_picker_starts_on_a_compressible_thread_and_marks_the_others(
         capable = {t.thread_id: t.capable for t in list_threads(session, limit=100_000)}
     stuck = [t for t in hottest if not capable[t]]
     assert stuck, "the demo has hot threads whose agent cannot compress"
-    at = app_test("pages/overview.py")
+    at = app_test("app_pages/overview.py")
     assert not at.exception
     picker = at.selectbox(key="overview_open")
     assert picker.value == next(t for t in hottest if capable[t])

@@ -1,4 +1,4 @@
-"""pages/thread_detail.py on the demo: the thread from ?thread=, its figures, tabs and context."""
+"""app_pages/thread_detail.py on the demo: the thread from ?thread=, its figures, tabs and context."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
 from yuxi_dash.ui.page_text import pct
 
-PAGE = "pages/thread_detail.py"
+PAGE = "app_pages/thread_detail.py"
 
 
 def test_detail_shows_the_requested_thread(
@@ -132,7 +132,7 @@ def test_next_input_tokens_reconcile_with_the_pressure_and_every_page(
     """Issue 37 item 4: one count everywhere (the projected next_llm_input_tokens, the one
     pressure divides), and the page says in words what it holds beyond what it can see."""
     from yuxi_dash.cli import main
-    from yuxi_dash.service import preview_compression
+    from yuxi_dash.sources import preview_compression
     from yuxi_dash.ui.charts import pressure_overview_chart
     from yuxi_dash.ui.loaders import pressure_overview
     from yuxi_dash.ui.page_text import threshold_room_text, tokens

@@ -1,4 +1,4 @@
-"""pages/thread_detail.py on a thread deepagents wrote: the next model input is what it gave its model.
+"""app_pages/thread_detail.py on a thread deepagents wrote: the next model input is what it gave its model.
 
 deepagents 0.7's own SummarizationMiddleware writes the thread into the
 dashboard's checkpoint store (SQLite, then PostgreSQL) and its last model call
@@ -24,7 +24,7 @@ from tests.fixtures.app import APP
 from yuxi_dash.ui.loaders import clear_loaders
 from yuxi_dash.ui.page_text import code, literal, md
 
-PAGE = "pages/thread_detail.py"
+PAGE = "app_pages/thread_detail.py"
 THREAD = "deep-thread-1"
 SUMMARY_HEADER = "**Summary of earlier history** (what the model sees instead of it)"
 

@@ -1,4 +1,4 @@
-"""pages/threads.py on the demo: the 85% list, the compress flow, and what a viewer may not do."""
+"""app_pages/threads.py on the demo: the 85% list, the compress flow, and what a viewer may not do."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from streamlit.testing.v1 import AppTest
 
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import Forbidden
-from yuxi_dash.service import compress_thread_context
 from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.sources import compress_thread_context
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
 from yuxi_dash.store.thread_store import load_state, state_store
 
-PAGE = "pages/threads.py"
+PAGE = "app_pages/threads.py"
 
 
 def _store_hot_threads(settings: Settings) -> list[str]:
@@ -65,7 +65,7 @@ def test_list_holds_exactly_the_threads_at_or_above_85_percent(
 ) -> None:
     at = app_test(PAGE)
     assert not at.exception
-    # drawn through app.py (navigation, sign-in line), not as a bare pages/ file
+    # drawn through app.py (navigation, sign-in line), not as a page script run alone
     assert any("Signed in as" in c.value for c in at.sidebar.caption)
     # it opens on the threads an operator can act on, then shows every one on request
     assert _listed(at) == _store_actionable(demo_env)

@@ -1,4 +1,4 @@
-"""pages/tool_results.py on the demo: SHA-256 status, reads only when picked and audited, and a
+"""app_pages/tool_results.py on the demo: SHA-256 status, reads only when picked and audited, and a
 crafted path refused."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from yuxi_dash.files.tool_results import READ_ACTION, count_tool_results
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import list_audit, list_threads
+from yuxi_dash.tool_results.index import READ_ACTION, count_tool_results
 
-PAGE = "pages/tool_results.py"
+PAGE = "app_pages/tool_results.py"
 SALVAGED = (
     "Preview salvaged from a result that was not valid JSON: the complete leading records "
     "are shown; the file holds every byte."
@@ -29,16 +29,16 @@ SALVAGED = (
 def test_results_list_checks_hashes_and_opening_one_is_audited(
     app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import yuxi_dash.files.opened
-    import yuxi_dash.files.tool_results
+    import yuxi_dash.tool_results.index
+    import yuxi_dash.tool_results.opened
 
     with session_scope(demo_env) as session:
         total = count_tool_results(session)
     assert total > 0, "the demo should offload some tool results"
     reads: list[int] = []  # every read of a file, audited or not
     for module, name in (
-        (yuxi_dash.files.tool_results, "read_tool_result"),
-        (yuxi_dash.files.opened, "open_tool_result"),
+        (yuxi_dash.tool_results.index, "read_tool_result"),
+        (yuxi_dash.tool_results.opened, "open_tool_result"),
     ):
         real = getattr(module, name)
 
@@ -47,7 +47,7 @@ def test_results_list_checks_hashes_and_opening_one_is_audited(
             return _real(result_id, **kwargs)
 
         monkeypatch.setattr(module, name, counted)
-    at = app_test("pages/audit.py")  # cache the audit log as it is before any read
+    at = app_test("app_pages/audit.py")  # cache the audit log as it is before any read
     at.switch_page(PAGE).run()
     assert not at.exception
     listing = at.dataframe[0].value
@@ -76,7 +76,7 @@ def test_results_list_checks_hashes_and_opening_one_is_audited(
     assert reads == [opened]
     with session_scope(demo_env) as session:
         assert len(list_audit(session, action=READ_ACTION)) == 1
-    at.switch_page("pages/audit.py").run()  # the audit page is not served from a stale cache
+    at.switch_page("app_pages/audit.py").run()  # the audit page is not served from a stale cache
     audit = at.dataframe[0].value
     assert f"tool_result:{opened}" in set(audit["target"])
 

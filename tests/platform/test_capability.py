@@ -1,4 +1,4 @@
-"""One capability verdict (`platform.capability`) for the pages and the CLI, per agent named.
+"""One capability verdict (`store.origin`) for the pages and the CLI, per agent named.
 
 The platform's 422 is remembered per agent the platform named; a thread it named no
 agent for (the projector's fallback slug) is never grouped with the others under that
@@ -49,8 +49,8 @@ def _answer(thread_id: str, agent: str, outcome: str, **detail: Any) -> None:
 
 
 def test_a_422_is_kept_per_named_agent_and_per_thread_without_one(db_url: str) -> None:
-    from yuxi_dash.platform.capability import UNNAMED_AGENT as FALLBACK
-    from yuxi_dash.platform.capability import platform_refusals
+    from yuxi_dash.store.origin import UNNAMED_AGENT as FALLBACK
+    from yuxi_dash.store.origin import platform_refusals
 
     assert FALLBACK == UNNAMED_AGENT
     _answer("bare-1", UNNAMED_AGENT, "refused")
@@ -83,7 +83,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
 def _page_verdicts(app_test: Callable[..., AppTest], threads: list[str]) -> dict[str, Any]:
     """Thread -> None (the page offers Compress…) or the reason its button gives."""
     clear_loaders()
-    at = app_test("pages/threads.py")
+    at = app_test("app_pages/threads.py")
     assert not at.exception
     verdicts: dict[str, Any] = {}
     for thread_id in threads:
@@ -144,7 +144,7 @@ def test_one_refusal_blocks_only_its_agent_or_thread_and_page_and_cli_agree(
     assert (newest.outcome, newest.detail["remembered"]) == ("refused", True)
 
     # asking the platform again is explicit; its answer replaces what was remembered
-    from yuxi_dash.platform.capability import platform_refusals
+    from yuxi_dash.store.origin import platform_refusals
 
     code, done = _cli(capsys, "compress", "bare-a", "--ask-platform")
     assert (code, done["status"]) == (0, "completed")

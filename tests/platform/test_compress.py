@@ -137,8 +137,8 @@ def test_busy_at_the_platform_is_409_thread_busy_exit_4_not_retried(
 def test_an_agent_without_compression_is_422_and_remembered(
     attached: Platform, platform_configured: PlatformServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from yuxi_dash.platform.capability import unsupported_agents
-    from yuxi_dash.service import preview_compression
+    from yuxi_dash.sources import preview_compression
+    from yuxi_dash.store.origin import unsupported_agents
 
     seeded(attached, capsys)
     platform_configured.control(unsupported_agents=["research"])

@@ -25,7 +25,7 @@ from tests.platform.test_compress import ACTOR, audit_rows, reconfigure, seeded
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import PlatformOutcomeUnknown
-from yuxi_dash.service import compress_thread_context
+from yuxi_dash.sources import compress_thread_context
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation
 

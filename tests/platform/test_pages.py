@@ -19,7 +19,7 @@ from yuxi_dash.settings import Settings
 
 pytestmark = pytest.mark.services
 
-PAGE = "pages/threads.py"
+PAGE = "app_pages/threads.py"
 THREADS = [
     {"thread_id": "plat-a", "user_id": "alice", "agent": "research", "turns": 3,
      "result_words": 250},
@@ -89,7 +89,7 @@ def test_thread_detail_compresses_a_platform_thread(
     assert main(["attach", "scan"]) == 0
     at = app_test()
     at.query_params["thread"] = "plat-a"
-    at.switch_page("pages/thread_detail.py").run()
+    at.switch_page("app_pages/thread_detail.py").run()
     assert not at.exception
     button = at.button(key="detail_compress")
     assert not button.disabled

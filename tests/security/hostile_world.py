@@ -252,7 +252,8 @@ def seed_store(settings: Settings) -> None:
     """Four hostile threads: hot, compressed (offloaded results), another user's chat, no
     compression support."""
     from yuxi_dash.files.workdir import Workdir
-    from yuxi_dash.service import compress_thread_context, import_thread
+    from yuxi_dash.service import import_thread
+    from yuxi_dash.sources import compress_thread_context
 
     Workdir(settings.workdir).initialize()
     capable = {

@@ -121,7 +121,7 @@ def test_the_page_records_each_read_not_each_rerun(
     app_test: Callable[..., AppTest], demo_env: Settings
 ) -> None:
     _seed()
-    at = app_test("pages/audit.py")
+    at = app_test("app_pages/audit.py")
     assert not at.exception
     assert len(_rows(VIEW_ACTION)) == 1
     at.run()  # a rerun with the same filters shows what this session already read

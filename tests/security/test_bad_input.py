@@ -20,12 +20,11 @@ import redis
 import sqlalchemy as sa
 
 from tests.service.builders import OPERATOR, conversation, import_payload, seed_thread
-from yuxi_dash import service
+from yuxi_dash import service, sources
 from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import InvalidInput, ThreadDeleted, ThreadNotFound
-from yuxi_dash.files.tool_results import list_tool_results, read_tool_result
 from yuxi_dash.memory.views import gated_views as memory_service
 from yuxi_dash.memory.views.gate import open_view
 from yuxi_dash.settings import Settings
@@ -41,6 +40,7 @@ from yuxi_dash.store.models import (
     UsageSnapshotRow,
 )
 from yuxi_dash.store.thread_store import state_store
+from yuxi_dash.tool_results.index import list_tool_results, read_tool_result
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 _COUNTED = (
@@ -99,7 +99,7 @@ def test_nul_in_a_thread_id_is_invalid_input_with_an_audit_row(db_url: str) -> N
     seed_thread()
     before = row_counts()
     with pytest.raises(InvalidInput) as caught:
-        service.compress_thread_context("t\x001", actor=OPERATOR)
+        sources.compress_thread_context("t\x001", actor=OPERATOR)
     assert caught.value.exit_code == 2 and "NUL" in caught.value.message
     assert refused(audits("compress")) == [("thread:t\\x001", "refused", "invalid_input")]
     assert row_counts() == before
@@ -384,7 +384,7 @@ def test_a_deleted_thread_says_thread_deleted(
     seed_thread(status="deleted")
     before = row_counts()
     with pytest.raises(ThreadDeleted) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        sources.compress_thread_context("t1", actor=OPERATOR)
     assert isinstance(caught.value, ThreadNotFound) and caught.value.status_code == 404
     assert error_line(caught.value).endswith("thread t1 is deleted [thread_deleted]")
     assert compress_blocker({"status": "deleted"}, OPERATOR) == "thread is deleted"
@@ -395,7 +395,7 @@ def test_a_deleted_thread_says_thread_deleted(
     code, out = cli(capsys, "context", "t1")
     assert code == 3 and out["error"]["code"] == "thread_deleted"
     with pytest.raises(ThreadNotFound) as other_user:  # not yours: still unknown, not "deleted"
-        service.compress_thread_context("t1", actor=OPERATOR, user_id="someone-else")
+        sources.compress_thread_context("t1", actor=OPERATOR, user_id="someone-else")
     assert other_user.value.code == "thread_not_found"
     assert [(r.action, r.detail["code"]) for r in audits()] == [
         ("compress", "thread_deleted"),

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from langchain_core.messages import BaseMessage
 
 from tests.service.builders import OPERATOR, conversation, history_files, seed_thread
-from yuxi_dash import service
+from yuxi_dash import service, sources
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.compression import ExtractiveSummarizer, committed_history
 from yuxi_dash.errors import StaleState, ThreadBusy
@@ -79,7 +79,7 @@ def _run_trial(thread_id: str, rng: random.Random) -> dict[str, Any]:
     def compress() -> None:
         time.sleep(rng.uniform(0, 0.05))
         try:
-            result: Any = service.compress_thread_context(
+            result: Any = sources.compress_thread_context(
                 thread_id, actor=OPERATOR, summarizer=JitterSummarizer(rng)
             )
         except (ThreadBusy, StaleState) as exc:
@@ -191,7 +191,7 @@ def test_eight_compresses_of_one_thread_pay_for_one_summary(db_url: str) -> None
     def compress() -> None:
         start.wait(10)
         try:
-            result: Any = service.compress_thread_context(
+            result: Any = sources.compress_thread_context(
                 "eight", actor=OPERATOR, summarizer=summarizer
             )
         except ThreadBusy as exc:
@@ -301,7 +301,7 @@ def _assert_one_committed_section_after_retry(thread_id: str, seeded: str) -> No
     assert stored is not None and stored.checkpoint_id == seeded and stored.state.summary is None
     assert _section_count(thread_id) == 1  # the orphan is on disk ...
     assert committed_history(stored.state, workdir) == []  # ... and is not history
-    result = service.compress_thread_context(thread_id, actor=OPERATOR)
+    result = sources.compress_thread_context(thread_id, actor=OPERATOR)
     assert result.status == "completed" and result.checkpoint_id != seeded
     assert _section_count(thread_id) == 1  # replaced, not appended a second time
     stored = load_state(thread_id)
@@ -320,7 +320,7 @@ def test_backend_terminated_after_the_history_write_leaves_no_real_section(
 
     def compress() -> None:
         try:
-            service.compress_thread_context("t1", actor=OPERATOR)
+            sources.compress_thread_context("t1", actor=OPERATOR)
         except BaseException as exc:
             errors.append(exc)
 
@@ -349,9 +349,9 @@ def test_process_killed_after_the_history_write_leaves_no_real_section(
     _block_state_writes(120)
     script = textwrap.dedent(
         """
-        from yuxi_dash import service
+        from yuxi_dash import sources
         from yuxi_dash.access.roles import Actor, Role
-        service.compress_thread_context("t1", actor=Actor(id="ops@example.com", role=Role.OPERATOR))
+        sources.compress_thread_context("t1", actor=Actor(id="ops@example.com", role=Role.OPERATOR))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -369,7 +369,7 @@ def test_process_killed_after_the_history_write_leaves_no_real_section(
             session.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     _unblock_state_writes()
     with pytest.raises(ThreadBusy):  # the killed compress's lease: live until its time
-        service.compress_thread_context("t1", actor=OPERATOR)
+        sources.compress_thread_context("t1", actor=OPERATOR)
     _expire_left_lease("t1")
     _assert_one_committed_section_after_retry("t1", seeded)
     assert len(history_files()) == 1

@@ -23,15 +23,15 @@ from hypothesis import strategies as st
 from tests.fixtures.profiles import examples
 from tests.security.test_bad_input import audits, row_counts
 from tests.service.builders import OPERATOR, import_payload, seed_thread
-from yuxi_dash import service
+from yuxi_dash import service, sources
 from yuxi_dash.access.audit import wait_for_pending_audit
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.cli import main
 from yuxi_dash.errors import MemoryGatedOff, YuxiDashError
-from yuxi_dash.files.tool_results import read_tool_result
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation
+from yuxi_dash.tool_results.index import read_tool_result
 
 VIEWER = Actor(id="viewer@example.com", role=Role.VIEWER)
 FUZZ = settings(
@@ -110,7 +110,7 @@ def one_thread(db_url: str) -> str:
 @FUZZ
 @given(thread_id=IDS)
 def test_fuzz_thread_ids_on_the_service(one_thread: str, thread_id: str) -> None:
-    attempt(lambda: service.compress_thread_context(thread_id, actor=OPERATOR), "compress")
+    attempt(lambda: sources.compress_thread_context(thread_id, actor=OPERATOR), "compress")
     attempt(lambda: service.dispatch_next_request(thread_id), "dispatch_request")
     attempt(lambda: service.start_run(thread_id, run_type="resume"), "start_run")
     attempt(lambda: service.enqueue_request(thread_id, content="hello"), "intake")

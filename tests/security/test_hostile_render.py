@@ -112,7 +112,7 @@ def _memory(page: str, *, user: str | None = GRAPH_USER, **state: Any) -> AppTes
     from yuxi_dash.ui.memory import clear_memory_caches
 
     clear_memory_caches()
-    at = AppTest.from_file(str(REPO / "pages" / page), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app_pages" / page), default_timeout=60)
     if user is not None:
         at.query_params["user"] = user
     for key, value in state.items():
@@ -131,8 +131,8 @@ def _tool_result_ids() -> list[int]:
 
 
 def _scan_operations(scan: Scan) -> None:
-    scan(_app("pages/overview.py"), "overview")
-    at = scan(_app("pages/threads.py"), "threads")
+    scan(_app("app_pages/overview.py"), "overview")
+    at = scan(_app("app_pages/threads.py"), "threads")
     at.selectbox(key="compress_thread").set_value(UNSUPPORTED_THREAD).run()
     scan(at, "threads: an unsupported thread picked")
     at.selectbox(key="compress_thread").set_value(HOT_THREAD).run()
@@ -141,16 +141,16 @@ def _scan_operations(scan: Scan) -> None:
     at.button(key="confirm_compress").click().run()
     scan(at, "threads: after the compress")
     for thread_id in (HOT_THREAD, DONE_THREAD, CHAT_THREAD, UNSUPPORTED_THREAD):
-        at = _app("pages/thread_detail.py", thread=thread_id)
+        at = _app("app_pages/thread_detail.py", thread=thread_id)
         shown = at.number_input[0]
         shown.set_value(shown.max).run()  # every model-visible message
         scan(at, f"thread detail {thread_id[:16]}")
-    scan(_app("pages/thread_detail.py", thread=URL_THREAD), "thread detail ?thread=")
-    at = scan(_app("pages/tool_results.py"), "tool results")
+    scan(_app("app_pages/thread_detail.py", thread=URL_THREAD), "thread detail ?thread=")
+    at = scan(_app("app_pages/tool_results.py"), "tool results")
     for result_id in _tool_result_ids():
         at.selectbox(key="tool_result_id").set_value(result_id).run()
         scan(at, f"tool result {result_id}")
-    scan(_app("pages/audit.py"), "audit")
+    scan(_app("app_pages/audit.py"), "audit")
 
 
 MEMORY_PAGES = (
@@ -371,7 +371,7 @@ FIRST_ARG_CALLS = frozenset(
 )
 MARKDOWN_KEYWORDS = frozenset({"label", "help", "body"})
 UI_FILES = sorted(
-    [*REPO.glob("pages/*.py"), APP, *(REPO / "yuxi_dash" / "ui").glob("*.py")],
+    [*REPO.glob("app_pages/*.py"), APP, *(REPO / "yuxi_dash" / "ui").glob("*.py")],
 )
 # identity.py belongs to the sign-in work; its refusal lines are checked there.
 LINTED = [p for p in UI_FILES if p.name != "identity.py"]

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from yuxi_dash import service
+from yuxi_dash import service, sources
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import ThreadContextState
 from yuxi_dash.compression.engine import history_session_id
 from yuxi_dash.errors import PathRefused, YuxiDashError
-from yuxi_dash.files.tool_results import read_tool_result
 from yuxi_dash.files.workdir import TOOL_RESULTS_DIR, Workdir, history_relpath
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.thread_store import load_state, write_state
+from yuxi_dash.tool_results.index import read_tool_result
 
 VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 OPERATOR = Actor(id="ops@example.com", role=Role.OPERATOR)
@@ -179,7 +179,7 @@ def test_compress_refuses_a_symlinked_history_and_leaves_the_outside_file_alone(
     assert before is not None
 
     with pytest.raises(YuxiDashError) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        sources.compress_thread_context("t1", actor=OPERATOR)
 
     assert caught.value.code in ("path_refused", "workdir_unavailable")
     assert victim.read_bytes() == original

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from tests.security.test_workdir_symlinks import OPERATOR, VIEWER, _seed_result, _seed_thread
-from yuxi_dash import service
+from yuxi_dash import service, sources
 from yuxi_dash.cli import main
 from yuxi_dash.cli.serve import prepare
 from yuxi_dash.errors import WorkdirUnavailable
-from yuxi_dash.files.tool_results import read_tool_result
 from yuxi_dash.files.workdir import MARKER_NAME, Workdir
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import list_audit
 from yuxi_dash.store.thread_store import load_state
+from yuxi_dash.tool_results.index import read_tool_result
 
 
 def _checkpoint(thread_id: str = "t1") -> str | None:
@@ -42,7 +42,7 @@ def test_compress_on_a_missing_workdir_is_503_and_does_not_recreate_it(
     checkpoint = _checkpoint()
 
     with pytest.raises(WorkdirUnavailable) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        sources.compress_thread_context("t1", actor=OPERATOR)
 
     error = caught.value
     assert (error.code, error.status_code) == ("workdir_unavailable", 503)
@@ -93,5 +93,5 @@ def test_serve_start_creates_the_workdir_only_for_an_empty_database(db_url: str)
     prepare(settings, demo=False)  # threads exist: a missing workdir stays missing
     assert not root.exists()
     with pytest.raises(WorkdirUnavailable):
-        service.compress_thread_context("t1", actor=OPERATOR)
+        sources.compress_thread_context("t1", actor=OPERATOR)
     assert not root.exists()

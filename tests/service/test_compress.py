@@ -52,7 +52,7 @@ from yuxi_dash.store.thread_store import load_state, write_state
 
 def test_compress_completes_and_writes_everything_of_record(db_url: str) -> None:
     seeded = seed_thread()
-    result = service.compress_thread_context("t1", actor=OPERATOR, expected_checkpoint_id=seeded)
+    result = service.compress_own_thread("t1", actor=OPERATOR, expected_checkpoint_id=seeded)
 
     assert result.status == "completed"
     assert result.checkpoint_id not in (None, seeded)
@@ -90,9 +90,9 @@ def test_compress_completes_and_writes_everything_of_record(db_url: str) -> None
 
 def test_compress_right_after_a_summary_is_no_op(db_url: str) -> None:
     seed_thread()
-    first = service.compress_thread_context("t1", actor=OPERATOR)
+    first = service.compress_own_thread("t1", actor=OPERATOR)
     before = snapshot_of_store()
-    again = service.compress_thread_context("t1", actor=OPERATOR)
+    again = service.compress_own_thread("t1", actor=OPERATOR)
     assert (again.status, again.reason, again.checkpoint_id) == (
         "no_op",
         "insufficient_history",
@@ -105,7 +105,7 @@ def test_compress_right_after_a_summary_is_no_op(db_url: str) -> None:
 def test_too_little_history_is_no_op_and_writes_nothing(db_url: str) -> None:
     seeded = seed_thread(messages=[HumanMessage("hi"), AIMessage("hello")])
     before = snapshot_of_store()
-    result = service.compress_thread_context("t1", actor=OPERATOR)
+    result = service.compress_own_thread("t1", actor=OPERATOR)
     assert (result.status, result.reason, result.checkpoint_id) == (
         "no_op",
         "insufficient_history",
@@ -138,7 +138,7 @@ def test_busy_thread_is_refused_and_unchanged(
         make_busy(session)
     before = snapshot_of_store()
     with pytest.raises(ThreadBusy) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        service.compress_own_thread("t1", actor=OPERATOR)
     assert caught.value.status_code == 409 and caught.value.detail["reason"] == reason
     assert snapshot_of_store() == before
     assert history_files() == []
@@ -157,7 +157,7 @@ def test_interrupted_run_followed_by_a_completed_one_is_idle(db_url: str) -> Non
         session.flush()
         session.add(AgentRun(thread_id="t1", run_type="resume", status="completed"))
         session.add(AgentRun(thread_id="t1", run_type="subagent", status="interrupted"))
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
+    assert service.compress_own_thread("t1", actor=OPERATOR).status == "completed"
 
 
 @pytest.mark.parametrize("case", ["unknown", "deleted", "other_user"])
@@ -166,7 +166,7 @@ def test_not_found_threads(db_url: str, case: str) -> None:
     thread_id = "nope" if case == "unknown" else "t1"
     before = snapshot_of_store()
     with pytest.raises(ThreadNotFound) as caught:
-        service.compress_thread_context(
+        service.compress_own_thread(
             thread_id, actor=OPERATOR, user_id="u2" if case == "other_user" else None
         )
     assert caught.value.status_code == 404
@@ -180,7 +180,7 @@ def test_not_found_threads(db_url: str, case: str) -> None:
 def test_unknown_agent_is_404(db_url: str) -> None:
     seed_thread(create_agent=False, agent_slug="ghost")
     with pytest.raises(AgentNotFound) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        service.compress_own_thread("t1", actor=OPERATOR)
     assert caught.value.status_code == 404
     assert audit_rows()[0].detail["code"] == "agent_not_found"
 
@@ -189,7 +189,7 @@ def test_agent_without_capability_is_422(db_url: str) -> None:
     seed_thread(capabilities=["web_search"])
     before = snapshot_of_store()
     with pytest.raises(CompressionUnsupported) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR)
+        service.compress_own_thread("t1", actor=OPERATOR)
     assert caught.value.status_code == 422
     assert snapshot_of_store() == before
     assert audit_rows()[0].detail["code"] == "compression_unsupported"
@@ -199,7 +199,7 @@ def test_stale_expected_checkpoint_is_409_and_summarizes_nothing(db_url: str) ->
     seed_thread()
     before = snapshot_of_store()
     with pytest.raises(StaleState) as caught:
-        service.compress_thread_context(
+        service.compress_own_thread(
             "t1", actor=OPERATOR, expected_checkpoint_id="1f000000-0000-6000-8000-000000000000"
         )
     assert caught.value.status_code == 409
@@ -211,7 +211,7 @@ def test_viewer_is_refused_with_an_audit_row(db_url: str) -> None:
     seed_thread()
     before = snapshot_of_store()
     with pytest.raises(Forbidden) as caught:
-        service.compress_thread_context("t1", actor=VIEWER)
+        service.compress_own_thread("t1", actor=VIEWER)
     assert caught.value.status_code == 403
     assert snapshot_of_store() == before
     (audit,) = audit_rows()
@@ -226,7 +226,7 @@ def test_unwritable_workdir_is_503_before_anything_runs(db_url: str, tmp_path: P
     called: list[int] = []
     before = snapshot_of_store()
     with pytest.raises(WorkdirUnavailable) as caught:
-        service.compress_thread_context(
+        service.compress_own_thread(
             "t1",
             actor=OPERATOR,
             settings=settings,
@@ -242,7 +242,7 @@ def test_summarizer_failure_changes_nothing_and_audits_failed(db_url: str) -> No
     seed_thread()
     before = snapshot_of_store()
     with pytest.raises(SummarizerFailed):
-        service.compress_thread_context("t1", actor=OPERATOR, summarizer=BrokenSummarizer())
+        service.compress_own_thread("t1", actor=OPERATOR, summarizer=BrokenSummarizer())
     assert snapshot_of_store() == before
     assert history_files() == []
     offloaded = Path(get_settings().workdir) / "outputs" / "large_tool_results"
@@ -250,7 +250,7 @@ def test_summarizer_failure_changes_nothing_and_audits_failed(db_url: str) -> No
     (audit,) = audit_rows()
     assert (audit.outcome, audit.detail["code"]) == ("failed", "summarizer_failed")
     # and the thread can still be compressed afterwards
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
+    assert service.compress_own_thread("t1", actor=OPERATOR).status == "completed"
 
 
 # --- racing a summary -----------------------------------------------------------------
@@ -275,7 +275,7 @@ def test_intake_during_a_summary_lands_at_once_and_the_compress_writes_nothing(
             observed["intake_error"] = exc
 
     with pytest.raises(ThreadBusy) as caught:
-        service.compress_thread_context(
+        service.compress_own_thread(
             "t1", actor=OPERATOR, summarizer=SlowSummarizer(while_summarizing)
         )
     assert "intake_error" not in observed and observed["request"] is not None  # it landed at once
@@ -305,7 +305,7 @@ def test_state_moved_during_the_summary_is_stale_and_writes_nothing(db_url: str)
         )
 
     with pytest.raises(StaleState):
-        service.compress_thread_context(
+        service.compress_own_thread(
             "t1", actor=OPERATOR, summarizer=SlowSummarizer(a_model_call_lands)
         )
     snapshot = snapshot_of_store()
@@ -325,7 +325,7 @@ def test_two_compresses_at_once_write_exactly_one_summary(db_url: str) -> None:
         barrier.wait(5)
         try:
             outcomes.append(
-                service.compress_thread_context(
+                service.compress_own_thread(
                     "t1",
                     actor=OPERATOR,
                     expected_checkpoint_id=seeded,
@@ -359,7 +359,7 @@ def test_two_compresses_at_once_write_exactly_one_summary(db_url: str) -> None:
 def test_preview_is_read_only_and_close_to_the_real_thing(db_url: str) -> None:
     seeded = seed_thread()
     before = snapshot_of_store()
-    preview = service.preview_compression("t1")
+    preview = service.preview_own_thread("t1")
     assert snapshot_of_store() == before
     assert history_files() == []
     assert (preview.checkpoint_id, preview.capable, preview.busy_reason, preview.reason) == (
@@ -368,13 +368,13 @@ def test_preview_is_read_only_and_close_to_the_real_thing(db_url: str) -> None:
         None,
         None,
     )
-    result = service.compress_thread_context("t1", actor=OPERATOR)
+    result = service.compress_own_thread("t1", actor=OPERATOR)
     assert preview.messages_to_summarize == result.compressed_messages
     assert preview.estimated_before_tokens == result.before_tokens
     assert preview.estimated_after_tokens < preview.estimated_before_tokens
     # the engine's own path with the extractive (deterministic) summarizer: the result itself
     assert abs(preview.estimated_after_tokens - result.after_tokens) <= 0.05 * result.after_tokens
-    after_preview = service.preview_compression("t1")
+    after_preview = service.preview_own_thread("t1")
     assert (after_preview.messages_to_summarize, after_preview.reason) == (
         0,
         "insufficient_history",
@@ -393,14 +393,14 @@ def test_the_preview_is_within_5_percent_of_the_result_on_the_demo_threads(
     targets = [t.thread_id for t in hot if t.capable and not t.busy_reason][:15]
     checked = 0
     for thread_id in targets:
-        preview = service.preview_compression(thread_id)
+        preview = service.preview_own_thread(thread_id)
         with session_scope(demo_env) as session:
             state = get_thread(session, thread_id).state
         assert preview.estimated_before_tokens == context_view(state).total_tokens
         if preview.reason:
             assert preview.reason == "insufficient_history" and preview.note
             continue
-        result = service.compress_thread_context(
+        result = service.compress_own_thread(
             thread_id, actor=OPERATOR, expected_checkpoint_id=preview.checkpoint_id
         )
         assert result.status == "completed"
@@ -416,11 +416,11 @@ def test_preview_reports_busy_and_incapable(db_url: str) -> None:
     seed_thread(capabilities=[])
     with session_scope() as session:
         queued_request(session)
-    preview = service.preview_compression("t1")
+    preview = service.preview_own_thread("t1")
     assert (preview.capable, preview.busy_reason, preview.reason) == (
         False,
         "queued",
         "compression_unsupported",
     )
     with pytest.raises(ThreadNotFound):
-        service.preview_compression("t1", user_id="someone-else")
+        service.preview_own_thread("t1", user_id="someone-else")

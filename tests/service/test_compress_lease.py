@@ -71,13 +71,13 @@ def test_a_compress_in_progress_refuses_another_at_once_and_intake_is_not_blocke
     def while_summarizing() -> None:  # inside the first compress's summarizer call
         observed["lease"] = _lease()
         observed["asked_at"] = utcnow()
-        observed["preview"] = service.preview_compression("t1")
+        observed["preview"] = service.preview_own_thread("t1")
         try:
-            service.compress_thread_context("t1", actor=OPERATOR, summarizer=second)
+            service.compress_own_thread("t1", actor=OPERATOR, summarizer=second)
         except ThreadBusy as exc:
             observed["refused"] = exc
 
-    first = service.compress_thread_context(
+    first = service.compress_own_thread(
         "t1", actor=OPERATOR, settings=settings, summarizer=SlowSummarizer(while_summarizing)
     )
     assert first.status == "completed"
@@ -118,12 +118,12 @@ def test_a_killed_compress_blocks_until_its_lease_runs_out_then_is_taken_over(
     counting = CountingSummarizer()
     before = snapshot_of_store()
     with pytest.raises(ThreadBusy):
-        service.compress_thread_context("t1", actor=OPERATOR, summarizer=counting)
+        service.compress_own_thread("t1", actor=OPERATOR, summarizer=counting)
     assert counting.calls == [] and snapshot_of_store() == before
     assert _lease()[0] == KILLED_LEASE  # a refusal leaves the other's lease alone
 
     _set_lease(KILLED_LEASE, utcnow() - timedelta(seconds=1))  # its time has passed
-    result = service.compress_thread_context("t1", actor=OPERATOR, summarizer=counting)
+    result = service.compress_own_thread("t1", actor=OPERATOR, summarizer=counting)
     assert result.status == "completed" and result.checkpoint_id != seeded
     assert counting.calls == [1]
     assert _lease() == (None, None)
@@ -138,10 +138,10 @@ def test_a_summarizer_failure_clears_the_lease_and_the_next_compress_runs_at_onc
     seed_thread()
     before = snapshot_of_store()
     with pytest.raises(SummarizerFailed):
-        service.compress_thread_context("t1", actor=OPERATOR, summarizer=BrokenSummarizer())
+        service.compress_own_thread("t1", actor=OPERATOR, summarizer=BrokenSummarizer())
     assert _lease() == (None, None)
     assert snapshot_of_store() == before and history_files() == []
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
+    assert service.compress_own_thread("t1", actor=OPERATOR).status == "completed"
     assert wait_for_pending_audit(30)
     assert sorted(a.outcome for a in audit_rows()) == ["completed", "failed"]
     assert all("lease_left" not in a.detail for a in audit_rows())
@@ -149,8 +149,8 @@ def test_a_summarizer_failure_clears_the_lease_and_the_next_compress_runs_at_onc
 
 def test_a_no_op_and_a_stale_compress_clear_their_lease(db_url: str) -> None:
     seed_thread()
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "no_op"
+    assert service.compress_own_thread("t1", actor=OPERATOR).status == "completed"
+    assert service.compress_own_thread("t1", actor=OPERATOR).status == "no_op"
     assert _lease() == (None, None)
 
     def a_model_call_lands() -> None:
@@ -163,7 +163,7 @@ def test_a_no_op_and_a_stale_compress_clear_their_lease(db_url: str) -> None:
     for _ in range(3):  # enough new messages to summarize again
         a_model_call_lands()
     with pytest.raises(StaleState):
-        service.compress_thread_context(
+        service.compress_own_thread(
             "t1", actor=OPERATOR, summarizer=SlowSummarizer(a_model_call_lands)
         )
     assert _lease() == (None, None)
@@ -181,7 +181,7 @@ def test_phase_3_writes_only_under_its_own_lease_and_leaves_another_alone(
 
     before = snapshot_of_store()
     with pytest.raises(ThreadBusy) as caught:
-        service.compress_thread_context("t1", actor=OPERATOR, summarizer=SlowSummarizer(taken_over))
+        service.compress_own_thread("t1", actor=OPERATOR, summarizer=SlowSummarizer(taken_over))
     assert caught.value.detail["reason"] == "compressing"
     assert snapshot_of_store() == before and history_files() == []
     stored = load_state("t1")

@@ -98,7 +98,7 @@ def test_lock_holder_ended_in_phase_3_writes_nothing_and_intake_lands(db_url: st
         )
 
     with pytest.raises(StoreUnavailable):
-        service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+        service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
 
     assert observed["ended"] == 1 and observed["request"] is not None  # intake took the lock
     assert observed["files"], "the attempt had written its offloaded files"
@@ -132,7 +132,7 @@ def test_write_refused_after_the_files_sweeps_them_and_says_so(db_url: str) -> N
         )
 
     with pytest.raises(StaleState):
-        service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+        service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
     assert _result_files() == []
     assert wait_for_pending_audit(30)
     (audit,) = audit_rows()
@@ -149,7 +149,7 @@ def test_next_compress_catches_the_row_up_and_says_so(db_url: str) -> None:
         "t1", {"messages": [HumanMessage("one more")]}, expected_checkpoint_id=seeded
     )
     assert _row().checkpoint_id == seeded
-    result = service.compress_thread_context("t1", actor=OPERATOR)
+    result = service.compress_own_thread("t1", actor=OPERATOR)
     assert result.status == "completed"
     assert _row().checkpoint_id == result.checkpoint_id
     assert wait_for_pending_audit(30)
@@ -167,7 +167,7 @@ def at_step(step):
     if step == sys.argv[1]:
         os.kill(os.getpid(), signal.SIGKILL)
 
-service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
 """
 
 
@@ -201,7 +201,7 @@ def test_kill_9_after_the_checkpoint_write_is_repaired_by_the_next_compress(
         assert killed_state.checkpoint_id == seeded and killed_state.state.summary is None
 
     _expire_left_lease()
-    again = service.compress_thread_context("t1", actor=OPERATOR)
+    again = service.compress_own_thread("t1", actor=OPERATOR)
 
     stored = load_state("t1")
     assert stored is not None and stored.state.summary is not None
@@ -239,14 +239,14 @@ def test_a_failure_after_the_checkpoint_write_never_leaves_a_row_without_its_fil
             raise RuntimeError("the process fails here")
 
     with pytest.raises(RuntimeError):
-        service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+        service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
     with session_scope() as session:
         sqlite = is_sqlite(session)
     stored = load_state("t1")
     assert stored is not None
     assert (stored.checkpoint_id != seeded) == sqlite
     assert bool(_result_files()) == sqlite
-    service.compress_thread_context("t1", actor=OPERATOR)
+    service.compress_own_thread("t1", actor=OPERATOR)
     stored = load_state("t1")
     assert stored is not None and _row().checkpoint_id == stored.checkpoint_id
     indexed = _indexed_paths()

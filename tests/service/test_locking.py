@@ -19,7 +19,7 @@ def test_lock_timeout_is_thread_busy_not_a_hang(db_url: str) -> None:
     with service.thread_lock("t1") as (_session, conv):
         assert conv is not None
         with pytest.raises(ThreadBusy) as caught:
-            service.compress_thread_context("t1", actor=OPERATOR, settings=settings)
+            service.compress_own_thread("t1", actor=OPERATOR, settings=settings)
         with pytest.raises(ThreadBusy):
             service.enqueue_request("t1", content="x", settings=settings)
     assert caught.value.detail["reason"] == "locked"

@@ -47,7 +47,7 @@ def at_step(step):
     if step == sys.argv[1]:
         os.kill(os.getpid(), signal.SIGKILL)
 
-service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
 """
 
 
@@ -140,7 +140,7 @@ def test_files_of_a_killed_compress_are_swept_and_audited(db_url: str, step: str
             conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == "t1"))
             assert conv is not None and conv.compress_lease_id is not None
             conv.compress_lease_until = utcnow() - timedelta(seconds=1)
-        service.compress_thread_context("t1", actor=OPERATOR)
+        service.compress_own_thread("t1", actor=OPERATOR)
         assert sweep_workdir(actor=ADMIN, settings=get_settings()).files == []
 
 
@@ -208,7 +208,7 @@ def test_a_compress_between_its_files_and_its_commit_holds_the_sweep(db_url: str
             _age(*files)  # as old as an orphan: only the lock keeps them
             seen["report"] = sweep_workdir(actor=ADMIN, settings=get_settings())
 
-    result = service.compress_thread_context("t1", actor=OPERATOR, on_step=at_step)
+    result = service.compress_own_thread("t1", actor=OPERATOR, on_step=at_step)
     assert result.status == "completed"
     assert seen["report"].held == "files_busy" and seen["report"].files == []
     after = sweep_workdir(actor=ADMIN, settings=get_settings())

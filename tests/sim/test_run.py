@@ -147,11 +147,11 @@ def test_an_agent_without_compression_runs_past_its_threshold() -> None:
 def test_simulate_goes_through_intake_and_run_lifecycle_and_indexes_files() -> None:
     import sqlalchemy as sa
 
-    from yuxi_dash.files.tool_results import verify_tool_results
     from yuxi_dash.settings import get_settings
     from yuxi_dash.sim.run import simulate
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.models import AgentRun, RunRequest
+    from yuxi_dash.tool_results.index import verify_tool_results
 
     settings = get_settings()
     _tiny_agent(settings)

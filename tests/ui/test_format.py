@@ -148,15 +148,15 @@ def test_stamp_and_clip() -> None:
 
 def test_blocked_kinds_count_only_what_really_cannot_be_compressed_here() -> None:
     """Issue 37 item 8: an attached thread with the platform endpoint set can be compressed."""
-    attached = {**IDLE, "attached": True, "platform_blocker": None}
-    assert blocked_kind(IDLE, platform_configured=False) is None
-    assert blocked_kind({**IDLE, "capable": False}, platform_configured=False) == "unsupported"
-    assert blocked_kind({**IDLE, "busy_reason": "queued"}, platform_configured=False) == "busy"
-    assert blocked_kind({**IDLE, "status": "deleted"}, platform_configured=True) == "deleted"
-    assert blocked_kind(attached, platform_configured=False) == "no_endpoint"
-    assert blocked_kind(attached, platform_configured=True) is None
+    attached = {**IDLE, "attached": True, "platform_blocker": None, "compress_route": "platform"}
+    assert blocked_kind(IDLE) is None
+    assert blocked_kind({**IDLE, "capable": False}) == "unsupported"
+    assert blocked_kind({**IDLE, "busy_reason": "queued"}) == "busy"
+    assert blocked_kind({**IDLE, "status": "deleted"}) == "deleted"
+    assert blocked_kind({**attached, "compress_route": "none"}) == "no_endpoint"
+    assert blocked_kind(attached) is None
     refused = {**attached, "platform_blocker": "the platform said agent a does not support it"}
-    assert blocked_kind(refused, platform_configured=True) == "unsupported"
+    assert blocked_kind(refused) == "unsupported"
     line = hidden_line({"unsupported": 25, "no_endpoint": 2, "busy": 3})
     assert line is not None and line.startswith(
         "30 threads that cannot be compressed now are hidden: 27 cannot be compressed here "

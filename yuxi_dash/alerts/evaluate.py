@@ -3,7 +3,7 @@
 Reads only what can change: per enabled rule the threads at or above its
 ``fire_at`` (the pressure index), plus every alert row that exists; a hook
 after one thread's write passes ``thread_id`` and reads that thread's only.
-A ``compressible_only`` rule skips the threads `platform.capability` says nobody can
+A ``compressible_only`` rule skips the threads `store.origin` says nobody can
 compress. Each (rule, thread) goes through `machine.decide`; the changes are written in
 bulk with one audit row per transition (action ``alert``) and, when the
 webhook is configured, one outbox row per firing or resolved notice, in the
@@ -29,18 +29,27 @@ from yuxi_dash.access.audit import sanitize_detail, storable
 from yuxi_dash.alerts.delivery import deliver_all
 from yuxi_dash.alerts.machine import CANCELLED, FIRING, PENDING, RESOLVED, Seen, decide
 from yuxi_dash.alerts.payloads import RESOLVED_KEEP_SECONDS, webhook_configured, webhook_payload
-from yuxi_dash.platform.capability import Capability, capability
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.models import (
-    ORIGIN_ATTACHED,
     AlertOutbox,
     AlertRule,
     AlertState,
     AuditEntry,
     Conversation,
     utcnow,
+)
+from yuxi_dash.store.origin import (
+    ATTACHED_NAME,
+    OWN_NAME,
+    SCOPES_BY_ORIGIN,
+    Capability,
+    attached_rows,
+    capability,
+    is_attached,
+    origin_name,
+    own_rows,
 )
 
 ALERT_ACTION = "alert"
@@ -64,10 +73,6 @@ class EvaluationReport(Record):
     seconds: float = 0.0
 
 
-def platform_of(origin: str) -> str:
-    return "attached" if origin == ORIGIN_ATTACHED else "own"
-
-
 def in_scope(rule: AlertRule | None, agent: str, origin: str, *, compressible: bool = True) -> bool:
     if rule is None or not rule.enabled:
         return False
@@ -75,20 +80,18 @@ def in_scope(rule: AlertRule | None, agent: str, origin: str, *, compressible: b
         return False
     if rule.scope == "agent":
         return agent == rule.agent_slug
-    if rule.scope == "attached":
-        return origin == ORIGIN_ATTACHED
-    if rule.scope == "own":
-        return origin != ORIGIN_ATTACHED
+    if rule.scope in SCOPES_BY_ORIGIN:
+        return origin_name(origin) == rule.scope
     return True
 
 
 def _scope_filter(rule: AlertRule) -> sa.ColumnElement[bool]:
     if rule.scope == "agent":
         return Conversation.agent_slug == rule.agent_slug
-    if rule.scope == "attached":
-        return Conversation.origin == ORIGIN_ATTACHED
-    if rule.scope == "own":
-        return Conversation.origin != ORIGIN_ATTACHED
+    if rule.scope == ATTACHED_NAME:
+        return attached_rows()
+    if rule.scope == OWN_NAME:
+        return own_rows()
     return sa.true()
 
 
@@ -249,7 +252,7 @@ def _evaluate_locked(
 
 
 class _Compressible:
-    """Whether a thread can be compressed (`platform.capability`); None: nobody asks."""
+    """Whether a thread can be compressed (`store.origin`); None: nobody asks."""
 
     def __init__(self, verdict: Capability | None) -> None:
         self.verdict = verdict
@@ -257,8 +260,7 @@ class _Compressible:
     def __call__(self, thread_id: str, agent: str | None, origin: str) -> bool:
         if self.verdict is None:
             return True
-        attached = origin == ORIGIN_ATTACHED
-        return self.verdict.blocker(thread_id, agent, attached=attached) is None
+        return self.verdict.blocker(thread_id, agent, attached=is_attached(origin)) is None
 
 
 class _Writes:
@@ -295,7 +297,7 @@ class _Writes:
             "severity": rule.severity if rule else state.severity if state else "warning",
             "thread_id": thread_id,
             "agent_slug": agent,
-            "platform": platform_of(origin) if origin else (state.platform if state else "own"),
+            "platform": origin_name(origin) if origin else (state.platform if state else OWN_NAME),
             "state": new,
             "pressure": pressure,
             "threshold_tokens": trigger,

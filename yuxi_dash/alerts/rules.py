@@ -5,7 +5,7 @@ platform's threads or our ``own``), fires at or above ``fire_at`` of the
 summary threshold and resolves only below ``clear_at`` (which must be lower:
 the gap is the hysteresis), after the condition held ``for_seconds``.
 ``compressible_only`` (on by default) leaves out the threads nobody can compress
-(`platform.capability`: an agent without the capability, a platform's refusal).
+(`store.origin`: an agent without the capability, a platform's refusal).
 Deleting a rule leaves its alerts to the next evaluation, which resolves them.
 """
 

@@ -1,7 +1,7 @@
 """What the Alerts page and `yuxi-dash alerts list` read: current alerts, history, channels.
 
 Read-only. Current alerts are the pending and firing rows with the thread's
-live pressure and why it cannot be compressed, if it cannot (`platform.capability`);
+live pressure and why it cannot be compressed, if it cannot (`store.origin`);
 the history is the newest ``alert`` audit rows (each transition); a channel's state
 says whether it is paused and why.
 """
@@ -17,11 +17,11 @@ from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
 from yuxi_dash.alerts.evaluate import ALERT_ACTION
 from yuxi_dash.alerts.machine import FIRING, PENDING
 from yuxi_dash.alerts.payloads import thread_link, webhook_configured
-from yuxi_dash.platform.capability import capability
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import AlertChannel, AlertState, AuditEntry, Conversation, utcnow
+from yuxi_dash.store.origin import capability, named_attached
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 link=thread_link(state.thread_id, settings),
                 checkpoint_id=checkpoint_id,
                 compress_blocker=verdict.blocker(
-                    state.thread_id, state.agent_slug, attached=state.platform == "attached"
+                    state.thread_id, state.agent_slug, attached=named_attached(state.platform)
                 )
                 if verdict
                 else None,

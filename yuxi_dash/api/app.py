@@ -40,9 +40,11 @@ from yuxi_dash.api.service_tokens import authenticate_token, bearer_token
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.outside_text import escaped_controls
-from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context, thread_target
+from yuxi_dash.service import thread_target
 from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.sources import compress_thread_context
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.origin import COMPRESS_ACTION
 
 log = logging.getLogger("yuxi_dash.api")
 

@@ -40,7 +40,6 @@ from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.labels import agent_label_column, top_agents
 from yuxi_dash.store.models import (
-    ORIGIN_ATTACHED,
     AlertChannel,
     AlertOutbox,
     AlertState,
@@ -50,6 +49,7 @@ from yuxi_dash.store.models import (
     ScanWatermark,
     utcnow,
 )
+from yuxi_dash.store.origin import origin_name_sql
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,7 @@ def _threads(session: Session, settings: Settings) -> Iterator[Metric]:
         labels=["band", "agent", "platform"],
     )
     agent = agent_label_column(top_agents(session, settings.label_agents_max)).label("agent")
-    platform = sa.case((Conversation.origin == ORIGIN_ATTACHED, "attached"), else_="own").label(
-        "platform"
-    )
+    platform = origin_name_sql().label("platform")
     query = (
         sa.select(band, agent, platform, sa.func.count())
         .where(Conversation.status != "deleted")

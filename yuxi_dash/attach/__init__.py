@@ -2,30 +2,35 @@
 
 `YUXI_DASH_ATTACH_CHECKPOINTER` names the platform's checkpointer (a read-only role is
 enough). `scan` projects every thread that moved since the last scan into our tables (origin
-"attached"), so the pages and the CLI cover the platform's threads; `thread_store` is where a
-thread's state is read from. The platform owns those threads' state and lock: nothing is
+"attached"), so the pages and the CLI cover the platform's threads; `audited_platform_store`
+is where an attached thread's state is read from. The platform owns those threads' state and lock: nothing is
 ever written there. A compress of an attached thread goes to the platform's endpoint
-(`yuxi_dash.platform`), or is refused (`ThreadAttached`).
+(`yuxi_dash.platform`, sent by `yuxi_dash.sources`), or is refused (`ThreadAttached`).
 
 The modules: `scanner` (the scan), `projector` (a batch in one transaction, or one by one),
 `batch` and `reader` (new checkpoints, per batch or per thread), `checkpoint_clock` (ids as a
 clock), `stores` (the platform's read-only store, its secret-free label), `platforms` (which
 platform, its clock), `quarantine` (threads a scan could not project), `status` (what is
-attached), `loop` and `leader` (the scan in `serve`, on one replica), `refresh` (one thread
+attached), `loop` (the scan in `serve`, on one replica, under `yuxi_dash.leader`), `refresh` (one thread
 now, after a platform compress).
 """
 
 from __future__ import annotations
 
 from yuxi_dash.attach.scanner import ScanReport, read_watermark, scan
-from yuxi_dash.attach.stores import attach_conninfo, platform_store, source_label, thread_store
+from yuxi_dash.attach.stores import (
+    attach_conninfo,
+    audited_platform_store,
+    platform_store,
+    source_label,
+)
 
 __all__ = [
     "ScanReport",
     "attach_conninfo",
+    "audited_platform_store",
     "platform_store",
     "read_watermark",
     "scan",
     "source_label",
-    "thread_store",
 ]

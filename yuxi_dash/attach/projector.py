@@ -31,7 +31,6 @@ from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
-from yuxi_dash.platform.capability import UNNAMED_AGENT
 from yuxi_dash.service.bulk_rows import update_rows
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
@@ -45,6 +44,7 @@ from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
+from yuxi_dash.store.origin import UNNAMED_AGENT, is_attached
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def _apply(
     """Project one platform thread whose row the session holds locked (or creates)."""
     if conv is None:
         conv = _new_row(session, thread.thread_id)
-    elif conv.origin != ORIGIN_ATTACHED:
+    elif not is_attached(conv.origin):
         tally.conflict(thread.thread_id)
         return
     elif conv.checkpoint_id == thread.newest:
@@ -279,7 +279,7 @@ def _project_together(
         conv = convs.get(thread.thread_id)
         if conv is None:
             alone.append(thread)  # another transaction holds its row: alone, it waits for it
-        elif conv.origin != ORIGIN_ATTACHED:
+        elif not is_attached(conv.origin):
             tally.conflict(thread.thread_id)
         elif conv.checkpoint_id == thread.newest:
             tally.unchanged += 1

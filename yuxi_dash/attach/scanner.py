@@ -46,6 +46,7 @@ from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation, ScanWatermark, utcnow
+from yuxi_dash.store.origin import attached_rows, is_attached
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def _touch_seen(
                 sa.update(Conversation)
                 .where(
                     Conversation.thread_id.in_(deleted[start : start + _LOOKUP_CHUNK]),
-                    Conversation.origin == ORIGIN_ATTACHED,
+                    attached_rows(),
                     Conversation.status == DELETED,
                 )
                 .values(status=ACTIVE, deleted_at=None, updated_at=now)
@@ -172,7 +173,7 @@ def _touch_seen(
                 sa.update(Conversation)
                 .where(
                     Conversation.thread_id.in_(seen[start : start + _LOOKUP_CHUNK]),
-                    Conversation.origin == ORIGIN_ATTACHED,
+                    attached_rows(),
                     Conversation.platform_id.is_distinct_from(platform_id),
                 )
                 .values(platform_id=platform_id)
@@ -185,7 +186,7 @@ def _attached_count(session: Session) -> int:
         session.scalar(
             sa.select(sa.func.count())
             .select_from(Conversation)
-            .where(Conversation.origin == ORIGIN_ATTACHED, Conversation.status != DELETED)
+            .where(attached_rows(), Conversation.status != DELETED)
         )
         or 0
     )
@@ -196,9 +197,7 @@ def mark_deleted(settings: Settings, present: Sequence[str]) -> int:
     listed = set(present)
     with session_scope(settings) as session:
         held = session.scalars(
-            sa.select(Conversation.thread_id).where(
-                Conversation.origin == ORIGIN_ATTACHED, Conversation.status != DELETED
-            )
+            sa.select(Conversation.thread_id).where(attached_rows(), Conversation.status != DELETED)
         )
         gone = sorted(t for t in held if t not in listed)
         now = utcnow()
@@ -207,7 +206,7 @@ def mark_deleted(settings: Settings, present: Sequence[str]) -> int:
                 sa.update(Conversation)
                 .where(
                     Conversation.thread_id.in_(gone[start : start + _LOOKUP_CHUNK]),
-                    Conversation.origin == ORIGIN_ATTACHED,
+                    attached_rows(),
                     Conversation.status != DELETED,
                 )
                 .values(status=DELETED, deleted_at=now, updated_at=now)
@@ -311,7 +310,7 @@ def scan(
     for thread in seen:
         origin, checkpoint, status = projected.get(thread.thread_id, (ORIGIN_ATTACHED, None, ""))
         key = quarantine.thread_key(thread.thread_id)
-        if origin != ORIGIN_ATTACHED:
+        if not is_attached(origin):
             tally.conflict(thread.thread_id)
         elif held.get(key) == quarantine.printable(thread.newest, 64):
             skipped += 1  # quarantined at this checkpoint: moved past, not read again

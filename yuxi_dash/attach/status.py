@@ -19,7 +19,8 @@ from yuxi_dash.attach.stores import attach_conninfo, source_label
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
+from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.origin import attached_rows
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,7 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
     with session_scope(settings) as session:
         attached = int(
             session.scalar(
-                sa.select(sa.func.count())
-                .select_from(Conversation)
-                .where(Conversation.origin == ORIGIN_ATTACHED)
+                sa.select(sa.func.count()).select_from(Conversation).where(attached_rows())
             )
             or 0
         )

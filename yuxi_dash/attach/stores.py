@@ -1,4 +1,4 @@
-"""Which checkpointer holds a thread: ours, or the attached platform's (read-only).
+"""The attached platform's checkpointer, read-only: its store, its label, its audited reads.
 
 ``YUXI_DASH_ATTACH_CHECKPOINTER`` names the platform's LangGraph PostgreSQL checkpointer. It
 is a secret (it may carry a password): it is never logged, printed or stored; `source_label`
@@ -7,12 +7,11 @@ store is opened without the saver's ``setup()`` (a read-only role could not run 
 transaction on it is read-only, and statements have a timeout. Its blobs are read with the
 allow-list of `store.checkpoint_serde`: a checkpoint naming another type is
 `CheckpointRefused` for its thread, quarantined and audited (`attach.quarantine`) by the
-scan, or by a page's or the CLI's read through `thread_store`.
+scan, or by a page's or the CLI's read through `sources.thread_store`.
 
-`thread_store` is the one seam the read side uses to pick a thread's checkpointer: an
-attached thread's state is read from the platform, every other thread's from our own
-database. The store layer never imports this module; callers pass ``thread_store`` into
-`store.queries.get_thread`.
+`audited_platform_store` is where an attached thread's state is read from for a page or
+the CLI; `sources.thread_store` picks it for an attached thread and our own store for
+every other one.
 """
 
 from __future__ import annotations
@@ -31,8 +30,6 @@ from yuxi_dash.attach.quarantine import refused_read
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, ThreadAttached
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint, open_postgres_store
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
-from yuxi_dash.store.thread_store import state_store
 
 STATEMENT_TIMEOUT_MS = 60_000  # one read of the platform's tables; the page and scan give up then
 CONNECT_TIMEOUT_SECONDS = 10
@@ -204,14 +201,14 @@ class AuditedReads(CheckpointStore):
     """The platform store for a page's or the CLI's read: a refused checkpoint is quarantined."""
 
     def __init__(
-        self, store: CheckpointStore, settings: Settings | None, conv: Conversation
+        self, store: CheckpointStore, settings: Settings | None, checkpoint_id: str | None
     ) -> None:
         self.saver = store.saver  # the same saver and graph: nothing compiled again
         self.graph = store.graph
         self._close = None
         self._store = store
         self._settings = settings
-        self._checkpoint_id = conv.checkpoint_id  # the one we projected (None: never)
+        self._checkpoint_id = checkpoint_id  # the one we projected (None: never)
 
     def _refused(self, thread_id: str, exc: CheckpointRefused) -> None:
         source = source_label(attach_conninfo(self._settings))
@@ -239,17 +236,18 @@ class AuditedReads(CheckpointStore):
         return self._store.write(thread_id, update, expected_checkpoint_id=expected_checkpoint_id)
 
 
-def thread_store(conv: Conversation, settings: Settings | None = None) -> CheckpointStore:
-    """The checkpointer holding this conversation's state: the platform's when it is attached.
+def audited_platform_store(
+    thread_id: str, checkpoint_id: str | None, settings: Settings | None = None
+) -> CheckpointStore:
+    """The platform's store for reading an attached thread's state (`AuditedReads`);
+    ``checkpoint_id`` is the one we projected it up to (None: never).
 
     A platform checkpoint outside the allow-list is `CheckpointRefused` there,
     audited and the thread quarantined (`attach.quarantine`).
     """
-    if conv.origin == ORIGIN_ATTACHED:
-        try:
-            return AuditedReads(platform_store(settings), settings, conv)
-        except AttachUnavailable as exc:
-            raise AttachUnavailable(
-                f"thread {conv.thread_id} belongs to the attached platform: {exc.message}"
-            ) from None
-    return state_store(settings)
+    try:
+        return AuditedReads(platform_store(settings), settings, checkpoint_id)
+    except AttachUnavailable as exc:
+        raise AttachUnavailable(
+            f"thread {thread_id} belongs to the attached platform: {exc.message}"
+        ) from None

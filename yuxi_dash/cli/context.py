@@ -44,8 +44,8 @@ def build_context_view(thread_id: str) -> dict[str, Any]:
     """
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from yuxi_dash.attach import thread_store
     from yuxi_dash.compression import context_view
+    from yuxi_dash.sources import thread_store
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import get_thread
     from yuxi_dash.usage import next_input_tokens

@@ -202,18 +202,18 @@ def _compress_line(data: dict[str, Any]) -> str:
 
 
 def _cmd_compress(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.platform.capability import refuse_remembered
-    from yuxi_dash.service import COMPRESS_ACTION, compress_thread_context
-    from yuxi_dash.settings import get_settings
+    from yuxi_dash.sources import compress_thread_context
+    from yuxi_dash.store.origin import COMPRESS_ACTION
 
     threads: list[str] = args.thread
     if len(threads) > 1:
         return _compress_many(args, threads)
     actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{threads[0]}")
-    if not args.ask_platform:  # the pages' verdict: what the platform refused is not sent
-        refuse_remembered(threads[0], actor=actor, settings=get_settings())
-    result = compress_thread_context(
-        threads[0], actor=actor, expected_checkpoint_id=args.expected_checkpoint
+    result = compress_thread_context(  # what the platform refused before is not sent again
+        threads[0],
+        actor=actor,
+        expected_checkpoint_id=args.expected_checkpoint,
+        ask_platform=args.ask_platform,
     )
     data = result.to_dict()
     return CommandResult(data, text=_compress_line(data))
@@ -227,8 +227,8 @@ def _compress_many(args: argparse.Namespace, threads: list[str]) -> CommandResul
     """
     from yuxi_dash.errors import YuxiDashError
     from yuxi_dash.outside_text import escaped_controls
-    from yuxi_dash.platform.bulk import compress_each
-    from yuxi_dash.service import COMPRESS_ACTION
+    from yuxi_dash.sources import compress_each
+    from yuxi_dash.store.origin import COMPRESS_ACTION
 
     actor = command_actor(args, action=COMPRESS_ACTION, target=f"thread:{threads[0]}")
     with cli_refusals(args, "cli.compress", "threads:*"):

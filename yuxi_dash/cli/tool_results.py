@@ -23,8 +23,8 @@ LIST_LIMIT = 200  # rows a listing shows unless --limit says otherwise
 
 def _cmd_tool_results(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
-    from yuxi_dash.files.tool_results import list_tool_results, verify_tool_results
     from yuxi_dash.store.db import session_scope
+    from yuxi_dash.tool_results.index import list_tool_results, verify_tool_results
 
     target = "tool_results:*" if args.thread is None else f"thread:{args.thread}"
     with cli_refusals(args, "cli.tool_results", target):

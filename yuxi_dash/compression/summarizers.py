@@ -176,7 +176,7 @@ class OpenAICompatibleSummarizer:
 
 # -- extractive ----------------------------------------------------------------
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s+|\n+")
-_URL = re.compile(r"https?://[^\s<>\"'`)\]}，。]+")
+URL_PATTERN = re.compile(r"https?://[^\s<>\"'`)\]}，。]+")  # also the evidence ledger's
 _FILE_PATH = re.compile(
     r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.(?:py|md|txt|json|jsonl|csv|tsv|yaml|yml|toml|"
     r"ini|cfg|sql|sh|js|ts|tsx|jsx|html|css|xml|pdf|docx?|xlsx?|pptx?|log|ipynb|rs|go|java|c|h|cpp)\b"
@@ -339,7 +339,7 @@ class ExtractiveSummarizer:
         answered_after_last_human = False
 
         def scan(text: str) -> None:
-            urls.extend(_URL.findall(text))
+            urls.extend(URL_PATTERN.findall(text))
             files.extend(match.group(0) for match in _FILE_PATH.finditer(text))
 
         for message in messages:

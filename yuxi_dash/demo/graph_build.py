@@ -28,8 +28,8 @@ from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, Episodic
 from yuxi_dash.demo.clock import story_clock
 from yuxi_dash.demo.graph_writer import deterministic_embedding
 from yuxi_dash.demo.plan import FirstExchange, first_exchanges, planted_facts
-from yuxi_dash.demo.story import Statement, told_fact, user_statements
 from yuxi_dash.memory.graph.groups import derive_group_id
+from yuxi_dash.sim.story import Statement, told_fact, user_statements
 
 LARGE_EPISODE_CHARS = 70 * 1024
 _COMMUNITY_LABELS = ("Person", "Project", "Concept", "Preference")  # every user has these

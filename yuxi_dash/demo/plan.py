@@ -22,7 +22,9 @@ from datetime import timedelta
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from yuxi_dash.compression import message_text
-from yuxi_dash.demo.story import (
+from yuxi_dash.sim.loop import SIM_AGENTS
+from yuxi_dash.sim.model import SimChatModel, user_message
+from yuxi_dash.sim.story import (
     DEMO_USERS,
     STATEMENTS_PER_USER,
     PlantedFact,
@@ -30,8 +32,6 @@ from yuxi_dash.demo.story import (
     remark_for,
     told_fact,
 )
-from yuxi_dash.sim.loop import SIM_AGENTS
-from yuxi_dash.sim.model import SimChatModel, user_message
 from yuxi_dash.sim.topics import stable_rng, topic_for
 from yuxi_dash.usage import SUGGESTION_RATIO
 

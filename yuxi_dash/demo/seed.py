@@ -1,6 +1,6 @@
 """`yuxi-dash demo` and `serve --demo`: seed the demo threads, then the users' memory graphs.
 
-Both seeders use the same cast (`yuxi_dash.demo.story.DEMO_USERS`) and story,
+Both seeders use the same cast (`yuxi_dash.sim.story.DEMO_USERS`) and story,
 so support staff can read a user's memory next to their chats. Seeding is
 deterministic and idempotent; `reset=True` starts both clean.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from yuxi_dash.demo.graphs import seed_demo_graphs
-from yuxi_dash.demo.story import DEMO_USERS
 from yuxi_dash.demo.threads import DemoReport, Progress, quiet, seed_demo_threads
 from yuxi_dash.settings import Settings
+from yuxi_dash.sim.story import DEMO_USERS
 
 
 def seed_demo(

@@ -53,12 +53,13 @@ from yuxi_dash.demo.rows import (
 )
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.files.workdir import Workdir, history_relpath
-from yuxi_dash.service import compress_thread_context, create_thread, thread_target, upsert_agent
+from yuxi_dash.service import create_thread, thread_target, upsert_agent
 from yuxi_dash.service.projection import project_thread
 from yuxi_dash.settings import Settings
 from yuxi_dash.sim.loop import SIM_AGENTS, Agent, build_agent, play_turn, sim_agent
 from yuxi_dash.sim.run import simulate
 from yuxi_dash.sim.topics import stable_rng, topic_for
+from yuxi_dash.sources import compress_thread_context
 from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (

@@ -403,6 +403,19 @@ class Workdir:
             return "missing"
         return "ok" if actual == sha256.lower() else "mismatch"
 
+    def has_file(self, relative_path: str) -> bool:
+        """Whether a regular file is at ``relative_path`` (opened, nothing read).
+
+        PathRefused for a path that leaves the root or crosses a link.
+        """
+        *dirs, name = safe_fs.split_relative(relative_path)
+        try:
+            with self._dir_fd(tuple(dirs)) as dir_fd:
+                os.close(safe_fs.open_regular(dir_fd, name))
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
+
     def tool_result_entries(self) -> list[tuple[str, bool, float]]:
         """(name, is a regular file, mtime) of each entry of the results directory, links not
         followed ([] when the directory is not there yet)."""

@@ -2,6 +2,7 @@
 
 - `client`: the HTTP client on ``POST /api/chat/thread/{id}/compress`` and its typed outcomes.
 - `compress`: one attached thread compressed there, audited per attempt, projected again.
-- `capability`: which attached threads may be sent (the URL set, the agent not refused).
-- `bulk`: several threads compressed through the one seam, at most 3 platform calls at once.
+
+Which threads go there, and which the platform refused before, is `yuxi_dash.store.origin`;
+`yuxi_dash.sources` sends them (several at once: at most 3 calls in flight).
 """

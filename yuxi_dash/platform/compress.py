@@ -1,6 +1,6 @@
 """Compressing an attached platform's thread: through the platform's endpoint, never here.
 
-`compress_on_platform` is what `service.compress_thread_context` runs for an attached
+`compress_on_platform` is what `sources.compress_thread_context` runs for an attached
 thread when ``YUXI_DASH_PLATFORM_URL`` is set (docs/architecture.md, "A platform compress").
 - First the refusals we can decide ourselves: the operator role, the thread (404 / deleted /
   another user's), the stale click (the checkpoint the operator saw against the platform
@@ -11,7 +11,7 @@ thread when ``YUXI_DASH_PLATFORM_URL`` is set (docs/architecture.md, "A platform
   is never a second call: the newest checkpoint is read again, the error says if a summary landed.
 - Every HTTP attempt is one audit row (action ``compress``), written "pending" before it is
   sent and completed when it ends (HTTP status, code, latency, pressure after); a refusal
-  before any call is one row too. A 422 is remembered per agent (`capability`).
+  before any call is one row too. A 422 is remembered per agent (`store.origin`).
 """
 
 from __future__ import annotations
@@ -51,11 +51,10 @@ from yuxi_dash.platform.client import Attempt, platform_client
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpointer import ThreadCheckpoint, checkpoint_of
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation
+from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.origin import COMPRESS_ACTION
 
 log = logging.getLogger(__name__)
-
-COMPRESS_ACTION = "compress"  # the same action as a compress of our own threads
 
 
 @dataclass(frozen=True)
@@ -188,7 +187,7 @@ def _outcome_of(exc: YuxiDashError) -> str:
 
 
 @dataclass(frozen=True)
-class AttachedThread:
+class AttachedRow:
     """The row of an attached thread as the seam read it (detached from any session)."""
 
     thread_id: str
@@ -198,27 +197,8 @@ class AttachedThread:
     summary_pressure_ratio: float | None
 
 
-def attached_thread(settings: Settings, thread_id: str) -> AttachedThread | None:
-    """The thread's row when it is an attached platform's; None otherwise (or an id we refuse)."""
-    try:
-        validation.thread_id(thread_id)
-    except YuxiDashError:
-        return None
-    with session_scope(settings) as session:
-        conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
-        if conv is None or conv.origin != ORIGIN_ATTACHED:
-            return None
-        return AttachedThread(
-            thread_id=conv.thread_id,
-            user_id=conv.user_id,
-            agent_slug=conv.agent_slug,
-            status=conv.status,
-            summary_pressure_ratio=conv.summary_pressure_ratio,
-        )
-
-
 def compress_on_platform(
-    thread: AttachedThread,
+    thread: AttachedRow,
     *,
     actor: Actor,
     expected_checkpoint_id: str | None,

@@ -1,11 +1,11 @@
 """The locked service core: every write to a thread goes through this package.
 
-One module per job, the public names re-exported here, so both
-`service.compress_thread_context(...)` and `from yuxi_dash.service import X` work. The modules:
+One module per job, the public names re-exported here. It serves our own threads;
+`yuxi_dash.sources` routes a thread to it or to the attached platform. The modules:
 - `locking`: THE lock on a thread's `conversations` row (`thread_lock`), the refusals
   checked under it, a thread's audit target.
-- `compress`: manual compression in three phases; `compress_preview` and `readiness`:
-  read-only (its preview; which threads a compress would leave unchanged).
+- `compress`: manual compression of our own thread in three phases; `compress_preview` and
+  `readiness`: read-only (its preview; which threads a compress would leave unchanged).
 - `projection`, `projected_rows`, `bulk_rows`, `usage_writes`: checkpoints into our tables.
 - `leftovers`: offloaded files of a compress that did not commit, the files lock; `sweep`,
   `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
@@ -15,12 +15,8 @@ One module per job, the public names re-exported here, so both
 The lock protocol: docs/architecture.md, "A compress click (the lock protocol)".
 """
 
-from yuxi_dash.service.compress import (
-    COMPRESS_ACTION,
-    CompressResult,
-    compress_thread_context,
-)
-from yuxi_dash.service.compress_preview import CompressionPreview, preview_compression
+from yuxi_dash.service.compress import CompressResult, compress_own_thread
+from yuxi_dash.service.compress_preview import CompressionPreview, preview_own_thread
 from yuxi_dash.service.locking import thread_lock, thread_target
 from yuxi_dash.service.readiness import compress_readiness
 from yuxi_dash.service.runs import (
@@ -47,6 +43,7 @@ from yuxi_dash.service.usage_writes import (
     PER_CALL_USAGE_FIELDS,
     index_saved_files,
 )
+from yuxi_dash.store.origin import COMPRESS_ACTION
 
 __all__ = [
     "COMPRESS_ACTION",
@@ -61,14 +58,14 @@ __all__ = [
     "RequestInfo",
     "RunInfo",
     "cancel_request",
-    "compress_thread_context",
+    "compress_own_thread",
     "create_thread",
     "dispatch_next_request",
     "enqueue_request",
     "finish_run",
     "import_thread",
     "index_saved_files",
-    "preview_compression",
+    "preview_own_thread",
     "record_import_refusal",
     "set_thread_status",
     "start_run",

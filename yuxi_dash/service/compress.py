@@ -1,10 +1,10 @@
-"""Manual compression: `compress_thread_context` and its read-only `preview_compression`.
+"""Manual compression of our own thread: `compress_own_thread`.
 
 A compress runs in three phases: checks, a read and a lease on the thread under its
 lock, the summary with no lock, the writes under the lock again (only while the lease
 is its own). The protocol: docs/architecture.md, "A compress click (the lock protocol)".
-It is the one compress seam: an attached platform's thread goes to that platform's
-endpoint (`platform.compress`) when ``YUXI_DASH_PLATFORM_URL`` is set, else thread_attached.
+Callers reach it through `sources.compress_thread_context`; an attached platform's
+thread that reaches it (no endpoint set) is refused, 422 thread_attached, audited.
 
 Rules:
 - Every attempt leaves one audit row: completed, no_op, refused (with the error
@@ -50,7 +50,6 @@ from yuxi_dash.errors import (
 from yuxi_dash.files.workdir import Workdir
 
 # the module, not its names: it reaches `attach`, which loads this package while it loads
-from yuxi_dash.platform import compress as platform_compress
 from yuxi_dash.printable_record import Record
 from yuxi_dash.service.leftovers import (
     created_files,
@@ -75,7 +74,8 @@ from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merge
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import is_lock_failure
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
+from yuxi_dash.store.models import Agent, Conversation, utcnow
+from yuxi_dash.store.origin import COMPRESS_ACTION, is_attached
 from yuxi_dash.store.thread_store import (
     StoredState,
     locked_store,
@@ -85,7 +85,6 @@ from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 
 log = logging.getLogger(__name__)
 
-COMPRESS_ACTION = "compress"
 # the phase-3 steps `on_step` is told of, in order (each under the lock)
 STEP_FILES_WRITTEN = "files_written"
 STEP_CHECKPOINT_WRITTEN = "checkpoint_written"
@@ -108,7 +107,7 @@ class CompressResult(Record):
     checkpoint_id: str | None  # the thread's newest checkpoint after the attempt
 
 
-def compress_thread_context(
+def compress_own_thread(
     thread_id: str,
     *,
     actor: Actor,
@@ -126,33 +125,9 @@ def compress_thread_context(
     newest checkpoint is another one is 409 stale_state. `on_step` is called with
     each phase-3 step's name while the lock is held (a seam for tests).
     `caller_ids` (the API caller's `request_id`, `idempotency_key`) go into the
-    audit row's detail; an attached thread's rows name them `caller_<key>`.
+    audit row's detail.
     """
     settings = settings or get_settings()
-    attached = (
-        platform_compress.attached_thread(settings, thread_id)
-        if settings.platform_configured
-        else None
-    )
-    if attached is not None:
-        done = platform_compress.compress_on_platform(
-            attached,
-            actor=actor,
-            expected_checkpoint_id=expected_checkpoint_id,
-            user_id=user_id,
-            settings=settings,
-            caller_ids={f"caller_{key}": value for key, value in (caller_ids or {}).items()},
-        )
-        return CompressResult(
-            thread_id=done.thread_id,
-            status=done.status,
-            before_tokens=done.before_tokens,
-            after_tokens=done.after_tokens,
-            compressed_messages=done.compressed_messages,
-            file_path=done.file_path,
-            reason=done.reason,
-            checkpoint_id=done.checkpoint_id,
-        )
     target = thread_target(thread_id)
     audit_detail: dict[str, Any] = {
         "role": actor.role.label,
@@ -266,7 +241,7 @@ def _check_compressible(
     """The refusals a compress checks under the lock, in order: 404, 422 attached, 409 busy,
     404 agent, 422 unsupported; the thread's row and its agent."""
     conv = require_thread(conv, thread_id, user_id=user_id)
-    if conv.origin == ORIGIN_ATTACHED:
+    if is_attached(conv.origin):
         raise ThreadAttached(
             f"thread {thread_id} belongs to the attached platform, which owns its lock; "
             "compress it there"

@@ -4,6 +4,7 @@ A real `langchain.agents.create_agent` graph: a deterministic fake chat model ca
 tools, our compression middleware offloads and summarizes at the agent's threshold, and the
 configured LangGraph checkpointer keeps the state. The rooms, each importing only the ones
 above it:
+- `story`: the demo's cast (`DEMO_USERS`) and what each user tells the assistant; a leaf;
 - `topics`: what simulated users work on, and the seeded generators;
 - `tools`: the tools' outputs, and the tools (`query_kb`, `web_search`, `run_command`,
   `write_file`);

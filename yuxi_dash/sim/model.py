@@ -141,7 +141,7 @@ def answer(rng: random.Random, topic: Topic) -> str:
 def user_message(rng: random.Random, topic: Topic, turn: int, remark: str | None = None) -> str:
     """What the simulated user says at `turn` (the first turn opens the topic).
 
-    `remark` (something the user says about themselves, see `yuxi_dash.demo.story`)
+    `remark` (something the user says about themselves, see `yuxi_dash.sim.story`)
     follows the ask; it draws nothing from `rng`, so the rest of the thread is unchanged.
     """
     if turn == 0:

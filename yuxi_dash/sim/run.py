@@ -10,7 +10,7 @@ usage snapshot per model call, source `auto_compaction` where the middleware
 summarized, the chat record, the tool-results index); the run then finishes
 `completed` (or `failed`). The report is read back from those rows and the
 checkpoints. Threads owned by a demo user tell that user's story
-(`yuxi_dash.demo.story`) in their messages.
+(`yuxi_dash.sim.story`) in their messages.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from sqlalchemy.orm import Session
 from yuxi_dash.compression import Summarizer, get_summarizer
 from yuxi_dash.compression.middleware import Handler
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
-from yuxi_dash.demo.story import DEMO_USERS, remark_for
 from yuxi_dash.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.printable_record import Record
@@ -51,6 +50,7 @@ from yuxi_dash.sim.loop import (
     turns_played,
 )
 from yuxi_dash.sim.model import user_message
+from yuxi_dash.sim.story import DEMO_USERS, remark_for
 from yuxi_dash.sim.topics import stable_rng, topic_for
 from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import session_scope
@@ -211,7 +211,7 @@ def _play(
         results_before = _max_id(session, ToolResult, thread_id)
     topic = topic_for(thread_id)
     for turn in range(first_turn, first_turn + turns):
-        # demo users tell their story (yuxi_dash.demo.story) here too
+        # demo users tell their story (yuxi_dash.sim.story) here too
         remark = remark_for(owner, number, turn) if owner in DEMO_USERS else None
         text = user_message(stable_rng("simulate", seed, thread_id, turn), topic, turn, remark)
         enqueue_request(thread_id, content=text, settings=settings)

@@ -32,16 +32,15 @@ from yuxi_dash.store.history import (
 )
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
-    ORIGIN_ATTACHED,
     Agent,
     Conversation,
     UsageSnapshotRow,
 )
+from yuxi_dash.store.origin import attached_platform, is_attached
 from yuxi_dash.store.thread_list import (
     BusyReason,
     ThreadSummary,
     ThreadWhere,
-    attached_platform,
     busy_reason,
     busy_reasons,
     count_threads,
@@ -158,7 +157,7 @@ def get_conversation(session: Session, thread_id: str) -> Conversation | None:
 
 def own_store(session: Session, conv: Conversation) -> CheckpointStore:
     """This database's checkpointer; an attached thread is not in it (never an empty state)."""
-    if conv.origin == ORIGIN_ATTACHED:
+    if is_attached(conv.origin):
         raise StoreUnavailable(f"thread {conv.thread_id} is read from the attached platform")
     return checkpoint_store(session.get_bind().engine.url.render_as_string(hide_password=False))
 
@@ -172,7 +171,7 @@ def get_thread(
 ) -> ThreadDetail:
     """The thread's list row, checkpoint and agent; ThreadNotFound when unknown (or not `user_id`'s).
 
-    `store_for` picks the thread's checkpointer (`yuxi_dash.attach.thread_store`
+    `store_for` picks the thread's checkpointer (`yuxi_dash.sources.thread_store`
     reads attached threads from the platform); without it, this database's own.
     """
     from yuxi_dash.validation import thread_id as valid_thread_id
@@ -185,7 +184,7 @@ def get_thread(
         conv,
         agent_row.capabilities if agent_row else None,
         busy_reason(session, thread_id),
-        platform=attached_platform(session) if conv.origin == ORIGIN_ATTACHED else None,
+        platform=attached_platform(session) if is_attached(conv.origin) else None,
     )
     store = store_for(conv) if store_for is not None else own_store(session, conv)
     checkpoint = store.latest(conv.thread_id)

@@ -6,7 +6,7 @@ the denormalized current-usage columns on `conversations` (index
 reasons and capability are computed for the returned page only (a row's
 `compression` label derives from them; an attached thread's is
 `wording.attached_label` of the platform's label, read once per page from the
-newest scan watermark: `attached_platform`). `summary_row`
+newest scan watermark: `store.origin.attached_platform`). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
 the list, the count and `store.overview` filter on.
 """
@@ -24,13 +24,12 @@ from yuxi_dash.printable_record import Record
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
     NON_FINAL_RUN_STATUSES,
-    ORIGIN_ATTACHED,
     Agent,
     AgentRun,
     Conversation,
     RunRequest,
-    ScanWatermark,
 )
+from yuxi_dash.store.origin import attached_platform, is_attached
 from yuxi_dash.wording import attached_label
 
 BusyReason = Literal["running", "queued", "interrupted"]
@@ -187,20 +186,11 @@ def list_threads(
         .order_by(conv.summary_pressure_ratio.desc(), conv.thread_id.desc())
     ).all()
     reasons = busy_reasons(session, [row[0].thread_id for row in rows])
-    platform = (
-        attached_platform(session) if any(c.origin == ORIGIN_ATTACHED for c, _ in rows) else None
-    )
+    platform = attached_platform(session) if any(is_attached(c.origin) for c, _ in rows) else None
     return [
         summary_row(c, capabilities, reasons.get(c.thread_id), platform=platform)
         for c, capabilities in rows
     ]
-
-
-def attached_platform(session: Session) -> str | None:
-    """The attached platform's label (host:port/database): the newest scan's source, or None."""
-    return session.scalar(
-        sa.select(ScanWatermark.source).order_by(ScanWatermark.scanned_at.desc()).limit(1)
-    )
 
 
 def list_thread_ids(session: Session, *, limit: int = 2000) -> list[str]:
@@ -235,7 +225,7 @@ def summary_row(
     platform: str | None = None,
 ) -> ThreadSummary:
     """One row; ``platform`` is the attached platform's label (kept for attached threads)."""
-    attached = conv.origin == ORIGIN_ATTACHED
+    attached = is_attached(conv.origin)  # handed on: no caller tests the origin again
     return ThreadSummary(
         thread_id=conv.thread_id,
         user_id=conv.user_id,

@@ -2,9 +2,9 @@
 
 Flow: a button's callback stores the threads the operator picked (with the
 checkpoint each row showed) under `PENDING_KEY`; while something is pending the
-page opens `confirm_dialog`, which shows `service.preview_compression` for
+page opens `confirm_dialog`, which shows `sources.preview_compression` for
 each thread and, on confirm, compresses them through the one seam
-(`platform.bulk.compress_each`: our own threads one at a time, an attached
+(`sources.compress_each`: our own threads one at a time, an attached
 platform's at most 3 calls at once) with the checkpoint the operator saw in
 that preview (a state that moved since is refused as stale). Every outcome or
 refusal becomes one line under `RESULTS_KEY`, the cached loaders are cleared,
@@ -23,8 +23,7 @@ import streamlit as st
 from yuxi_dash.access.roles import Actor
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.outside_text import escaped_controls
-from yuxi_dash.platform.bulk import Outcome, compress_each
-from yuxi_dash.service import preview_compression
+from yuxi_dash.sources import Outcome, compress_each, preview_compression
 from yuxi_dash.ui.loaders import clear_loaders
 from yuxi_dash.ui.page_text import error_line, literal, md, outcome_line, short_id, tokens
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from yuxi_dash.access.roles import Actor, Role
+from yuxi_dash.store.origin import ROUTE_NONE, ROUTE_PLATFORM
 from yuxi_dash.ui.page_text import text_or_none
 from yuxi_dash.wording import attached_label
 
@@ -35,7 +36,7 @@ def compress_blocker(row: Mapping[str, Any], actor: Actor) -> str | None:
     return None
 
 
-def blocked_kind(row: Mapping[str, Any], *, platform_configured: bool) -> str | None:
+def blocked_kind(row: Mapping[str, Any]) -> str | None:
     """Why a thread cannot be compressed now, as a kind (the actor's role aside): "deleted";
     "here" when it cannot be compressed from this dashboard at all (its agent does not support
     context compression, or an attached platform's thread with no platform endpoint set, or one
@@ -45,7 +46,7 @@ def blocked_kind(row: Mapping[str, Any], *, platform_configured: bool) -> str | 
     if row.get("status") == "deleted":
         return "deleted"
     if row.get("attached"):
-        if not platform_configured:
+        if row.get("compress_route") == ROUTE_NONE:
             return "no_endpoint"
         return "unsupported" if text_or_none(row.get("platform_blocker")) else None
     if not row.get("capable"):
@@ -89,11 +90,11 @@ def hidden_line(kinds: Mapping[str, int], *, role_blocked: int = 0) -> str | Non
     )
 
 
-def attached_note(platform: str | None, *, through_platform: bool) -> str:
-    """What thread detail says of an attached platform's thread."""
+def attached_note(platform: str | None, *, route: str) -> str:
+    """What thread detail says of an attached platform's thread (``route``: `store.origin`)."""
     how = (
         "a compress is sent to the platform's endpoint"
-        if through_platform
+        if route == ROUTE_PLATFORM
         else "set YUXI_DASH_PLATFORM_URL to compress it through the platform"
     )
     return f"{attached_label(platform)}: the platform owns this thread; {how}"

@@ -96,41 +96,10 @@ def show_refusal(identity: Identity) -> None:
         st.button("Sign in", type="primary", on_click=st.login)
 
 
-def _hand_navigation_to_app() -> None:
-    """Run app.py instead when Streamlit ran this page as an old-style `pages/` file.
-
-    Streamlit decides per process (and AppTest per run) that an app with a
-    `pages/` directory is file-based until `st.navigation` is first called; a
-    first request for /threads then runs pages/threads.py alone, and app.py
-    (identity, navigation, error guard) never runs. app.py always calls
-    `st.navigation`, so settle that, run app.py in this same run (it picks
-    this page by its URL and runs it through the guard), and stop here. The
-    same run keeps the widget events that triggered it; a rerun would drop them.
-    """
-    import runpy
-
-    import streamlit as st
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    # A Streamlit without this class attribute has no such per-process mode: nothing to settle.
-    if not getattr(PagesManager, "uses_pages_directory", False) or ctx is None:
-        return
-    PagesManager.uses_pages_directory = False
-    runpy.run_path(str(ctx.pages_manager.main_script_path), run_name="__main__")
-    st.stop()
-
-
 def require_actor(min_role: Role = Role.VIEWER, *, action: str = "open this page") -> Actor:
-    """The acting operator, or draw the refusal and stop this run.
-
-    Every page calls this first, so it also hands navigation to app.py when a
-    page was run on its own (see `_hand_navigation_to_app`).
-    """
+    """The acting operator, or draw the refusal and stop this run (every page calls this first)."""
     import streamlit as st
 
-    _hand_navigation_to_app()
     identity = current_identity()
     if identity.actor is None:
         show_refusal(identity)

@@ -23,11 +23,9 @@ import pandas as pd
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import overview
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_ATTACHED
-from yuxi_dash.store.thread_list import attached_platform
+from yuxi_dash.store.origin import attached_platform, is_attached, origin_label
 from yuxi_dash.ui.cache import settings_cached
 from yuxi_dash.usage import SUGGESTION_RATIO
-from yuxi_dash.wording import attached_label
 
 THREAD_COLUMNS = [
     "thread_id",
@@ -51,6 +49,7 @@ THREAD_COLUMNS = [
     "platform",  # the attached platform's label (attached threads only)
     "compression",  # ThreadSummary.compression: supported, unsupported or "attached: <platform>"
     "platform_blocker",  # an attached thread: why it cannot be sent to the platform now
+    "compress_route",  # where a compress goes: here, platform or none (`store.origin`)
 ]
 
 
@@ -104,18 +103,16 @@ def _overview(
     with session_scope(get_settings()) as session:
         population = overview.pressure_population(session, where=where)  # one scan
         points = overview.pressure_points(session, where=where)
-        attached = any(p.origin == ORIGIN_ATTACHED for p in points)
-        platform = attached_platform(session) if attached else None
+        platform = (
+            attached_platform(session) if any(is_attached(p.origin) for p in points) else None
+        )
     point_of = attrgetter(*POINT_COLUMNS)  # up to MAX_POINTS rows: no dataclasses.asdict per row
     frame = (
         pd.DataFrame([point_of(p) for p in points], columns=POINT_COLUMNS)
         if points
         else pd.DataFrame(columns=POINT_COLUMNS)
     )
-    frame["origin"] = [
-        attached_label(platform) if origin == ORIGIN_ATTACHED else "ours"
-        for origin in frame["origin"]
-    ]
+    frame["origin"] = [origin_label(origin, platform) for origin in frame["origin"]]
     return {
         "kpis": population.kpis.to_dict(),
         "heatmap": _frame(
@@ -146,14 +143,12 @@ def pressure_overview(
 
 
 def _platform_blockers(session: Any, rows: list[dict[str, Any]]) -> None:
-    """Each attached row's `platform_blocker` (`platform.capability`); None on our own threads."""
-    from yuxi_dash.platform.capability import capability
+    """Each row's `compress_route` and, attached, its `platform_blocker` (`store.origin`)."""
+    from yuxi_dash.store.origin import capability
 
-    if not any(row.get("attached") for row in rows):
-        for row in rows:
-            row["platform_blocker"] = None
-        return
-    verdict = capability(session, get_settings())
+    verdict = capability(session, get_settings(), attached=any(r.get("attached") for r in rows))
+    for row in rows:
+        row["compress_route"] = verdict.route(attached=bool(row.get("attached")))
     for row in rows:
         row["platform_blocker"] = (
             verdict.blocker(
@@ -201,7 +196,7 @@ def threads(*, min_pressure: float | None = SUGGESTION_RATIO, limit: int = 500) 
 def _compress_blockers(
     database_url: str, platform_url: str | None, rows: tuple[tuple[str, str | None, bool], ...]
 ) -> dict[str, str]:
-    from yuxi_dash.platform.capability import capability
+    from yuxi_dash.store.origin import capability
 
     settings = get_settings()
     with session_scope(settings) as session:
@@ -211,7 +206,7 @@ def _compress_blockers(
 
 
 def compress_blockers(rows: list[tuple[str, str | None, bool]]) -> dict[str, str]:
-    """Per (thread, agent slug, attached): why nobody can compress it (`platform.capability`);
+    """Per (thread, agent slug, attached): why nobody can compress it (`store.origin`);
     a thread that can be compressed is left out."""
     key = tuple((str(t), None if a is None else str(a), bool(at)) for t, a, at in rows)
     return _compress_blockers(_url(), get_settings().platform_url, key)
@@ -249,9 +244,9 @@ def thread_ids(limit: int = 2000) -> list[str]:
 
 @settings_cached
 def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) -> dict[str, Any]:
-    from yuxi_dash.attach import thread_store
     from yuxi_dash.compression import context_view
     from yuxi_dash.compression.thread_view import message_text
+    from yuxi_dash.sources import thread_store
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
 
     with session_scope(get_settings()) as session:
@@ -283,7 +278,6 @@ def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) 
     ]
     return {
         "summary": summary,
-        "platform_configured": bool(platform_url),  # attached threads compress through it
         "checkpoint_id": detail.checkpoint_id,
         "token_usage": detail.token_usage,
         "agent": detail.agent.to_dict() if detail.agent else None,
@@ -346,7 +340,7 @@ def _tool_results(
     limit: int,
     offset: int,
 ) -> pd.DataFrame:
-    from yuxi_dash.files.tool_results import list_tool_results
+    from yuxi_dash.tool_results.index import list_tool_results
 
     with session_scope(get_settings()) as session:
         rows = list_tool_results(
@@ -376,7 +370,7 @@ def tool_results(
 
 @settings_cached
 def _verify_statuses(database_url: str, result_ids: tuple[int, ...]) -> dict[int, str]:
-    from yuxi_dash.files.tool_results import verify_tool_results
+    from yuxi_dash.tool_results.index import verify_tool_results
 
     settings = get_settings()
     with session_scope(settings) as session:

@@ -21,6 +21,7 @@ from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import add_correction
 from tests.service.builders import OPERATOR, seed_thread
 from yuxi_dash import service as thread_service
+from yuxi_dash import sources
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import Workdir
@@ -49,7 +50,7 @@ def bundle_env(
 def seed_threads(settings: Settings, user_id: str = USER) -> dict[str, Any]:
     """A compressed thread with two offloaded results, one of them changed on disk."""
     seed_thread("bundle-t1", user_id=user_id)
-    result = thread_service.compress_thread_context("bundle-t1", actor=OPERATOR)
+    result = sources.compress_thread_context("bundle-t1", actor=OPERATOR)
     assert result.status == "completed"
     workdir = Workdir(settings.workdir)
     good = workdir.save_tool_result("run_command", "line\n" * 100)

@@ -224,13 +224,13 @@ def test_views_arriving_together_share_one_scan(
     graph: GraphClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a write, views of the same part at once run its statement once, not once each."""
-    real = distributions._compute
+    real = distributions.one_statement_rows
 
     def slow(*args: Any) -> Any:  # the real statement on the real graph, only later
         time.sleep(0.3)
         return real(*args)
 
-    monkeypatch.setattr(distributions, "_compute", slow)
+    monkeypatch.setattr(distributions, "one_statement_rows", slow)
     cache = distributions.SummaryCache()
     names = ["breakdown", "same_triple"]
     found: list[dict[str, Any]] = []

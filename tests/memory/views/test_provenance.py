@@ -72,7 +72,7 @@ def test_a_user_fact_traces_to_its_message_and_words(
     assert words == {"dark": "dark", "mode": "mode"}
     assert text[message["span"]["start"] : message["span"]["end"]] == "dark mode"
     assert message["link"] == {
-        "page": "pages/thread_detail.py",
+        "page": "app_pages/thread_detail.py",
         "query": {"thread": THREAD, "message": "1"},
     }
     assert data["invalidated_by"] is None and data["same_batch"] == []

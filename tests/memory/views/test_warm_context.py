@@ -35,7 +35,7 @@ def test_exact_format() -> None:
 
 
 def test_bm25_search_on_the_users_graph(demo_graphs, graph_client, memory_settings) -> None:
-    # alice said "I prefer answers in Polish." (yuxi_dash.demo.story)
+    # alice said "I prefer answers in Polish." (yuxi_dash.sim.story)
     context = build_warm_context(graph_client, "user_alice_chen", "answers Polish", max_facts=5)
     assert context.method == SEARCH_METHOD and "BM25" in context.note
     assert 0 < len(context.facts) <= 5

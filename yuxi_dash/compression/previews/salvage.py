@@ -12,7 +12,7 @@ fails it recovers the leading complete records. The salvages:
 
 Bounded: a salvage reads the text at most ``2 × MAX_SALVAGE_DEPTH + 1`` times, each linear.
 Too deep, too large or unparseable gives None (the caller shows the generic preview).
-Never raises.
+Never raises. Inside ``shared_parses()`` one text object is read once (``shared_parses``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 SalvageKind = Literal["trailing_text", "cut", "python_repr", "python_repr_cut"]
@@ -42,8 +45,40 @@ def _skip_space(text: str, pos: int) -> int:
 _PARSE_ERRORS = (ValueError, TypeError, RecursionError, MemoryError, OverflowError)
 
 
-def parse_records_text(text: str) -> tuple[Any, SalvageKind | None] | None:
+Parsed = tuple[Any, SalvageKind | None] | None
+# id(text) -> (text, its value): the text is held, so its id names it for the memo's life.
+_SHARED: ContextVar[dict[int, tuple[str, Parsed]] | None] = ContextVar("_SHARED", default=None)
+
+
+@contextmanager
+def shared_parses() -> Iterator[None]:
+    """Within the block (this thread or task), ``parse_records_text`` reads each text object
+    once: a compression's preview, then its evidence ledger, decode a result once. Keyed by
+    identity, so the same object, not an equal copy, is what is shared; the values (which
+    no caller changes) are held until the block ends."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def parse_records_text(text: str) -> Parsed:
     """(the decoded value, how it was salvaged or None when the text is JSON), or None.
+
+    Inside ``shared_parses()``, a text object already read gives the same value again.
+    """
+    memo = _SHARED.get()
+    if memo is None:
+        return _parse_records_text(text)
+    held = memo.get(id(text))
+    if held is None or held[0] is not text:
+        held = memo[id(text)] = (text, _parse_records_text(text))
+    return held[1]
+
+
+def _parse_records_text(text: str) -> Parsed:
+    """``parse_records_text`` without the memo.
 
     ``text`` starts with ``{`` or ``[`` (leading whitespace already stripped). Text
     that cannot be one JSON document (it does not end as one does) and is not a

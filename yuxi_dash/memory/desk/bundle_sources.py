@@ -25,18 +25,18 @@ import redis
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.attach.stores import thread_store
 from yuxi_dash.compression.thread_view import message_text
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.files.tool_results import list_tool_results, verify_tool_results
 from yuxi_dash.flags import MemoryGates
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient
 from yuxi_dash.memory.views.gated_views import parse_envelope
 from yuxi_dash.memory.views.ratification import read_hits
 from yuxi_dash.settings import Settings
+from yuxi_dash.sources import thread_store
 from yuxi_dash.store.models import AuditEntry, Conversation, MemoryCorrection
 from yuxi_dash.store.queries import get_thread, list_threads
+from yuxi_dash.tool_results.index import list_tool_results, verify_tool_results
 from yuxi_dash.wording import reason_text
 
 FACT_PAGE = 5000

@@ -8,8 +8,6 @@ docs/operations.md). The caching rules:
   *before* computing: the graph's version while `memory.freshness.graph_changes`' watcher
   vouches, else the server-wide fingerprint. Rows are reused only while the mark is unchanged.
 - Together: views of one part share one computation (its gate; one part at a time: no deadlock).
-- Split: on graphs of `split_scans.SPLIT_MIN_FACTS` facts or more, while the watcher vouches,
-  some parts run as node-id ranges at once; a version that moved reads the part again whole.
 - Shared: with `YUXI_DASH_REDIS_URL`, also in `SharedStore` (SHARED_TTL_SECONDS), under the
   fingerprint only, never on the FalkorDB server itself; `memory.desk.forget` deletes them.
 - A server that refuses INFO gets no caching: every view computes.
@@ -31,12 +29,11 @@ import redis
 
 from yuxi_dash.memory.freshness.graph_changes import (
     Fingerprint,
-    GraphVersion,
     Kept,
     change_marks,
     server_key,
 )
-from yuxi_dash.memory.graph import queries, split_scans
+from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient, Row, glob_escape
 from yuxi_dash.resources import MEMORY_SUMMARIES, SHARED_SUMMARIES, get_resources
 
@@ -294,40 +291,8 @@ def get_cache() -> SummaryCache:
     return get_resources().acquire(MEMORY_SUMMARIES, "process", SummaryCache, SummaryCache.clear)
 
 
-def _compute(
-    client: GraphClient,
-    group_id: str,
-    part: str,
-    limit: int,
-    size: Fingerprint | None,
-    kept: Kept | None,
-) -> list[Row]:
-    """The part's rows from the graph (`size`, `kept`: what `change_marks` read before).
-
-    On a large graph whose own version the watcher vouches for, the part is read as
-    node-id ranges at once (`split_scans`); when the version moved meanwhile (a write
-    landed between two ranges, so a fact may be counted twice or missed), it is read
-    again in one statement, which sees one state of the graph. Without the watcher,
-    any write to the server would move the check, so such a graph is read in one go.
-    """
-    splits = client.settings.falkordb_scan_splits
-    if (
-        splits > 1
-        and size is not None
-        and isinstance(kept, GraphVersion)
-        and size.facts >= split_scans.SPLIT_MIN_FACTS
-        and part in split_scans.SPLIT_PARTS
-    ):
-        rows = split_scans.split_rows(
-            client, group_id, part, limit, nodes=size.nodes, splits=splits
-        )
-        if change_marks(client, group_id)[1] == kept:
-            return rows
-    return one_statement_rows(client, group_id, part, limit)
-
-
 def one_statement_rows(client: GraphClient, group_id: str, part: str, limit: int) -> list[Row]:
-    """The part's rows read by its one statement in `PARTS` (never split, never kept)."""
+    """The part's rows read by its one statement in `PARTS` (never kept)."""
     if part in UNLIMITED_PARTS:
         return client.ro_rows(group_id, PARTS[part])
     params: dict[str, Any] = {"limit": limit}
@@ -389,13 +354,13 @@ def parts(
     computed: list[str] = []
     for part in missing:
         if local is None:
-            out[part] = _compute(client, group_id, part, limit, current, local)
+            out[part] = one_statement_rows(client, group_id, part, limit)
             continue
         gate = cache.gate(key(part))
         with gate.lock:  # one part at a time: never two gates held, so no deadlock
             rows = cache.get(key(part), local, count=False)  # a view ahead of us kept it
             if rows is None:
-                rows = _compute(client, group_id, part, limit, current, local)
+                rows = one_statement_rows(client, group_id, part, limit)
                 cache.put(key(part), local, rows)
                 computed.append(part)
         out[part] = rows

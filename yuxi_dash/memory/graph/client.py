@@ -266,7 +266,6 @@ def _client_key(handle: ServerHandle, settings: Settings) -> tuple[Any, ...]:
         settings.falkordb_query_timeout_ms,
         settings.falkordb_query_max_attempts,
         settings.falkordb_query_backoff_base,
-        settings.falkordb_scan_splits,  # memory.freshness.distributions reads it from the client
     )
 
 

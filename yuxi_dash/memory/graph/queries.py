@@ -9,8 +9,7 @@ plan read with GRAPH.EXPLAIN on a big graph):
   directed, and never range-filter an edge property in a labeled pattern.
 - Only the columns a view shows are returned; never an embedding; long text
   is cut server-side with `left()`; lists are paginated (SKIP/LIMIT).
-- The statements that read every fact are run through `memory.freshness.distributions`;
-  their `*_IN_RANGE` forms read one source node-id range each (`memory.graph.split_scans`).
+- The statements that read every fact are run through `memory.freshness.distributions`.
 """
 
 from __future__ import annotations
@@ -88,30 +87,6 @@ ORDER BY copies DESC, fact
 LIMIT $limit
 """
 
-# The same reads over the facts whose source node id is in [$lo, $hi): FalkorDB seeks
-# the id range and walks only those nodes' edges, so ranges run at once on the server's
-# threads split one scan (`memory.graph.split_scans` merges their rows). A triple's copies
-# all share their source, so each range's duplicate triples are whole.
-FACT_BREAKDOWN_IN_RANGE = """
-MATCH (a)-[e:RELATES_TO]->() WHERE id(a) >= $lo AND id(a) < $hi
-RETURN coalesce(e.status, '') AS status,
-       coalesce(e.source_kind, '') AS source_kind,
-       (e.expired_at IS NULL AND e.forgotten_at IS NULL) AS unexpired,
-       count(e) AS facts
-"""
-FACT_NAMES_IN_RANGE = """
-MATCH (a)-[e:RELATES_TO]->() WHERE id(a) >= $lo AND id(a) < $hi
-RETURN e.name AS name, count(e) AS facts
-"""
-DUPLICATE_TRIPLES_IN_RANGE = """
-MATCH (a)-[e:RELATES_TO]->(b) WHERE id(a) >= $lo AND id(a) < $hi
-WITH a, e.name AS name, b, count(e) AS copies
-WHERE copies > 1
-RETURN a.name AS source, name, b.name AS target, copies
-ORDER BY copies DESC, source, name
-LIMIT $limit
-"""
-
 # a->b and b->a with the same name: an undirected count would report each twice.
 MIRRORED_PAIRS = """
 MATCH (a)-[e:RELATES_TO]->(b)-[f:RELATES_TO]->(a)
@@ -184,12 +159,6 @@ FACTS_PAGE = (
     """
 MATCH ()-[e:RELATES_TO]->()
 WITH e ORDER BY e.created_at DESC, e.uuid SKIP $offset LIMIT $limit"""
-    + _EDGE_COLUMNS
-)
-NEWEST_FACTS_IN_RANGE = (  # FACTS_PAGE's first page, over one source node-id range
-    """
-MATCH (a)-[e:RELATES_TO]->() WHERE id(a) >= $lo AND id(a) < $hi
-WITH e ORDER BY e.created_at DESC, e.uuid LIMIT $limit"""
     + _EDGE_COLUMNS
 )
 
@@ -271,10 +240,6 @@ ALL_QUERIES: dict[str, str] = {
     "duplicate_triples": DUPLICATE_TRIPLES,
     "duplicate_fact_text": DUPLICATE_FACT_TEXT,
     "mirrored_pairs": MIRRORED_PAIRS,
-    "fact_breakdown_in_range": FACT_BREAKDOWN_IN_RANGE,
-    "fact_names_in_range": FACT_NAMES_IN_RANGE,
-    "duplicate_triples_in_range": DUPLICATE_TRIPLES_IN_RANGE,
-    "newest_facts_in_range": NEWEST_FACTS_IN_RANGE,
     "entity_page": ENTITY_PAGE,
     "entity_facts": ENTITY_FACTS,
     "facts_page": FACTS_PAGE,

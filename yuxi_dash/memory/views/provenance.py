@@ -34,7 +34,7 @@ from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.provenance_chat import messages_containing, messages_near, thread_exists
 
-THREAD_PAGE = "pages/thread_detail.py"
+THREAD_PAGE = "app_pages/thread_detail.py"
 _THREAD_HINT = re.compile(r"thread\s+(\S+)", re.IGNORECASE)
 _ROLE_PREFIX = re.compile(r"^(user|human|assistant|ai|tool|system)\s*:\s*", re.IGNORECASE)
 _KEY_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]{2,}")

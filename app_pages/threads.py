@@ -14,7 +14,6 @@ import pandas as pd
 import streamlit as st
 
 from yuxi_dash.access.roles import Role
-from yuxi_dash.settings import get_settings
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.compressibility import (
@@ -114,8 +113,7 @@ st.caption(md("{} threads, highest summary pressure first.", shown))
 # why each row cannot be compressed now, so the hidden count and "cannot be compressed here"
 # add up: only what really cannot be compressed from here counts as such (an attached
 # platform's thread with its endpoint set can be, through the platform)
-platform_configured = get_settings().platform_configured
-kinds = {r["thread_id"]: blocked_kind(r, platform_configured=platform_configured) for r in records}
+kinds = {r["thread_id"]: blocked_kind(r) for r in records}
 operator = actor.role >= Role.OPERATOR
 hidden_kinds = Counter(kinds[t] for t in kinds if kinds[t] is not None) if operator else Counter()
 # a compress that would write nothing (insufficient_history): not offered first, nor in bulk

@@ -1,7 +1,7 @@
 """Offloaded tool results: filter, check SHA-256, what the model saw beside the full content.
 
 Listing reads the index through the cached loaders; opening a result goes through
-`yuxi_dash.files.opened.open_tool_result`: the preview the model got, from the
+`yuxi_dash.tool_results.opened.open_tool_result`: the preview the model got, from the
 thread's checkpoint (a changed or missing file never changes it), and the file,
 confined to the workdir (a crafted path is refused), in one audited read. Nothing
 is opened until the operator picks a result; it is read once when it is opened,
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from yuxi_dash.attach import thread_store
 from yuxi_dash.compression import parse_saved_result, tool_result_preview
 from yuxi_dash.compression.previews.preview import preview_salvage
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.files.opened import open_tool_result
-from yuxi_dash.files.tool_results import MAX_READ_LIMIT, read_tool_result
+from yuxi_dash.sources import thread_store
+from yuxi_dash.tool_results.index import MAX_READ_LIMIT, read_tool_result
+from yuxi_dash.tool_results.opened import open_tool_result
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import draw_preview, indented_json

@@ -1,46 +1,97 @@
-"""Which threads can be compressed, and why not: the one rule for the pages, the CLI and alerts.
+"""Whose thread it is, and whether it can be compressed now: decided here, once.
 
-- Our own thread: its agent must be known here and have ``context_compression``.
-- An attached platform's thread is compressed there (`platform.compress`) when
-  ``YUXI_DASH_PLATFORM_URL`` is set; without it the dashboard refuses (`thread_attached`).
-- A 422 from the platform is remembered from the audit log (the newest platform compress
-  row: a 422 means unsupported, a completed or no_op since then clears it), per agent the
-  platform named (checkpoint metadata ``assistant_id`` / ``graph_id``). A thread it named
-  no agent for carries the fallback slug `UNNAMED_AGENT` (the projector's), no agent:
-  its 422 is remembered for that thread alone.
-- `capability(session, settings).blocker(...)` is the verdict the pages and alert rules use;
-  `refuse_remembered` applies it before a call (`platform.bulk`, `yuxi-dash compress`),
-  audited; the CLI's ``--ask-platform`` asks the platform anyway.
+A thread is ours or the attached platform's; the row's ``origin`` says which, and this is
+the one module that reads it. Others ask here or take the answer handed on (a row's
+``attached`` flag, a `sources.ThreadSource`): `is_attached`, the SQL filters, the names
+and labels, `compress_route` ("here", "platform" with ``YUXI_DASH_PLATFORM_URL`` set,
+else "none").
+
+`capability(session, settings).blocker(...)` is the verdict of the pages and alert rules.
+Our thread: its agent is known here and has ``context_compression``. The platform's 422
+is remembered from the newest platform compress audit row (a completed or no_op since
+clears it), per agent it named (``assistant_id`` / ``graph_id``), or per thread when it
+named none (the projector's fallback slug `UNNAMED_AGENT`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.access.audit import record_audit_eventually, thread_target
-from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.errors import CompressionUnsupported
-from yuxi_dash.platform.client import platform_label
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, AuditEntry, Conversation
-from yuxi_dash.store.thread_list import attached_platform
+from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, AuditEntry, Conversation, ScanWatermark
 from yuxi_dash.wording import attached_label
-
-log = logging.getLogger(__name__)
 
 # the agent slug the projector gives a thread whose checkpoints name none (README, "Attach
 # to a platform"): not an agent, so never a key of what the platform refused
 UNNAMED_AGENT = "attached"
 
 _LOOK_BACK = 2000  # newest compress audit rows read
-COMPRESS_ACTION = "compress"  # `platform.compress` writes its rows under this action
+COMPRESS_ACTION = "compress"  # the audit action of every compress, ours and the platform's
+
+ATTACHED_NAME = "attached"  # `origin_name` of the platform's threads
+OWN_NAME = "own"  # `origin_name` of ours
+SCOPES_BY_ORIGIN = (ATTACHED_NAME, OWN_NAME)  # the alert rule scopes that name a source
+
+ATTACHED_NAME = "attached"  # `origin_name` of the platform's threads
+OWN_NAME = "own"  # `origin_name` of ours
+SCOPES_BY_ORIGIN = (ATTACHED_NAME, OWN_NAME)  # the alert rule scopes that name a source
+
+ROUTE_HERE = "here"  # our core, under our row lock
+ROUTE_PLATFORM = "platform"  # the attached platform's endpoint
+ROUTE_NONE = "none"  # attached, and no endpoint set: nobody here can compress it
+
+
+def is_attached(origin: str | None) -> bool:
+    """Whether a row of this origin is the attached platform's thread."""
+    return origin == ORIGIN_ATTACHED
+
+
+def attached_rows() -> sa.ColumnElement[bool]:
+    """The SQL filter for the attached platform's threads."""
+    return Conversation.origin == ORIGIN_ATTACHED
+
+
+def own_rows() -> sa.ColumnElement[bool]:
+    """The SQL filter for our own threads."""
+    return Conversation.origin != ORIGIN_ATTACHED
+
+
+def origin_name(origin: str | None) -> str:
+    """`ATTACHED_NAME` or `OWN_NAME`: the label of metrics, alerts and alert rule scopes."""
+    return ATTACHED_NAME if is_attached(origin) else OWN_NAME
+
+
+def named_attached(name: str | None) -> bool:
+    """Whether an `origin_name` kept in a row (an alert's ``platform``) is the platform's."""
+    return name == ATTACHED_NAME
+
+
+def origin_name_sql() -> sa.ColumnElement[str]:
+    """`origin_name` in SQL, for a GROUP BY."""
+    return sa.case((attached_rows(), ATTACHED_NAME), else_=OWN_NAME)
+
+
+def origin_label(origin: str | None, platform: str | None) -> str:
+    """What a page and the CLI call a thread's source: "ours" or "attached: <platform>"."""
+    return attached_label(platform) if is_attached(origin) else "ours"
+
+
+def attached_platform(session: Session) -> str | None:
+    """The attached platform's label (host:port/database): the newest scan's source, or None."""
+    return session.scalar(
+        sa.select(ScanWatermark.source).order_by(ScanWatermark.scanned_at.desc()).limit(1)
+    )
+
+
+def compress_route(origin: str | None, settings: Settings) -> str:
+    """Where a compress of a thread of this origin goes (`ROUTE_*`)."""
+    if not is_attached(origin):
+        return ROUTE_HERE
+    return ROUTE_PLATFORM if settings.platform_configured else ROUTE_NONE
 
 
 def named_by_platform(agent_slug: str | None) -> bool:
@@ -118,6 +169,12 @@ class Capability:
     refusals: PlatformRefusals
     platform: str | None = None  # the attached platform's label, for the reason
 
+    def route(self, *, attached: bool) -> str:
+        """Where a compress of a thread goes (`ROUTE_*`): ``attached`` is the row's flag."""
+        if not attached:
+            return ROUTE_HERE
+        return ROUTE_PLATFORM if self.platform_configured else ROUTE_NONE
+
     def blocker(
         self,
         thread_id: str,
@@ -146,47 +203,4 @@ def capability(session: Session, settings: Settings, *, attached: bool = True) -
         agents=agents,
         refusals=platform_refusals(session) if attached and configured else PlatformRefusals(),
         platform=attached_platform(session) if attached and not configured else None,
-    )
-
-
-def refuse_remembered(thread_id: str, *, actor: Actor, settings: Settings) -> None:
-    """Before a call to the platform: refuse (one audit row) what the verdict says it refuses.
-
-    Only an operator's compress of an attached thread with the endpoint set is checked
-    here; every other refusal is the service's.
-    """
-    if not settings.platform_configured or actor.role < Role.OPERATOR:
-        return
-    with session_scope(settings) as session:
-        row = session.execute(
-            sa.select(Conversation.agent_slug, Conversation.origin, Conversation.status).where(
-                Conversation.thread_id == thread_id
-            )
-        ).first()
-        if row is None or row.origin != ORIGIN_ATTACHED or row.status == "deleted":
-            return
-        reason = platform_refusals(session).of(thread_id, row.agent_slug)
-    if reason is None:
-        return
-    detail: dict[str, Any] = {
-        "role": actor.role.label,
-        "via": actor.via,
-        "platform": platform_label(str(settings.platform_url)),
-        "agent": row.agent_slug,
-        "code": CompressionUnsupported.code,
-        "remembered": True,  # nothing was sent: this row is not the platform's word
-    }
-    try:
-        record_audit_eventually(
-            actor=actor.id,
-            action=COMPRESS_ACTION,
-            target=thread_target(thread_id),
-            outcome="refused",
-            detail=detail,
-            settings=settings,
-        )
-    except Exception:  # noqa: BLE001 - the refusal must reach the caller, not the hiccup
-        log.error("audit row for a remembered compress refusal could not be written")
-    raise CompressionUnsupported(
-        f"{reason}; nothing was sent (`yuxi-dash compress --ask-platform` asks it again)"
     )

@@ -1,4 +1,4 @@
-"""The first look at an offloaded result (yuxi_dash.files.opened): what the model got, and the file.
+"""The first look at an offloaded result (yuxi_dash.tool_results.opened): what the model got, and the file.
 
 A real thread compressed by the service (its tool results offloaded into the real workdir,
 the preview messages in its real checkpoint), then the file changed or removed.
@@ -12,16 +12,16 @@ import pytest
 import sqlalchemy as sa
 
 from tests.service.builders import OPERATOR, seed_thread
-from yuxi_dash import service
+from yuxi_dash import sources
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.compression import parse_saved_result
 from yuxi_dash.errors import PathRefused
-from yuxi_dash.files.opened import open_tool_result
-from yuxi_dash.files.tool_results import READ_ACTION
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import get_thread, list_audit
+from yuxi_dash.tool_results.index import READ_ACTION
+from yuxi_dash.tool_results.opened import open_tool_result
 
 VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 
@@ -29,7 +29,7 @@ VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 def _offloaded() -> tuple[int, str, Path]:
     """A compressed thread's offloaded result: (its id, the preview the model got, its file)."""
     seed_thread("t1")
-    assert service.compress_thread_context("t1", actor=OPERATOR).status == "completed"
+    assert sources.compress_thread_context("t1", actor=OPERATOR).status == "completed"
     with session_scope() as session:
         row = session.scalars(sa.select(ToolResult).order_by(ToolResult.id)).first()
         assert row is not None and row.tool_call_id, "the compress offloads tool results"

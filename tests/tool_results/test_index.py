@@ -11,17 +11,17 @@ import sqlalchemy as sa
 from yuxi_dash import service
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput, PathRefused, ToolResultNotFound
-from yuxi_dash.files.tool_results import (
-    count_tool_results,
-    list_tool_results,
-    read_tool_result,
-    verify_tool_results,
-)
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ToolResult
 from yuxi_dash.store.queries import list_audit
+from yuxi_dash.tool_results.index import (
+    count_tool_results,
+    list_tool_results,
+    read_tool_result,
+    verify_tool_results,
+)
 
 VIEWER = Actor(id="support@example.com", role=Role.VIEWER)
 

@@ -1,6 +1,6 @@
 """The first look at an offloaded tool result: what the model got in its place, and the file.
 
-`open_tool_result` reads, in one audited read (`tool_results.READ_ACTION`, as
+`open_tool_result` reads, in one audited read (`tool_results.index.READ_ACTION`, as
 `read_tool_result` records it), the tool message the model got instead of the result
 (the saved-result header and preview) from the thread's newest checkpoint, so a file
 changed or gone since never changes what the page says the model saw, and the file's
@@ -21,7 +21,12 @@ from yuxi_dash import validation
 from yuxi_dash.access.audit import audited_refusals, record_audit
 from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.errors import ToolResultNotFound, YuxiDashError
-from yuxi_dash.files.tool_results import (
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.checkpointer import CheckpointStore
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.queries import own_store
+from yuxi_dash.tool_results.index import (
     DEFAULT_READ_LIMIT,
     MAX_READ_LIMIT,
     READ_ACTION,
@@ -31,15 +36,10 @@ from yuxi_dash.files.tool_results import (
     locate,
     read_file,
 )
-from yuxi_dash.settings import Settings, get_settings
-from yuxi_dash.store.checkpointer import CheckpointStore
-from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation
-from yuxi_dash.store.queries import own_store
 
 StoreFor = Callable[
     [Conversation], CheckpointStore
-]  # a thread's checkpointer (attach.thread_store)
+]  # a thread's checkpointer (sources.thread_store)
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def open_tool_result(
     One audit row, as `read_tool_result` writes it (``opened``: true, ``sent``: whether the
     checkpoint held the model's copy). A file not on this volume is no refusal here: its
     state is "missing" and ``content`` None. ``store_for`` picks the thread's checkpointer
-    (`yuxi_dash.attach.thread_store` for an attached platform's thread).
+    (`yuxi_dash.sources.thread_store` for an attached platform's thread).
     """
     settings = settings or get_settings()
     target = f"tool_result:{result_id}"

@@ -78,7 +78,7 @@ st.caption(
 )
 blocker = compress_blocker(row, actor)
 if row["attached"]:  # read from the platform's checkpointer; compressed only through it
-    note = attached_note(row["platform"], through_platform=detail["platform_configured"])
+    note = attached_note(row["platform"], route=row["compress_route"])
     st.info(literal(note), icon=":material/link:")
 st.button(
     "Compress…",

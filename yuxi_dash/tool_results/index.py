@@ -9,7 +9,7 @@ or missing (not on this volume: no such file, or the workdir is not mounted). `r
 reads a file only through the workdir's link-refusing reads (every path component opened
 with O_NOFOLLOW relative to its parent directory, so nothing outside the workdir is ever
 read, even through a symlink swapped in mid-read) and records an audit row for every read,
-allowed or refused. The first look at a result (`files.opened.open_tool_result`) reads
+allowed or refused. The first look at a result (`tool_results.opened.open_tool_result`) reads
 the same way.
 """
 
@@ -32,8 +32,8 @@ from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ORIGIN_ATTACHED, Conversation, ToolResult
-from yuxi_dash.store.thread_list import attached_platform
+from yuxi_dash.store.models import Conversation, ToolResult
+from yuxi_dash.store.origin import attached_platform, is_attached
 from yuxi_dash.wording import attached_label
 
 READ_ACTION = "read_tool_result"
@@ -201,11 +201,10 @@ def list_tool_results(
         .limit(limit)
         .offset(offset)
     ).all()
-    attached = any(origin == ORIGIN_ATTACHED for _row, _user, origin in rows)
+    attached = any(is_attached(origin) for _row, _user, origin in rows)
     platform = (attached_platform(session) or "platform") if attached else None
     return [
-        _info(row, user, platform if origin == ORIGIN_ATTACHED else None)
-        for row, user, origin in rows
+        _info(row, user, platform if is_attached(origin) else None) for row, user, origin in rows
     ]
 
 

@@ -3,7 +3,7 @@
 Everyone sees the alerts with their pressure, how long, a link to the thread
 and a Compress button (the shared compress dialog; the service checks the
 role and the thread again). A thread nobody can compress says why in its
-place (`platform.capability`), and is never the one picked first. Admins add,
+place (`store.origin`), and is never the one picked first. Admins add,
 change and delete rules here; the service refuses anyone else.
 """
 

@@ -1,9 +1,9 @@
-"""Tests for yuxi_dash.demo.story: what a user says about themselves, and when."""
+"""Tests for yuxi_dash.sim.story: what a user says about themselves, and when."""
 
 from __future__ import annotations
 
-from yuxi_dash.demo.story import remark_for
 from yuxi_dash.sim.model import user_message
+from yuxi_dash.sim.story import remark_for
 from yuxi_dash.sim.topics import TOPICS, stable_rng
 
 

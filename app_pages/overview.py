@@ -3,7 +3,7 @@
 Reads through yuxi_dash.ui.loaders (aggregates computed in SQL by
 yuxi_dash.store.overview); clicking a point opens that thread's detail. The
 hottest-thread picker starts on the hottest thread that can be compressed and
-marks the others (`platform.capability`).
+marks the others (`store.origin`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,9 @@ def pressure_panel() -> None:
     )
     picked = (event.get("selection") or {}).get(PICK) or [] if event else []
     if picked and picked[0].get("thread_id"):
-        st.switch_page("pages/thread_detail.py", query_params={"thread": picked[0]["thread_id"]})
+        st.switch_page(
+            "app_pages/thread_detail.py", query_params={"thread": picked[0]["thread_id"]}
+        )
     if not points.empty:
         pressure_of = dict(zip(points["thread_id"], points["summary_pressure_ratio"], strict=True))
         top = points.head(50)
@@ -139,7 +141,7 @@ def pressure_panel() -> None:
         if hottest in blocked:
             st.caption(md("{} cannot be compressed: {}.", hottest, blocked[hottest]))
         st.page_link(
-            "pages/thread_detail.py",
+            "app_pages/thread_detail.py",
             label=md("Open {}", hottest),
             icon=":material/open_in_new:",
             query_params={"thread": hottest},
