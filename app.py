@@ -28,6 +28,7 @@ OPERATIONS = [
     ("threads.py", f"Threads ≥ {SUGGESTION_LABEL}", ":material/compress:", Role.VIEWER),
     ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
     ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
+    ("compression_quality.py", "Compression quality", ":material/fact_check:", Role.VIEWER),
     ("attach_status.py", "Attached platform", ":material/link:", Role.VIEWER),
     ("alerts.py", "Alerts", ":material/notifications_active:", Role.VIEWER),
     ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),

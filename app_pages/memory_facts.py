@@ -11,17 +11,17 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
-from yuxi_dash.ui import memory_desk as desk
+from yuxi_dash.ui import memory_facts
 from yuxi_dash.ui.page_text import md
 from yuxi_dash.ui.tables import draw_records
 
 actor, access = ui.open_memory_page("Facts", "facts")
 
-fact_uuid = desk.fact_picker(access)
+fact_uuid = memory_facts.fact_picker(access)
 if fact_uuid:
-    provenance = desk.draw_provenance(actor, access, fact_uuid)
+    provenance = memory_facts.draw_provenance(actor, access, fact_uuid)
     if provenance is not None:
-        desk.draw_corrections(actor, access, provenance["fact"])
+        memory_facts.draw_corrections(actor, access, provenance["fact"])
 
 data = ui.load_facts(access)
 

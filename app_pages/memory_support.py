@@ -2,9 +2,9 @@
 
 The bundle (flags with reasons, every fact, recent episodes, corrections,
 threads with pressure, last summary and tool-result checks) is written by
-`yuxi_dash.memory.desk.bundle`, audited, and downloaded from a temporary file.
+`yuxi_dash.memory.support.bundle`, audited, and downloaded from a temporary file.
 Forgetting deletes the user's memory graph and hit counters and verifies
-nothing is left (`yuxi_dash.memory.desk.forget`); it works even when memory is
+nothing is left (`yuxi_dash.memory.support.forget`); it works even when memory is
 gated off for the user, since erasure is their right. It is the page's least prominent
 control: last, folded in an expander, a tertiary button after the typed confirmation.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.access.roles import Role
-from yuxi_dash.memory.desk.forget import confirmation_text
+from yuxi_dash.memory.support.forget import confirmation_text
 from yuxi_dash.memory.views.gate import gates_for
 from yuxi_dash.ui import memory as ui
 from yuxi_dash.ui import memory_support as support

@@ -1,8 +1,12 @@
-"""Thread detail: pressure timeline, next model input by part, model-visible context, chat record.
+"""Thread detail: pressure timeline, next model input by part, model-visible context, chat
+record, and the thread's compressions with what each kept, left recoverable and lost.
 
 The thread comes from `?thread=` (links from the overview and the 85% list) or
 the picker. Reads through yuxi_dash.ui.loaders only; its compress button opens
 the same confirm dialog as the 85% list (`ui.compress`, through the one seam).
+`?compression=ID` (from the Compression quality page) opens the Compressions tab at that
+compression, and `&item=K` one of its recoverable items at its line
+(`ui.compressions.thread_tab`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from yuxi_dash.ui.charts import (
 )
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.compressibility import attached_note, compress_blocker
+from yuxi_dash.ui.compressions.thread_tab import draw_compressions, linked_compression
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import chat_line, draw_message
 from yuxi_dash.ui.page_text import (
@@ -54,6 +59,9 @@ thread_id = st.selectbox(
 )
 if thread_id != wanted:
     st.query_params["thread"] = thread_id
+    for name in ("compression", "item"):  # they named another thread's compression
+        if name in st.query_params:
+            del st.query_params[name]
 
 try:
     detail = loaders.thread_detail(thread_id)
@@ -118,11 +126,14 @@ CHAT_CONTEXT_BEFORE = 2  # messages shown above a linked one
 LINKED_STYLE = "background-color: #fef3c7; font-weight: 600"
 linked = st.query_params.get("message")  # from a fact's provenance on the Facts page
 linked_sequence = int(linked) if linked and linked.isdigit() else None
-timeline_tab, context_tab, chat_tab = st.tabs(
-    ["Pressure timeline", "Next model input", "Full chat record"],
-    default="Full chat record"
+opened_compression = linked_compression()  # from the Compression quality page
+timeline_tab, context_tab, chat_tab, compressions_tab = st.tabs(
+    ["Pressure timeline", "Next model input", "Full chat record", "Compressions"],
+    default="Compressions"  # a link opens at its compression or its message
+    if opened_compression is not None
+    else "Full chat record"
     if linked_sequence is not None
-    else None,  # a link opens at its message
+    else None,
 )
 
 with timeline_tab:
@@ -237,5 +248,8 @@ with chat_tab:
                 ),
             },
         )
+
+with compressions_tab:
+    draw_compressions(thread_id, actor)
 
 maybe_open_dialog(actor)

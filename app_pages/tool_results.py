@@ -206,8 +206,8 @@ integrity(
 complete = first is not None and not first.truncated
 file_ok = complete and look.integrity == "ok"  # the text the model's preview was made from
 
-model_view, full_view = st.columns(2)
-with model_view:
+model_messages, full_view = st.columns(2)
+with model_messages:
     st.subheader("What the model sees")
     saved = parse_saved_result(look.sent) if look.sent is not None else None
     if saved is not None:  # the preview the model got, whatever happened to the file since

@@ -57,8 +57,8 @@ from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: 
 from tests.compression.agents import query_kb_tool, research_script, scripted_model  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id  # noqa: E402
+from yuxi_dash.attach.platform_store import PlatformStore, close_platform_stores  # noqa: E402
 from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL  # noqa: E402
-from yuxi_dash.attach.stores import PlatformStore, close_platform_stores  # noqa: E402
 from yuxi_dash.compression.middleware import context_compression_middleware  # noqa: E402
 from yuxi_dash.files.workdir import Workdir  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402

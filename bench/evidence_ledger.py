@@ -4,13 +4,18 @@ Every corpus shape (``bench/corpus.py``) gets the assistant's citations: each an
 with ``Sources: [id], url`` naming the leading evidence (record ids, urls) of the results
 read since the answer before (1-3 of them), as an assistant cites what it read. Each
 thread is compressed for real (``prepare_summary`` + ``write_summary``, the extractive
-summarizer, 10 kept messages) into a fresh ``Workdir``, then its ledger is built
-(``compression.evidence_ledger.build_ledger``).
+summarizer, 10 kept messages, the default evidence budget) into a fresh ``Workdir``: the
+summary keeps the cited and user-named items in view and saves the evidence index
+(``compression.evidence_keep``), and the outcome's ledger (the index counted) gives the
+states. The ledger is also built again on its own (``build_ledger``) for its CPU cost.
 
 Printed per shape, the biggest thread (by tokens) last and marked: tokens before and
 after, the ledger's items, the cited share kept in view, the share of all span evidence
-visible / recoverable / lost, and the ledger's CPU time as a share of the compression's
-own (target <= 10%), with the corpus frozen out of the collector's walks. Two ways, each round on a fresh workdir, compress then ledger back
+visible / recoverable / lost, and one ledger build's CPU time as a share of the compression's
+own (which now holds one; target <= 10%), with the corpus frozen out of the collector's walks.
+For the biggest thread also: the kept block's size against its budget, how many cited or
+named items it shows and leaves to the index, and the cited share in view of the same
+compression with a budget of 0 (no item kept: what the summarizer alone keeps). Two ways, each round on a fresh workdir, compress then ledger back
 to back: ``alone`` (the ledger parses every result again) and ``shared`` (both inside
 ``previews.salvage.shared_parses()``: the ledger reuses the parses of the compression's
 previews, as the engine will run it); the compression's CPU inside the block is shown
@@ -41,6 +46,7 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import ShapeThread, build_corpus  # noqa: E402
 from bench.peers import _fresh_workdir  # noqa: E402
+from yuxi_dash.agents import DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS  # noqa: E402
 from yuxi_dash.compression import (  # noqa: E402
     CompressionOutcome,
     ExtractiveSummarizer,
@@ -50,6 +56,7 @@ from yuxi_dash.compression import (  # noqa: E402
     write_summary,
 )
 from yuxi_dash.compression.compaction import tool_result_text  # noqa: E402
+from yuxi_dash.compression.evidence_keep import KeptEvidence  # noqa: E402
 from yuxi_dash.compression.evidence_ledger import Ledger, appears, build_ledger  # noqa: E402
 from yuxi_dash.compression.previews.salvage import shared_parses  # noqa: E402
 from yuxi_dash.files.workdir import Workdir  # noqa: E402
@@ -82,9 +89,13 @@ def with_citations(thread: ShapeThread, seed: int = 39) -> list[BaseMessage]:
     return messages
 
 
-def compress(state: ThreadContextState, workdir: Workdir) -> CompressionOutcome:
+def compress(
+    state: ThreadContextState,
+    workdir: Workdir,
+    budget: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
+) -> CompressionOutcome:
     prepared = prepare_summary(state, workdir=workdir, summarizer=ExtractiveSummarizer())
-    return write_summary(prepared, workdir=workdir)
+    return write_summary(prepared, workdir=workdir, summary_evidence_budget_tokens=budget)
 
 
 def _cpu(run: Callable[[], T]) -> tuple[float, T]:
@@ -100,7 +111,9 @@ class Row:
     shape: str
     before_tokens: int = 0
     after_tokens: int = 0
-    ledger: Ledger | None = None
+    ledger: Ledger | None = None  # the outcome's: the evidence index counted
+    evidence: KeptEvidence | None = None
+    unkept: Ledger | None = None  # the same compression with a budget of 0
     cpu: dict[str, list[float]] = field(default_factory=dict)  # compress / ledger, alone / shared
 
     def add(self, name: str, seconds: float) -> None:
@@ -124,17 +137,17 @@ def bench_thread(shape: str, messages: list[BaseMessage], base: Path, rounds: in
             with shared_parses() if way == "shared" else nullcontext():
                 took, outcome = _cpu(lambda: compress(state, workdir))  # noqa: B023
                 written = [saved.path for _call, _tool, saved in outcome.saved_files]
-                spent, ledger = _cpu(
+                spent, _ledger = _cpu(
                     lambda: build_ledger(state, outcome.state, workdir, written=written)  # noqa: B023
                 )
             row.add(f"compress {way}", took)
             row.add(f"ledger {way}", spent)
-            row.before_tokens, row.after_tokens, row.ledger = (
-                outcome.before_tokens,
-                outcome.after_tokens,
-                ledger,
-            )
+            row.before_tokens, row.after_tokens = outcome.before_tokens, outcome.after_tokens
+            row.ledger, row.evidence = outcome.ledger, outcome.evidence
             shutil.rmtree(workdir.root.parent, ignore_errors=True)
+    workdir = _fresh_workdir(base)
+    row.unkept = compress(state, workdir, budget=0).ledger
+    shutil.rmtree(workdir.root.parent, ignore_errors=True)
     return row
 
 
@@ -165,20 +178,29 @@ def print_row(row: Row, mark: str = "") -> None:
 
 
 def print_biggest(row: Row, messages: int, rounds: int) -> None:
-    assert row.ledger is not None
+    assert row.ledger is not None and row.evidence is not None and row.unkept is not None
     cited = row.ledger.state_counts(cited_only=True)
     totals = row.ledger.state_counts()
     n, c = sum(totals.values()), sum(cited.values())
+    unkept = row.unkept.state_counts(cited_only=True)
     alone, shared = row.share("alone"), row.share("shared")
     print(
         f"\n* the biggest thread: {row.shape}, {messages} messages, {row.before_tokens} tokens "
         f"-> {row.after_tokens}, {row.ledger.summarized_messages} messages summarized "
         f"(CPU: medians of {rounds} rounds)\n"
         f"  cited share kept in view: {cited['visible']} of {c} "
-        f"({_share(cited['visible'], c).strip()})\n"
+        f"({_share(cited['visible'], c).strip()}; target >= 95%: "
+        f"{'met' if c and cited['visible'] >= 0.95 * c else 'NOT met'})\n"
         f"  span evidence ({n} items): visible {_share(totals['visible'], n).strip()}, "
         f"recoverable {_share(totals['recoverable'], n).strip()}, "
-        f"lost {_share(totals['lost'], n).strip()}\n"
+        f"lost {_share(totals['lost'], n).strip()} "
+        f"({totals['lost']} lost; target 0: {'met' if totals['lost'] == 0 else 'NOT met'})\n"
+        f"  kept block: {row.evidence.block_tokens} tokens of a "
+        f"{DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS}-token budget, {len(row.evidence.kept)} "
+        f"cited or named items shown, {row.evidence.more} left to the index "
+        f"({row.evidence.index_path})\n"
+        f"  with a budget of 0 (the summarizer alone): cited in view "
+        f"{unkept['visible']} of {c} ({_share(unkept['visible'], c).strip()})\n"
         f"  ledger CPU / compression CPU: alone {alone:.1%}, shared parses {shared:.1%} "
         f"(<= {TARGET_COST:.0%}: alone {'met' if alone <= TARGET_COST else 'NOT met'}, "
         f"shared {'met' if shared <= TARGET_COST else 'NOT met'})"

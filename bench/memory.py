@@ -8,11 +8,11 @@ UNWIND statements, batched) on a private embedded FalkorDB (or reuses it when
 `--data-dir` already holds it: seeding takes minutes), then times every view's
 query (median of 5 runs, after one warm-up), prints each plan (GRAPH.EXPLAIN),
 times the distributions the old way (one statement after another, every view)
-beside the new plan (`memory.freshness.distributions`: cold, nothing kept anywhere =
+beside the new plan (`memory.cache.distributions`: cold, nothing kept anywhere =
 the first view after a write; shared, a new process served from the shared
 Redis store; warm, kept in this process under the graph's version, the change
 watcher live) with ratios; then the view after a write to another graph on the
-same server (`memory.freshness.graph_changes`: with the watcher live the graph's own
+same server (`memory.cache.graph_changes`: with the watcher live the graph's own
 version keeps the parts warm, with it closed the server-wide fingerprint makes
 them cold; the two alternated, ms, closed/live ratio and parts served kept)
 and the watcher's `version` cost; optionally (`--alternatives`) the cheaper
@@ -51,7 +51,7 @@ from graphiti_core.edges import CommunityEdge, EntityEdge, EpisodicEdge  # noqa:
 from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode  # noqa: E402
 
 from yuxi_dash.demo.graph_writer import create_indexes, deterministic_embedding, write_graph  # noqa: E402
-from yuxi_dash.memory.freshness import distributions, graph_changes
+from yuxi_dash.memory.cache import distributions, graph_changes
 from yuxi_dash.memory.graph import queries as q  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.graph.index_health import (  # noqa: E402
@@ -370,7 +370,7 @@ def bench_alternatives(client: GraphClient, settings: Settings) -> None:
 
 def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
     """Old plan (each view runs its statements one after another) beside the new plan
-    (`memory.freshness.distributions`), median of 5 each, in turns, in one run:
+    (`memory.cache.distributions`), median of 5 each, in turns, in one run:
     cold = nothing kept anywhere (the first view after any write to the server);
     shared = this process keeps nothing but the shared store (Redis) holds the parts under the
     current fingerprint (a new replica or a restarted dashboard, graph server unchanged);

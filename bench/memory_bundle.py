@@ -7,7 +7,7 @@ entities, 200,000 facts, 5,000 episodes in graphiti-core's true schema — on a
 private embedded FalkorDB. Then, each in its own fresh process so the peak RSS
 is that work's alone (VmHWM):
 
-- the bundle: `memory.desk.bundle.write_bundle` to a JSON file (gate, audit, facts a
+- the bundle: `memory.support.bundle.write_bundle` to a JSON file (gate, audit, facts a
   page at a time by keyset on the uuid, episodes, threads), as the dashboard
   process would run it;
 - the raw dump: one `MATCH (s)-[e:RELATES_TO]->(t) RETURN ...` of the same
@@ -34,10 +34,10 @@ os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 
 from falkordb import FalkorDB  # noqa: E402
 
-from yuxi_dash.memory.desk.bundle_sources import FACT_PAGE  # noqa: E402
 from yuxi_dash.memory.graph import server as server_module  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.graph.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.memory.support.bundle_sources import FACT_PAGE  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402
 
 USER = "bench_hub"  # bench/memory.py's GROUP is user_bench_hub
@@ -87,7 +87,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
     from yuxi_dash.access.roles import Actor, Role
     from yuxi_dash.files.workdir import Workdir
     from yuxi_dash.flags import FlagEvaluator
-    from yuxi_dash.memory.desk.bundle import bundle_to_file
+    from yuxi_dash.memory.support.bundle import bundle_to_file
 
     settings = settings_for(data_dir, work)
     Workdir(settings.workdir).initialize()

@@ -47,9 +47,9 @@ from ldclient.integrations.test_data import TestData  # noqa: E402
 from bench.memory import GROUP, STATUSES, seed_or_reuse  # noqa: E402
 from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.flags import FlagEvaluator  # noqa: E402
-from yuxi_dash.memory.desk import corrections  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.graph.server import ensure_server, stop_server  # noqa: E402
+from yuxi_dash.memory.support import corrections  # noqa: E402
 from yuxi_dash.memory.views.gate import open_view  # noqa: E402
 from yuxi_dash.memory.views.provenance import fact_provenance  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402

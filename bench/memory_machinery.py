@@ -5,7 +5,7 @@ Run: `.venv/bin/python bench/memory_machinery.py [--data-dir DIR] [--scale 1.0] 
 
 The graph, the data dir and the render are bench/memory_pages.py's (AppTest, a
 50,000-entity, 200,000-fact user graph at scale 1). The pages that read a part of
-`memory.freshness.distributions` are rendered in turns, in one run, in each of these
+`memory.cache.distributions` are rendered in turns, in one run, in each of these
 modes (the Streamlit caches cleared before every render but the last mode):
 - cold: nothing kept (this process's cache and the Redis copy emptied): the first
   view after a write.
@@ -42,15 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memory_pages import prepare, render  # noqa: E402  (bench/memory_pages.py)
 
 from yuxi_dash.access.roles import Actor, Role  # noqa: E402
-from yuxi_dash.memory.freshness import distributions, graph_changes  # noqa: E402
+from yuxi_dash.memory.cache import distributions, graph_changes  # noqa: E402
 from yuxi_dash.memory.graph import queries  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient, get_client  # noqa: E402
 from yuxi_dash.memory.views import gated_views  # noqa: E402
 from yuxi_dash.memory.views.gate import open_view  # noqa: E402
 from yuxi_dash.settings import get_settings  # noqa: E402
-from yuxi_dash.ui.memory_desk import clear_desk_caches  # noqa: E402
+from yuxi_dash.ui.memory_facts import clear_desk_caches  # noqa: E402
 
-# The pages that reach `memory.freshness.distributions` (gated_views: stats, relations,
+# The pages that reach `memory.cache.distributions` (gated_views: stats, relations,
 # ratification, chat_vs_memory); the other memory pages never call it.
 PAGES = {
     "memory_overview.py": "stats",

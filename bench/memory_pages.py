@@ -6,7 +6,7 @@ Seeds the graph of bench/memory.py (graphiti-core's schema, its statements) into
 an embedded FalkorDB under DIR, or reuses it when DIR already holds it (keep DIR
 between runs: seeding takes minutes), then renders each memory page `--runs`
 times and prints the median and the slowest run per page, in two columns run
-side by side: "cold" clears the distribution cache (`memory.freshness.distributions`)
+side by side: "cold" clears the distribution cache (`memory.cache.distributions`)
 before every render, "warm" keeps it; the Streamlit caches are cleared before
 every render in both, so every render reads the graph through the service.
 Target: each page <= 1.5 s. Prints numbers; asserts nothing.
@@ -34,7 +34,7 @@ from streamlit.logger import set_log_level  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from yuxi_dash.demo.flags import demo_flags  # noqa: E402
-from yuxi_dash.memory.freshness.distributions import get_cache  # noqa: E402
+from yuxi_dash.memory.cache.distributions import get_cache  # noqa: E402
 from yuxi_dash.memory.graph.client import GraphClient  # noqa: E402
 from yuxi_dash.memory.graph.server import ensure_server, stop_server  # noqa: E402
 from yuxi_dash.settings import Settings, get_settings  # noqa: E402

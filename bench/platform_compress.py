@@ -38,7 +38,7 @@ from bench.dbs import create_database, drop_database  # noqa: E402
 from tests.fixtures.live_server import free_port, started  # noqa: E402
 from yuxi_dash.access.roles import Actor, Role  # noqa: E402
 from yuxi_dash.attach import scan  # noqa: E402
-from yuxi_dash.attach.stores import close_platform_stores  # noqa: E402
+from yuxi_dash.attach.platform_store import close_platform_stores  # noqa: E402
 from yuxi_dash.files.workdir import Workdir  # noqa: E402
 from yuxi_dash.platform.client import close_platform_clients  # noqa: E402
 from yuxi_dash.settings import Settings  # noqa: E402

@@ -302,9 +302,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("yuxi_dash.sources",),  # one thread, one source
     ("yuxi_dash.tool_results",),
     ("yuxi_dash.memory.graph",),
-    ("yuxi_dash.memory.freshness",),
+    ("yuxi_dash.memory.cache",),
     ("yuxi_dash.memory.views",),
-    ("yuxi_dash.memory.desk",),
+    ("yuxi_dash.memory.support",),
     ("yuxi_dash.memory",),  # the package's own `__init__`
     ("yuxi_dash.api",),
     ("yuxi_dash.ui",),

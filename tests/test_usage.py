@@ -10,7 +10,7 @@ from yuxi_dash.compression import (
     context_view,
     count_tokens,
     force_summarize,
-    model_view,
+    model_messages,
 )
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.usage import (
@@ -98,7 +98,7 @@ def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
     state = ThreadContextState(thread_id="t", messages=messages)
     tools = [{"name": "run", "description": "run a command", "parameters": {"type": "object"}}]
     plain = context_view(state, system="You are helpful.", tools=tools).breakdown
-    total = count_tokens(model_view(state), system="You are helpful.", tools=tools)
+    total = count_tokens(model_messages(state), system="You are helpful.", tools=tools)
     assert set(plain) == {
         "system",
         "tools",
@@ -125,5 +125,5 @@ def test_breakdown_adds_up_to_the_model_input(tmp_path) -> None:
     assert after["summary"] > 0
     assert after["compressed_away"] > 0
     assert sum(v for k, v in after.items() if k != "compressed_away") == count_tokens(
-        model_view(outcome.state)
+        model_messages(outcome.state)
     )

@@ -18,6 +18,8 @@ DEFAULT_CONTEXT_WINDOW: Final = 128_000  # tokens
 DEFAULT_SUMMARY_THRESHOLD: Final = 100  # K tokens (x 1024)
 DEFAULT_SUMMARY_KEEP_MESSAGES: Final = 10  # messages a summary keeps after its cutoff
 DEFAULT_TOOL_RESULT_TOKEN_LIMIT: Final = 300  # a tool result over this is offloaded to a file
+# the cited and user-named evidence a summary keeps in view (engine and middleware keyword)
+DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS: Final = 600  # tokens
 
 AGENT_DEFAULTS: Final = MappingProxyType(
     {

@@ -252,7 +252,7 @@ class TrackingRefused(MemoryUnavailable):
     code = "memory_tracking_refused"
 
 
-# --- the memory support desk: corrections (memory/desk/corrections.py) and forget ---------------
+# --- memory support: corrections (memory/support/corrections.py) and forget ---------------------
 class InvalidFactUuid(InvalidInput):
     code = "invalid_fact_uuid"
 

@@ -45,13 +45,13 @@ FALKORDB_CHILDREN: Kind[Any] = Kind("falkordb-child")  # subprocess.Popen of a s
 GRAPH_CLIENTS: Kind[Any] = Kind("graph-client")  # memory.graph.client.GraphClient per server
 FLAG_EVALUATORS: Kind[Any] = Kind("flag-evaluator")  # flags.FlagEvaluator per flag source
 AUDIT_WRITER: Kind[Any] = Kind("audit-writer")  # the background audit writer thread
-# memory.freshness.distributions.SummaryCache: per-graph distributions keyed by a change
+# memory.cache.distributions.SummaryCache: per-graph distributions keyed by a change
 # fingerprint
 MEMORY_SUMMARIES: Kind[Any] = Kind("memory-summaries")
-# memory.freshness.distributions.SharedStore: the same parts in a Redis shared by dashboard
+# memory.cache.distributions.SharedStore: the same parts in a Redis shared by dashboard
 # processes
 SHARED_SUMMARIES: Kind[Any] = Kind("memory-summaries-shared")
-# memory.freshness.graph_changes.GraphChangeWatcher: per-graph change counters from one
+# memory.cache.graph_changes.GraphChangeWatcher: per-graph change counters from one
 # FalkorDB server
 GRAPH_CHANGES: Kind[Any] = Kind("graph-changes")
 

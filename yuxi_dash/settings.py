@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from yuxi_dash.agents import DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS
+
 CsvList = Annotated[list[str], NoDecode]
 
 
@@ -87,6 +89,12 @@ class Settings(BaseSettings):
     summarizer_model: str | None = Field(None, validation_alias=_env("YUXI_DASH_SUMMARIZER_MODEL"))
     summarizer_timeout_seconds: float = Field(
         60.0, gt=0, validation_alias=_env("YUXI_DASH_SUMMARIZER_TIMEOUT_SECONDS")
+    )
+    # what a summary keeps in view of the evidence the assistant cited and the user named
+    summary_evidence_budget_tokens: int = Field(
+        DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
+        ge=0,
+        validation_alias=_env("YUXI_DASH_SUMMARY_EVIDENCE_BUDGET_TOKENS"),
     )
 
     # --- Graphiti on FalkorDB ---------------------------------------------

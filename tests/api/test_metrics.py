@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -25,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.alerts.builders import ADMIN, OPERATOR, add_rule, many_agents, put_thread
 from tests.fixtures.live_server import dashboard_env, free_port, yuxi_dash_command
+from tests.store.compression_builders import item, put_record
 from yuxi_dash.access.audit import record_audit, wait_for_pending_audit
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.hooks import after_attach_scan
@@ -37,6 +39,7 @@ from yuxi_dash.store.models import ORIGIN_ATTACHED
 from yuxi_dash.store.queries import list_audit
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 THREADS = {
     "t-cold": (0.10, "agent-a", "dashboard"),
     "t-warm": (0.82, "agent-a", "dashboard"),
@@ -87,6 +90,18 @@ def seed() -> None:
         detail = {"code": code} if code else {}
         record_audit(actor=OPERATOR.id, action="compress", target="thread:t-hot-1",
                      outcome=outcome, detail=detail)  # fmt: skip
+    seed_compressions()
+
+
+def seed_compressions() -> None:
+    """agent-a: 3 of 4 cited kept in view, then 0 of 2, then nothing cited; agent-b: 1 of 1."""
+    cited = [item(f"k{n}", "visible", cited=True) for n in range(3)]
+    put_record("t-hot-1", T0, [*cited, item("k3", "lost", cited=True), item("u", "lost")])
+    put_record("t-hot-1", T0 + timedelta(hours=1),
+               [item("a", "recoverable", cited=True), item("b", "lost", cited=True)])  # fmt: skip
+    put_record("t-warm", T0, [item("plain", "visible")])
+    put_record("t-over", T0, [item("w", "visible", cited=True)], agent="agent-b",
+               origin="attached")  # fmt: skip
 
 
 def test_exposition_has_the_aggregates(db_url: str) -> None:
@@ -169,6 +184,43 @@ def test_metrics_need_a_token_and_refusals_leave_no_audit_row(db_url: str) -> No
     assert [r.action for r in rows[: len(rows) - before]] == ["api_token.create"]
 
 
+def _histograms(text: str, name: str) -> dict[str, dict[str, float]]:
+    """Each agent's samples of histogram ``name``: ``le`` (or count / sum) -> value."""
+    (family,) = [f for f in text_string_to_metric_families(text) if f.name == name]
+    out: dict[str, dict[str, float]] = {}
+    for sample in family.samples:
+        key = sample.labels.get("le") or sample.name.removeprefix(name + "_")
+        out.setdefault(sample.labels["agent"], {})[key] = sample.value
+    return out
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_the_cited_share_kept_in_view_per_agent(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    if limit is not None:  # agent-a has the most threads: agent-b is `other`
+        monkeypatch.setenv("YUXI_DASH_LABEL_AGENTS_MAX", str(limit))
+        get_settings.cache_clear()
+    seed()
+    with serving_app() as base:
+        response = httpx.get(
+            f"{base}/metrics", headers={"Authorization": f"Bearer {token()}"}, timeout=10
+        )
+    assert response.status_code == 200
+    name = "yuxi_dash_compression_cited_in_view_ratio"
+    found = _histograms(response.text, name)
+    b = "agent-b" if limit is None else OTHER_AGENT
+    assert set(found) == {"agent-a", b}
+    edges = [str(t / 10) for t in range(1, 11)]
+    # agent-a: shares 0.75 and 0.0 (the record with nothing cited is left out)
+    assert [found["agent-a"][e] for e in edges] == [1, 1, 1, 1, 1, 1, 1, 2, 2, 2]
+    assert (found["agent-a"]["+Inf"], found["agent-a"]["count"]) == (2, 2)
+    assert found["agent-a"]["sum"] == pytest.approx(0.75)
+    assert [found[b][e] for e in edges] == [0] * 9 + [1]
+    assert (found[b]["count"], found[b]["sum"]) == (1, 1.0)
+    assert "t-hot-1" not in response.text and "thread_id" not in response.text
+
+
 @contextmanager
 def api_serve_process(db_url: str, root: Path) -> Iterator[str]:
     """A real `yuxi-dash api serve` on the test's PostgreSQL database; yields "host:port"."""
@@ -229,6 +281,9 @@ def test_prometheus_scrapes_api_serve_and_promql_counts_the_bands(
         assert bands == {"lt_50": 1.0, "80_85": 1.0, "85_100": 2.0, "ge_100": 1.0}
         (up,) = _query(url, 'up{job="yuxi-dash"}')
         assert float(up["value"][1]) == 1.0  # type: ignore[index]
+        result = _query(url, "sum by (agent) (yuxi_dash_compression_cited_in_view_ratio_count)")
+        counts = {r["metric"]["agent"]: float(r["value"][1]) for r in result}  # type: ignore[index]
+        assert counts == {"agent-a": 2.0, "agent-b": 1.0}
         series = httpx.get(
             f"{url}/api/v1/series", params={"match[]": '{__name__=~"yuxi_dash_.+"}'}, timeout=5
         ).json()["data"]

@@ -68,7 +68,7 @@ def sample_platform(
             ).fetchall()
         yield _conninfo(url, role), {thread: (user, agent) for thread, user, agent in rows}
     finally:
-        from yuxi_dash.attach.stores import close_platform_stores
+        from yuxi_dash.attach.platform_store import close_platform_stores
 
         close_platform_stores()
         _drop_database(ADMIN_URL, url)

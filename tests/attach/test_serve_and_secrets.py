@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id, scan_floor
 from yuxi_dash.attach.loop import ScanLoop
-from yuxi_dash.attach.stores import PlatformStore
+from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.cli import main
 from yuxi_dash.errors import ThreadAttached
 from yuxi_dash.settings import Settings, get_settings

@@ -12,8 +12,8 @@ import pytest
 from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import REDIS_URL, SupportUsers, unique_user
 from yuxi_dash.cli import main
-from yuxi_dash.memory.desk.bundle_schema import BUNDLE_SCHEMA
 from yuxi_dash.memory.graph.groups import derive_group_id
+from yuxi_dash.memory.support.bundle_schema import BUNDLE_SCHEMA
 from yuxi_dash.settings import get_settings
 
 

@@ -23,13 +23,14 @@ from tests.compression.builders import CountingSummarizer, kb_payload
 from tests.compression.previews.test_preview import _sweep_payloads, _yuxi_records
 from tests.compression.test_cutoff import message_sequences
 from tests.fixtures.profiles import examples
+from yuxi_dash.agents import DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS
 from yuxi_dash.compression import (
     CompressionOutcome,
     ExtractiveSummarizer,
     Summarizer,
     ThreadContextState,
     message_text,
-    model_view,
+    model_messages,
     prepare_summary,
     write_summary,
 )
@@ -59,12 +60,16 @@ def compress(
     *,
     keep: int = 4,
     summarizer: Summarizer | None = None,
+    evidence_budget: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> tuple[ThreadContextState, CompressionOutcome, Ledger]:
+    """``evidence_budget=0``: the summary keeps no cited item in view (only the index's path)."""
     state = ThreadContextState("t-ledger", messages)
     prepared = prepare_summary(
         state, workdir=workdir, summarizer=summarizer or ExtractiveSummarizer(), keep_messages=keep
     )
-    outcome = write_summary(prepared, workdir=workdir)
+    outcome = write_summary(
+        prepared, workdir=workdir, summary_evidence_budget_tokens=evidence_budget
+    )
     written = [saved.path for _call, _tool, saved in outcome.saved_files]
     return state, outcome, build_ledger(state, outcome.state, workdir, written=written)
 
@@ -72,7 +77,7 @@ def compress(
 def view_of(outcome: CompressionOutcome) -> str:
     """The next model input's text: message texts and tool-call arguments."""
     parts = []
-    for message in model_view(outcome.state):
+    for message in model_messages(outcome.state):
         parts.append(message_text(message))
         if isinstance(message, AIMessage):
             parts.extend(json.dumps(c["args"], ensure_ascii=False) for c in message.tool_calls)
@@ -182,7 +187,9 @@ def test_a_cited_thread_every_item_in_one_state(wd: Workdir) -> None:
 def test_an_item_in_the_kept_window_is_visible(wd: Workdir) -> None:
     messages = research_thread("query_kb", kb_payload(20), "chunk-13")
     messages.insert(-1, AIMessage("As said, [chunk-17] applies."))  # kept: the last 4
-    _state, outcome, ledger = compress(messages, wd, summarizer=CountingSummarizer())
+    _state, outcome, ledger = compress(
+        messages, wd, summarizer=CountingSummarizer(), evidence_budget=0
+    )
     check_ledger(ledger, outcome, wd)
     items = by_value(ledger)
     assert items["chunk-17"].state == "visible" and items["chunk-17"].file is None
@@ -193,7 +200,7 @@ def test_an_item_in_the_kept_window_is_visible(wd: Workdir) -> None:
 def test_an_item_only_in_the_history_file_is_recoverable_at_its_line(wd: Workdir) -> None:
     small = '{"run_id": "run-0042", "thread_id": "th-0007"}'  # under the limit: not offloaded
     messages = research_thread("get_run", small, "run-0042")
-    _state, outcome, ledger = compress(messages, wd)  # the extractive summary names no run id
+    _state, outcome, ledger = compress(messages, wd, evidence_budget=0)  # it names no run id
     check_ledger(ledger, outcome, wd)
     run = by_value(ledger)["run-0042"]
     assert run.kind == "run" and run.state == "recoverable" and run.cited
@@ -209,7 +216,7 @@ def test_deleting_the_evidence_bearing_file_makes_its_items_lost(wd: Workdir) ->
         AIMessage("", tool_calls=[{"name": "get_run", "args": {}, "id": "g"}]),
         ToolMessage(content='{"run_id": "run-9"}', tool_call_id="g", name="get_run"),
     ]
-    state, outcome, ledger = compress(messages, wd)
+    state, outcome, ledger = compress(messages, wd, evidence_budget=0)
     check_ledger(ledger, outcome, wd)
     (saved,) = [item for item in ledger.items if item.kind == "saved_result"]
     from_file = {i.value for i in ledger.items if i.file == saved.value}
@@ -234,7 +241,9 @@ def test_a_tool_result_file_nothing_points_to_does_not_count(wd: Workdir) -> Non
     """The summary names nothing; with the history gone, the result's file is still on
     disk but no saved pointer leads to it: its items are lost."""
     messages = research_thread("query_kb", kb_payload(20), "chunk-13")
-    state, outcome, ledger = compress(messages, wd, summarizer=CountingSummarizer())
+    state, outcome, ledger = compress(
+        messages, wd, summarizer=CountingSummarizer(), evidence_budget=0
+    )
     assert by_value(ledger)["chunk-19"].state == "recoverable"
     assert wd.remove_file(outcome.file_path)
     after = build_ledger(state, outcome.state, wd)
@@ -244,13 +253,15 @@ def test_a_tool_result_file_nothing_points_to_does_not_count(wd: Workdir) -> Non
 
 
 def test_deleting_the_evidence_index_makes_its_items_lost(wd: Workdir) -> None:
-    """An extra file the summary points to (the evidence index) is searched after the
-    history; with the history gone, what only the index names goes when the index goes."""
+    """An extra file the summary points to (the evidence index the engine saved) is searched
+    after the history; with the history gone, what only the index names goes when it goes."""
     small = '{"run_id": "run-0042"}'
     messages = research_thread("get_run", small, "run-0042")
-    state, outcome, ledger = compress(messages, wd, summarizer=CountingSummarizer())
-    index_path = outcome.file_path.replace(".md", ".evidence.txt")
-    (wd.root / index_path).write_text(evidence_index_text(ledger))
+    state, outcome, ledger = compress(
+        messages, wd, summarizer=CountingSummarizer(), evidence_budget=0
+    )
+    index_path = outcome.evidence_index
+    assert index_path is not None and wd.read_text(index_path) == evidence_index_text(ledger)
     assert wd.remove_file(outcome.file_path)
     items = by_value(build_ledger(state, outcome.state, wd, extra_files=[index_path]))
     run = items["run-0042"]

@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.compression.agents import query_kb_tool, research_script, scripted_model
 from yuxi_dash.compression import count_tokens, is_summary_message
-from yuxi_dash.compression.engine import model_view
+from yuxi_dash.compression.engine import model_messages
 from yuxi_dash.compression.middleware import (
     ContextCompressionMiddleware,
     TokenUsageMiddleware,
@@ -101,7 +101,7 @@ def test_over_the_threshold_results_are_offloaded_then_summarized(workdir: Workd
     assert is_summary_message(event["summary_message"])
     assert (workdir.root / event["file_path"]).is_file()
     state_before_last_answer = {**values, "messages": messages[:-1]}
-    view = model_view(context_state("t-mw", state_before_last_answer))
+    view = model_messages(context_state("t-mw", state_before_last_answer))
     assert [m.content for m in model.seen[-1]] == [m.content for m in view]
     assert model.seen[-1][0].content == event["summary_message"].content
     assert values[TOKEN_USAGE_KEY]["summary_active"] is True

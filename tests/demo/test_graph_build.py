@@ -26,7 +26,7 @@ from yuxi_dash.memory.views.gated_views import facts
 from yuxi_dash.memory.views.provenance import episode_words, fact_provenance
 from yuxi_dash.settings import get_settings
 from yuxi_dash.sim.story import DEMO_USERS
-from yuxi_dash.ui.memory_desk import headline_fact
+from yuxi_dash.ui.memory_facts import headline_fact
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 _KIND_ROLE = {"user_asserted": "user", "assistant_derived": "assistant"}

@@ -24,10 +24,10 @@ from graphiti_core.nodes import CommunityNode, EntityNode, EpisodicNode
 from yuxi_dash.access.audit import record_audit
 from yuxi_dash.demo.graph_build import build_demo_graph
 from yuxi_dash.demo.graphs import write_demo_graph
-from yuxi_dash.memory.desk.forget import hit_keys
 from yuxi_dash.memory.graph.client import GraphClient
 from yuxi_dash.memory.graph.groups import derive_group_id
 from yuxi_dash.memory.graph.server import ServerHandle
+from yuxi_dash.memory.support.forget import hit_keys
 from yuxi_dash.memory.views.ratification import hits_key
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope

@@ -14,6 +14,7 @@ OPERATION_PAGES = [
     "app_pages/threads.py",
     "app_pages/thread_detail.py",
     "app_pages/tool_results.py",
+    "app_pages/compression_quality.py",
     "app_pages/audit.py",
 ]
 

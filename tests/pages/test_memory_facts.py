@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.memory.desk import corrections
+from yuxi_dash.memory.support import corrections
 from yuxi_dash.settings import get_settings
-from yuxi_dash.ui.memory_desk import clear_desk_caches
+from yuxi_dash.ui.memory_facts import clear_desk_caches
 
 REASON = "the user disputes this fact on the phone"
 
@@ -214,7 +214,7 @@ def test_the_demo_facts_page_opens_on_the_headline_and_claims_only_what_holds(
     from yuxi_dash.memory.views.ratification import parse_time
     from yuxi_dash.settings import get_settings
     from yuxi_dash.ui.memory import clear_memory_caches
-    from yuxi_dash.ui.memory_desk import clear_desk_caches
+    from yuxi_dash.ui.memory_facts import clear_desk_caches
 
     monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(falkordb_dir))  # the seeded graphs
     monkeypatch.setenv("YUXI_DASH_LD_FLAGS_FILE", str(demo_flags_file))

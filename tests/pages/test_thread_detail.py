@@ -33,6 +33,7 @@ def test_detail_shows_the_requested_thread(
         "Pressure timeline",
         "Next model input",
         "Full chat record",
+        "Compressions",
     ]
     chat_frames = [d.value for d in at.dataframe if "sequence" in d.value.columns]
     assert chat_frames and len(chat_frames[0]) > 0

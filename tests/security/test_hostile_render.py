@@ -151,6 +151,7 @@ def _scan_operations(scan: Scan) -> None:
         at.selectbox(key="tool_result_id").set_value(result_id).run()
         scan(at, f"tool result {result_id}")
     scan(_app("app_pages/audit.py"), "audit")
+    scan(_app("app_pages/compression_quality.py"), "compression quality")
 
 
 MEMORY_PAGES = (
@@ -371,7 +372,7 @@ FIRST_ARG_CALLS = frozenset(
 )
 MARKDOWN_KEYWORDS = frozenset({"label", "help", "body"})
 UI_FILES = sorted(
-    [*REPO.glob("app_pages/*.py"), APP, *(REPO / "yuxi_dash" / "ui").glob("*.py")],
+    [*REPO.glob("app_pages/*.py"), APP, *(REPO / "yuxi_dash" / "ui").rglob("*.py")],
 )
 # identity.py belongs to the sign-in work; its refusal lines are checked there.
 LINTED = [p for p in UI_FILES if p.name != "identity.py"]

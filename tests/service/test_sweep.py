@@ -242,7 +242,7 @@ def test_writing_a_kept_copy_again_restarts_its_grace_period(db_url: str) -> Non
 
 
 def test_serve_sweeps_on_a_timer_as_its_own_admin_actor(db_url: str) -> None:
-    from yuxi_dash.service.sweep_loop import SWEEP_ACTOR, SweepLoop
+    from yuxi_dash.service.sweep import SWEEP_ACTOR, SweepLoop
 
     assert SweepLoop.wanted(get_settings())
     assert not SweepLoop.wanted(Settings(workdir_sweep_seconds=0))

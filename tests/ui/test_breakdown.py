@@ -10,7 +10,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from yuxi_dash.compression import context_view, count_tokens, truncate_tool_args
-from yuxi_dash.compression.thread_view import SummaryEvent, ThreadContextState
+from yuxi_dash.compression.thread_state import SummaryEvent, ThreadContextState
 from yuxi_dash.ui.charts import AWAY_ROW, SENT_ROW, breakdown_frame, context_breakdown_chart
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import outbound
 from yuxi_dash.access.audit import record_audit
+from yuxi_dash.alerts.cited_evidence import newest_cited_lost
 from yuxi_dash.alerts.machine import FIRING, RESOLVED
 from yuxi_dash.alerts.payloads import (
     EVENT_HEADER,
@@ -46,7 +47,15 @@ from yuxi_dash.outside_text import safe_line
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.labels import agent_label, top_agents
-from yuxi_dash.store.models import AlertChannel, AlertOutbox, AlertState, Conversation, utcnow
+from yuxi_dash.store.models import (
+    ALERT_KIND_CITED_LOST,
+    ALERT_KIND_PRESSURE,
+    AlertChannel,
+    AlertOutbox,
+    AlertState,
+    Conversation,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -214,16 +223,24 @@ def _alert_rows(session: Session, now: datetime) -> list[dict[str, Any]]:
         )
         .order_by(AlertState.id)
     ).all()
+    cited = [state.thread_id for state, _ in rows if state.kind == ALERT_KIND_CITED_LOST]
+    cited_lost = newest_cited_lost(session, cited)
     out = []
     for state, live in rows:
+        pressure = state.pressure  # the measure the pass stored, unless a live one is read
+        if state.kind == ALERT_KIND_PRESSURE and live is not None:
+            pressure = live
+        elif state.kind == ALERT_KIND_CITED_LOST:
+            pressure = cited_lost.get(state.thread_id, pressure)
         out.append(
             {
+                "kind": state.kind,
                 "rule_name": state.rule_name,
                 "platform": state.platform,
                 "agent_slug": state.agent_slug,
                 "thread_id": state.thread_id,
                 "severity": state.severity,
-                "pressure": float(live if live is not None else state.pressure),
+                "pressure": float(pressure),
                 "fire_at": state.fire_at,
                 "clear_at": state.clear_at,
                 "threshold_tokens": state.threshold_tokens,

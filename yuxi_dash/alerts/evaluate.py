@@ -1,8 +1,9 @@
 """One evaluation pass: every rule against the threads it could concern, in one transaction.
 
-Reads only what can change: per enabled rule the threads at or above its
-``fire_at`` (the pressure index), plus every alert row that exists; a hook
-after one thread's write passes ``thread_id`` and reads that thread's only.
+Reads only what can change: per enabled rule the threads at or above its ``fire_at``
+(the pressure index; kind ``cited_evidence_lost``: the newest compression records that
+lost that many cited items, `alerts.cited_evidence`), plus every alert row that exists;
+a hook after one thread's write passes ``thread_id`` and reads that thread's only.
 A ``compressible_only`` rule skips the threads `store.origin` says nobody can
 compress. Each (rule, thread) goes through `machine.decide`; the changes are written in
 bulk with one audit row per transition (action ``alert``) and, when the
@@ -26,13 +27,17 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.access.audit import sanitize_detail, storable
+from yuxi_dash.alerts.cited_evidence import newest_cited_lost, newest_records
 from yuxi_dash.alerts.delivery import deliver_all
 from yuxi_dash.alerts.machine import CANCELLED, FIRING, PENDING, RESOLVED, Seen, decide
 from yuxi_dash.alerts.payloads import RESOLVED_KEEP_SECONDS, webhook_configured, webhook_payload
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.models import (
+    ALERT_KIND_CITED_LOST,
+    ALERT_KIND_PRESSURE,
     AlertOutbox,
     AlertRule,
     AlertState,
@@ -105,6 +110,24 @@ _THREAD_COLUMNS = (
 )
 
 
+def _candidates(session: Session, rule: AlertRule, one_thread: sa.ColumnElement[bool]) -> Any:
+    """The rule's threads at or above its ``fire_at``, as `_THREAD_COLUMNS` (the measure
+    second: summary pressure, or the cited items the newest compression record lost)."""
+    where = (Conversation.status != "deleted", _scope_filter(rule), one_thread)
+    if rule.kind == ALERT_KIND_CITED_LOST:
+        record = CompressionRecord
+        return session.execute(
+            sa.select(Conversation.thread_id, record.cited_lost, *_THREAD_COLUMNS[2:])
+            .join(record, record.thread_id == Conversation.thread_id)
+            .where(record.cited_lost >= rule.fire_at, newest_records(), *where)
+        ).all()
+    return session.execute(
+        sa.select(*_THREAD_COLUMNS).where(
+            Conversation.summary_pressure_ratio >= rule.fire_at, *where
+        )
+    ).all()
+
+
 def _take_lock(session: Session) -> None:
     if not is_sqlite(session):  # SQLite: locked_session's BEGIN IMMEDIATE is the one writer
         session.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
@@ -169,15 +192,9 @@ def _evaluate_locked(
     for rule in rules.values():
         if not rule.enabled:
             continue
-        candidates = session.execute(
-            sa.select(*_THREAD_COLUMNS).where(
-                Conversation.summary_pressure_ratio >= rule.fire_at,
-                Conversation.status != "deleted",
-                _scope_filter(rule),
-                one_thread,
-            )
-        ).all()
-        for thread_id, pressure, trigger, agent, origin, _status in candidates:
+        for thread_id, pressure, trigger, agent, origin, _status in _candidates(
+            session, rule, one_thread
+        ):
             if rule.compressible_only and not can(thread_id, agent, origin):
                 continue  # an alert it had resolves below: out of the rule's scope now
             key = (rule.id, thread_id)
@@ -194,10 +211,14 @@ def _evaluate_locked(
             )
             thread = (thread_id, float(pressure), int(trigger), agent, origin)
             writes.apply(rule, state, thread, decide(seen, now), tally)
+    cited = [r.thread_id for r in rows if r.kind == ALERT_KIND_CITED_LOST]
+    cited_lost = newest_cited_lost(session, cited)  # their live measure
     for state in rows:
         if (state.rule_id, state.thread_id) in seen_keys:
             continue
         pressure, trigger, agent = state.live_pressure, state.live_trigger, state.live_agent
+        if state.kind == ALERT_KIND_CITED_LOST and state.live_status is not None:
+            pressure = cited_lost.get(state.thread_id, 0)
         origin, status = state.live_origin, state.live_status
         owner = rules.get(state.rule_id) if state.rule_id is not None else None
         gone = pressure is None or status == "deleted"
@@ -305,6 +326,7 @@ class _Writes:
             "clear_at": rule.clear_at if rule else state.clear_at if state else 0.0,
             "episode": episode,
             "changed_at": now,
+            "kind": rule.kind if rule else state.kind if state else ALERT_KIND_PRESSURE,
         }
         fresh = state is None or state.state == RESOLVED
         values["pending_since"] = None if fresh or state is None else state.pending_since
@@ -337,6 +359,7 @@ class _Writes:
                     {
                         "rule": values["rule_name"],
                         "rule_id": values["rule_id"],
+                        "kind": values["kind"],
                         "pressure": pressure,
                         "fire_at": values["fire_at"],
                         "clear_at": values["clear_at"],

@@ -7,7 +7,9 @@ sent (``X-Yuxi-Dash-Signature: sha256=<hex>``). Alertmanager gets labels
 and annotations ``pressure``, ``threshold``, ``agent`` and ``dashboard`` (a
 link built from ``YUXI_DASH_PUBLIC_URL``). The ``agent`` label is bounded (the
 top agents, else ``other``: `store.labels`); the annotation and the webhook
-body carry the real slug. Every value is the stored text, never markup.
+body carry the real slug. Every value is the stored text, never markup. The alert
+name says the rule's kind (`ALERTNAMES`); a ``cited_evidence_lost`` alert's
+annotation is ``cited_lost`` (the items the newest compression lost), not ``pressure``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 from yuxi_dash.settings import Settings
+from yuxi_dash.store.models import ALERT_KIND_CITED_LOST, ALERT_KIND_PRESSURE
 
-ALERTNAME = "ThreadContextPressure"
+ALERTNAME = "ThreadContextPressure"  # a pressure rule's
+ALERTNAMES = {
+    ALERT_KIND_PRESSURE: ALERTNAME,
+    ALERT_KIND_CITED_LOST: "CompressionLostCitedEvidence",
+}
 SIGNATURE_HEADER = "X-Yuxi-Dash-Signature"
 RESOLVED_KEEP_SECONDS = 900  # a resolved alert is re-sent to Alertmanager (endsAt) this long
 EVENT_HEADER = "X-Yuxi-Dash-Event"
@@ -39,6 +46,11 @@ def webhook_configured(settings: Settings) -> bool:
     return bool(settings.alert_webhook_url and secret and secret.get_secret_value())
 
 
+def alertname(kind: str | None) -> str:
+    """The alert name of a rule kind (an unknown or missing kind: the pressure rule's)."""
+    return ALERTNAMES.get(kind or ALERT_KIND_PRESSURE, ALERTNAME)
+
+
 def _iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
@@ -51,7 +63,8 @@ def webhook_payload(
         "event_id": event_id,
         "kind": kind,
         "at": _iso(values["changed_at"]),
-        "alertname": ALERTNAME,
+        "alertname": alertname(values.get("kind")),
+        "rule_kind": values.get("kind") or ALERT_KIND_PRESSURE,
         "rule": values["rule_name"],
         "severity": values["severity"],
         "thread_id": values["thread_id"],
@@ -83,9 +96,11 @@ def alertmanager_alert(
     ``agent_label`` is the bounded label value (`store.labels.agent_label`).
     """
     link = thread_link(row["thread_id"], settings)
+    kind = row.get("kind") or ALERT_KIND_PRESSURE
+    measure = "cited_lost" if kind == ALERT_KIND_CITED_LOST else "pressure"
     return {
         "labels": {
-            "alertname": ALERTNAME,
+            "alertname": alertname(kind),
             "rule": row["rule_name"],
             "platform": row["platform"],
             "agent": agent_label,
@@ -93,7 +108,7 @@ def alertmanager_alert(
             "severity": row["severity"],
         },
         "annotations": {
-            "pressure": f"{row['pressure']:.4f}",
+            measure: f"{row['pressure']:.4f}" if measure == "pressure" else f"{row['pressure']:g}",
             "threshold": f"{row['fire_at']:.4f}",
             "clear_at": f"{row['clear_at']:.4f}",
             "summary_trigger_tokens": str(row["threshold_tokens"]),

@@ -7,6 +7,12 @@ the gap is the hysteresis), after the condition held ``for_seconds``.
 ``compressible_only`` (on by default) leaves out the threads nobody can compress
 (`store.origin`: an agent without the capability, a platform's refusal).
 Deleting a rule leaves its alerts to the next evaluation, which resolves them.
+
+A rule's ``kind`` says what ``fire_at`` measures, set when it is made: ``pressure`` (the
+above) or ``cited_evidence_lost``, the cited evidence items the thread's newest
+compression record lost (fires at ``fire_at`` items, default 1; resolves when a newer
+record loses fewer than ``clear_at``, default 1: none). A count needs no hysteresis,
+so that kind allows ``clear_at`` equal to ``fire_at``.
 """
 
 from __future__ import annotations
@@ -25,11 +31,21 @@ from yuxi_dash.errors import AlertRuleNotFound, InvalidInput
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ALERT_SCOPES, ALERT_SEVERITIES, AlertRule, utcnow
+from yuxi_dash.store.models import (
+    ALERT_KIND_CITED_LOST,
+    ALERT_KIND_PRESSURE,
+    ALERT_KINDS,
+    ALERT_SCOPES,
+    ALERT_SEVERITIES,
+    AlertRule,
+    utcnow,
+)
 
 RULE_ACTION = "alert_rule"
 DEFAULT_FIRE_AT = 0.85
 DEFAULT_CLEAR_AT = 0.80
+# per kind: (fire_at, clear_at) when the rule does not say
+DEFAULTS = {ALERT_KIND_PRESSURE: (DEFAULT_FIRE_AT, DEFAULT_CLEAR_AT), ALERT_KIND_CITED_LOST: (1, 1)}
 MAX_FOR_SECONDS = 7 * 24 * 3600
 
 
@@ -46,6 +62,7 @@ class RuleInfo(Record):
     enabled: bool
     updated_at: datetime
     compressible_only: bool = True  # only threads that can be compressed (`capability`)
+    kind: str = ALERT_KIND_PRESSURE  # what fire_at measures (`ALERT_KINDS`)
 
 
 def rule_info(rule: AlertRule) -> RuleInfo:
@@ -61,6 +78,7 @@ def rule_info(rule: AlertRule) -> RuleInfo:
         enabled=rule.enabled,
         updated_at=rule.updated_at,
         compressible_only=rule.compressible_only,
+        kind=rule.kind,
     )
 
 
@@ -70,7 +88,11 @@ def _checked(fields: dict[str, Any]) -> dict[str, Any]:
     out["name"] = validation.identifier(out["name"], "rule name")
     out["fire_at"] = validation.number(out["fire_at"], "fire_at", minimum=0.01, maximum=100.0)
     out["clear_at"] = validation.number(out["clear_at"], "clear_at", minimum=0.0, maximum=100.0)
-    if out["clear_at"] >= out["fire_at"]:
+    if out["kind"] not in ALERT_KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(ALERT_KINDS)}")
+    if out["kind"] == ALERT_KIND_CITED_LOST and out["clear_at"] > out["fire_at"]:
+        raise InvalidInput("clear_at must not be above fire_at")
+    if out["kind"] == ALERT_KIND_PRESSURE and out["clear_at"] >= out["fire_at"]:
         raise InvalidInput("clear_at must be below fire_at")
     out["for_seconds"] = validation.integer(
         out["for_seconds"], "for_seconds", minimum=0, maximum=MAX_FOR_SECONDS
@@ -119,6 +141,7 @@ def _numbers(rule: AlertRule) -> dict[str, Any]:
         "severity": rule.severity,
         "enabled": rule.enabled,
         "compressible_only": rule.compressible_only,
+        "kind": rule.kind,
     }
 
 
@@ -126,27 +149,32 @@ def add_rule(
     actor: Actor,
     *,
     name: str,
-    fire_at: float = DEFAULT_FIRE_AT,
-    clear_at: float = DEFAULT_CLEAR_AT,
+    fire_at: float | None = None,
+    clear_at: float | None = None,
     for_seconds: int = 0,
     scope: str = "all",
     agent: str | None = None,
     severity: str = "warning",
     enabled: bool = True,
     compressible_only: bool = True,
+    kind: str = ALERT_KIND_PRESSURE,
     settings: Settings | None = None,
 ) -> RuleInfo:
-    """Create a rule (admin). A taken name is InvalidInput."""
+    """Create a rule (admin). A taken name is InvalidInput.
+
+    ``fire_at`` and ``clear_at`` default by ``kind`` (`DEFAULTS`)."""
     settings = settings or get_settings()
     with audited_refusals(
         actor=actor.id, action=RULE_ACTION, target=f"rule:{name}", settings=settings
     ):
         require_role(actor, Role.ADMIN, action="adding an alert rule")
+        fire_default, clear_default = DEFAULTS.get(kind, DEFAULTS[ALERT_KIND_PRESSURE])
         fields = _checked(
             {
                 "name": name,
-                "fire_at": fire_at,
-                "clear_at": clear_at,
+                "kind": kind,
+                "fire_at": fire_default if fire_at is None else fire_at,
+                "clear_at": clear_default if clear_at is None else clear_at,
                 "for_seconds": for_seconds,
                 "scope": scope,
                 "agent_slug": agent,
@@ -182,6 +210,8 @@ def update_rule(
             if changes.get("agent") is not None:
                 current["agent_slug"] = changes.pop("agent")
             changes.pop("agent", None)
+            if changes.pop("kind", None) not in (None, rule.kind):
+                raise InvalidInput("a rule's kind cannot change: add a rule of the other kind")
             unknown = set(changes) - set(current)
             if unknown:
                 raise InvalidInput("unknown rule field")

@@ -1,9 +1,10 @@
 """What the Alerts page and `yuxi-dash alerts list` read: current alerts, history, channels.
 
 Read-only. Current alerts are the pending and firing rows with the thread's
-live pressure and why it cannot be compressed, if it cannot (`store.origin`);
-the history is the newest ``alert`` audit rows (each transition); a channel's state
-says whether it is paused and why.
+live pressure (a ``cited_evidence_lost`` alert: the cited items its newest
+compression record lost) and why it cannot be compressed, if it cannot
+(`store.origin`); the history is the newest ``alert`` audit rows (each transition);
+a channel's state says whether it is paused and why.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from yuxi_dash.alerts.cited_evidence import newest_cited_lost
 from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
 from yuxi_dash.alerts.evaluate import ALERT_ACTION
 from yuxi_dash.alerts.machine import FIRING, PENDING
@@ -20,7 +22,15 @@ from yuxi_dash.alerts.payloads import thread_link, webhook_configured
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import AlertChannel, AlertState, AuditEntry, Conversation, utcnow
+from yuxi_dash.store.models import (
+    ALERT_KIND_CITED_LOST,
+    ALERT_KIND_PRESSURE,
+    AlertChannel,
+    AlertState,
+    AuditEntry,
+    Conversation,
+    utcnow,
+)
 from yuxi_dash.store.origin import capability, named_attached
 
 
@@ -40,6 +50,7 @@ class AlertInfo(Record):
     link: str
     checkpoint_id: str | None  # the thread's newest projected checkpoint (the stale-click guard)
     compress_blocker: str | None = None  # why nobody can compress the thread (None: one can)
+    kind: str = ALERT_KIND_PRESSURE  # its rule's (`cited_evidence_lost`: pressure is items lost)
 
 
 @dataclass(frozen=True)
@@ -73,11 +84,18 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
             .where(AlertState.state.in_((FIRING, PENDING)))
         ).all()
         verdict = capability(session, settings) if rows else None
+        cited = [s.thread_id for s, *_ in rows if s.kind == ALERT_KIND_CITED_LOST]
+        cited_lost = newest_cited_lost(session, cited)
     out = []
     for state, live, checkpoint_id in rows:
         since = (state.firing_since if state.state == FIRING else state.pending_since) or (
             state.changed_at
         )
+        pressure = state.pressure  # the measure the pass stored, unless a live one is read
+        if state.kind == ALERT_KIND_PRESSURE and live is not None:
+            pressure = live
+        elif state.kind == ALERT_KIND_CITED_LOST:
+            pressure = cited_lost.get(state.thread_id, pressure)
         out.append(
             AlertInfo(
                 rule=state.rule_name,
@@ -86,7 +104,7 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 thread_id=state.thread_id,
                 agent=state.agent_slug,
                 platform=state.platform,
-                pressure=float(live if live is not None else state.pressure),
+                pressure=float(pressure),
                 fire_at=state.fire_at,
                 clear_at=state.clear_at,
                 since=since,
@@ -98,6 +116,7 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 )
                 if verdict
                 else None,
+                kind=state.kind,
             )
         )
     out.sort(key=lambda a: (a.state != FIRING, -a.pressure, a.thread_id))

@@ -1,9 +1,10 @@
 """The FastAPI application of `yuxi-dash api serve`: `create_app()`.
 
 Routes: `POST /api/chat/thread/{thread_id}/compress` (the platform's contract; the id may hold
-`/`), `GET /healthz`, `GET /readyz` (database and workdir: `{"ready": bool}`, details only with
-a token), `GET /metrics` (`api.metrics`) and `GET /docs` (`api.docs`, which also holds the
-OpenAPI declarations). Compress needs `Authorization: Bearer <token>`
+`/`), `GET /api/chat/thread/{thread_id}/compressions` (`api.compressions`), `GET /healthz`,
+`GET /readyz` (database and workdir: `{"ready": bool}`, details only with a token),
+`GET /metrics` (`api.metrics`) and `GET /docs` (`api.docs`, which also holds the OpenAPI
+declarations). Compress needs `Authorization: Bearer <token>`
 (`api.service_tokens`); the body is optional JSON `{"expected_checkpoint_id": ...}`
 (`CompressBody`: at most 64 KiB, any other field is 400 naming it). An answer is what `compress --json` prints, an error
 `{"detail": {"code", "message"}}` with our typed error's status (docs/operations.md).
@@ -35,6 +36,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from yuxi_dash.access.audit import audited_refusals, record_audit, record_audit_eventually
 from yuxi_dash.access.roles import Actor
 from yuxi_dash.api import docs, idempotency
+from yuxi_dash.api.compressions import router as compressions_router
 from yuxi_dash.api.metrics import router as metrics_router
 from yuxi_dash.api.service_tokens import authenticate_token, bearer_token
 from yuxi_dash.errors import InvalidInput, StoreUnavailable, Unauthorized, YuxiDashError
@@ -452,5 +454,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # (a feature module of this package exposes `router`, e.g. yuxi_dash.api.metrics)
     app.include_router(router)  # compress, /healthz, /readyz
     app.include_router(metrics_router)  # /metrics (a token of any role)
+    app.include_router(compressions_router)  # a thread's compression records (any role)
     docs.install_docs(app)  # /docs and its assets, from disk
     return app

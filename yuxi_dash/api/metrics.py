@@ -6,7 +6,8 @@ it): the labels name agents, rules and the attached platform's host. A refused
 scrape is 401 and not audited (a scraper retries every interval); 503 when the
 database cannot check the token. `DatabaseCollector` (a registry per scrape)
 runs a few bounded GROUP BY queries: thread bands and pressure histogram,
-compress outcomes (audit log), attach scan timing and lag, alerts and their
+compress outcomes (audit log), the cited evidence kept in view per compression
+(`compressions`, per agent), attach scan timing and lag, alerts and their
 channels; `yuxi_dash_metrics_database_up` is 0 when they fail. Every label has
 few values (band, agent, platform, outcome, code, channel, rule, state,
 source): never a thread or user id; ``agent`` names the top
@@ -37,6 +38,7 @@ from yuxi_dash.api.service_tokens import authenticate, bearer_token
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time
 from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.settings import Settings
+from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.labels import agent_label_column, top_agents
 from yuxi_dash.store.models import (
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 BANDS = ((0.5, "lt_50"), (0.8, "50_80"), (0.85, "80_85"), (1.0, "85_100"))
 TOP_BAND = "ge_100"
 BUCKETS = (0.25, 0.5, 0.75, 0.8, 0.85, 0.9, 1.0, 1.25, 1.5, 2.0)
+SHARE_TENTHS = tuple(range(1, 11))  # the cited share's edges, 0.1 .. 1.0, in tenths
 _UUID_EPOCH_TICKS = 0x01B21DD213814000  # 1582-10-15 to 1970-01-01 in 100-ns ticks
 
 
@@ -144,6 +147,38 @@ def _attach(session: Session, settings: Settings) -> Iterator[Metric]:
     yield lag
 
 
+def _compressions(session: Session, settings: Settings) -> Iterator[Metric]:
+    """Per agent label, the compressions whose summarized part held cited evidence, by the
+    share of it kept in view (``cited_visible / cited_total``); edges compared as integers."""
+    family = HistogramMetricFamily(
+        "yuxi_dash_compression_cited_in_view_ratio",
+        "Share of the cited evidence each compression kept in the model's view "
+        "(compressions whose summarized part held cited evidence), per agent (top N, else other)",
+        labels=["agent"],
+    )
+    record = CompressionRecord
+    top = top_agents(session, settings.label_agents_max)
+    agent = agent_label_column(top, record.agent_slug).label("agent")
+    at_or_below = [
+        sa.func.sum(sa.case((record.cited_visible * 10 <= tenth * record.cited_total, 1), else_=0))
+        for tenth in SHARE_TENTHS
+    ]
+    share = sa.cast(record.cited_visible, sa.Float) / sa.cast(record.cited_total, sa.Float)
+    query = (
+        sa.select(agent, sa.func.count(), sa.func.coalesce(sa.func.sum(share), 0.0), *at_or_below)
+        .where(record.cited_total > 0)
+        .group_by(agent)
+    )
+    for label, count, summed, *cumulative in session.execute(query):
+        buckets = [
+            (str(tenth / 10), float(n or 0))
+            for tenth, n in zip(SHARE_TENTHS, cumulative, strict=True)
+        ]
+        buckets.append(("+Inf", float(count)))
+        family.add_metric([label], buckets, sum_value=float(summed or 0.0))
+    yield family
+
+
 def _alerts(session: Session, settings: Settings) -> Iterator[Metric]:
     alerts = GaugeMetricFamily(
         "yuxi_dash_alerts", "Alerts per rule, severity and state",
@@ -195,7 +230,7 @@ class DatabaseCollector(Collector):
         up = 1.0
         try:
             with session_scope(self.settings) as session:
-                for part in (_threads, _compress, _attach, _alerts):
+                for part in (_threads, _compress, _compressions, _attach, _alerts):
                     families.extend(part(session, self.settings))
         except Exception as exc:  # noqa: BLE001 - a scrape reports the failure as a metric
             log.warning("metrics: the database could not be read (%s)", type(exc).__name__)

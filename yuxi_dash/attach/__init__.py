@@ -9,7 +9,7 @@ ever written there. A compress of an attached thread goes to the platform's endp
 
 The modules: `scanner` (the scan), `projector` (a batch in one transaction, or one by one),
 `batch` and `reader` (new checkpoints, per batch or per thread), `checkpoint_clock` (ids as a
-clock), `stores` (the platform's read-only store, its secret-free label), `platforms` (which
+clock), `platform_store` (the platform's read-only store, its secret-free label), `platforms` (which
 platform, its clock), `quarantine` (threads a scan could not project), `status` (what is
 attached), `loop` (the scan in `serve`, on one replica, under `yuxi_dash.leader`), `refresh` (one thread
 now, after a platform compress).
@@ -17,13 +17,13 @@ now, after a platform compress).
 
 from __future__ import annotations
 
-from yuxi_dash.attach.scanner import ScanReport, read_watermark, scan
-from yuxi_dash.attach.stores import (
+from yuxi_dash.attach.platform_store import (
     attach_conninfo,
     audited_platform_store,
     platform_store,
     source_label,
 )
+from yuxi_dash.attach.scanner import ScanReport, read_watermark, scan
 
 __all__ = [
     "ScanReport",

@@ -11,7 +11,8 @@ when this read cannot stand in for the per-thread one (its projected checkpoint 
 checkpoint in the saver's format before version 4, a blob refused by
 `store.checkpoint_serde`); the scanner projects those alone. This uses pinned langgraph
 internals: `tests/attach/test_projector.py` compares its rows with the per-thread path's,
-`tests/attach/test_batch_internals.py` names each internal.
+`tests/attach/test_batch_internals.py` names each internal. What that buys over the public
+API (`ProjectionReader` per thread) on a first scan: `bench/attach_batch.py`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.pregel._checkpoint import channels_from_checkpoint
 from langgraph.pregel._io import read_channels
 
+from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.reader import fold
-from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.service.projection import split_since, usage_from_values
@@ -61,7 +62,7 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # langgraph's writes of n
 _FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
 MESSAGES_CHANNEL = "messages"
 _VERSIONS = "_versions"  # each row's channel versions, normalized once
-_USAGE = frozenset({TOKEN_USAGE_KEY})  # what folding compares
+_FOLDED_ON = frozenset({TOKEN_USAGE_KEY, SUMMARIZATION_EVENT_KEY})  # what folding compares
 _BASELINE = frozenset({TOKEN_USAGE_KEY, SUMMARIZATION_EVENT_KEY})  # what a step is measured against
 
 
@@ -94,7 +95,7 @@ def read_new_checkpoints(
     blobs = _Blobs(store)
     reads: dict[str, ThreadRead | None] = {}
     whole: dict[str, list[dict[str, Any]]] = {}  # every checkpoint read whole, then folded
-    folded: dict[str, list[dict[str, Any]]] = {}  # folded on token_usage, then the kept read
+    folded: dict[str, list[dict[str, Any]]] = {}  # folded (usage, summary), then the kept read
     for thread_id, found in grouped.items():
         if not _readable(since[thread_id], found):
             reads[thread_id] = None
@@ -140,7 +141,8 @@ def read_new_checkpoints(
 def _plan(
     thread_id: str, since: str | None, found: list[dict[str, Any]], blobs: _Blobs
 ) -> list[tuple[dict[str, Any], frozenset[str] | None]]:
-    """The checkpoints to keep (`fold` on ``token_usage`` alone) and the channels to read of each.
+    """The checkpoints to keep (`fold` on ``token_usage`` and the summary event) and the
+    channels to read of each.
 
     The projection reads of the projected checkpoint only its ``token_usage``
     and summary event (what a step changed is measured against them; the
@@ -171,7 +173,7 @@ def _plan(
 def _first_read(found: list[dict[str, Any]], row: Mapping[str, Any]) -> frozenset[str]:
     """The channels of ``row`` the first blob query reads (`read_new_checkpoints`)."""
     if len(found) > 2:
-        return _USAGE
+        return _FOLDED_ON
     return frozenset(versions(row)) - {MESSAGES_CHANNEL}
 
 
@@ -285,11 +287,12 @@ class _Blobs:
         return self.serde.loads_msgpack(stored[1], self.built)
 
     def usage_only(self, thread_id: str, row: Mapping[str, Any]) -> ThreadCheckpoint:
-        """A stand-in with the checkpoint's id and ``token_usage`` alone (what `fold` compares)."""
+        """A stand-in with the checkpoint's id, ``token_usage`` and summary event (what `fold`
+        compares)."""
         return ThreadCheckpoint(
             thread_id=thread_id,
             checkpoint_id=str(row["checkpoint_id"]),
-            values=self._values(thread_id, row, only=_USAGE),
+            values=self._values(thread_id, row, only=_FOLDED_ON),
             created_at=None,
             step=0,
             source="",

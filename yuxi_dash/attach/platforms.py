@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from yuxi_dash.access.audit import record_audit
 from yuxi_dash.attach.checkpoint_clock import TICKS_PER_SECOND, UUID_EPOCH_TICKS, floor_id
-from yuxi_dash.attach.stores import PlatformStore, connect, unavailable
+from yuxi_dash.attach.platform_store import PlatformStore, connect, unavailable
 from yuxi_dash.errors import PlatformChanged
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope

@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
 from yuxi_dash.attach.batch import MESSAGES_CHANNEL, ThreadRead, read_new_checkpoints
+from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
-from yuxi_dash.attach.stores import PlatformStore
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
 from yuxi_dash.service.bulk_rows import update_rows
 from yuxi_dash.service.locking import thread_lock

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import ThreadAttached
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 
@@ -81,16 +81,20 @@ class ProjectionReader(CheckpointStore):
 
 
 def fold(newest_first: Iterable[ThreadCheckpoint], since: str | None) -> Iterator[ThreadCheckpoint]:
-    """The newest, ``since``, and every model call between them (newest first); stops at ``since``.
+    """The newest, ``since``, and every model call or summary between them (newest first);
+    stops at ``since``.
 
-    A checkpoint is kept when its ``token_usage`` differs from the one before
-    it; the steps in between are folded into the next kept one.
+    A checkpoint is kept when its ``token_usage`` or its summarization event differs from
+    the one before it (each summary is recorded once); the steps in between are folded
+    into the next kept one.
     """
     newest: str | None = None
     pending: ThreadCheckpoint | None = None  # waits for the one before it
     for checkpoint in newest_first:
         if pending is not None and (
-            pending.checkpoint_id == newest or _usage(pending) != _usage(checkpoint)
+            pending.checkpoint_id == newest
+            or _usage(pending) != _usage(checkpoint)
+            or _event(pending) != _event(checkpoint)
         ):
             yield pending
         if checkpoint.checkpoint_id == since:
@@ -104,3 +108,7 @@ def fold(newest_first: Iterable[ThreadCheckpoint], since: str | None) -> Iterato
 
 def _usage(checkpoint: ThreadCheckpoint) -> Any:
     return checkpoint.values.get(TOKEN_USAGE_KEY)
+
+
+def _event(checkpoint: ThreadCheckpoint) -> Any:
+    return checkpoint.values.get(SUMMARIZATION_EVENT_KEY)

@@ -30,10 +30,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.attach import quarantine
 from yuxi_dash.attach.checkpoint_clock import OVERLAP_SECONDS, checkpoint_time, scan_floor
-from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
-from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
-from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
-from yuxi_dash.attach.stores import (
+from yuxi_dash.attach.platform_store import (
     PlatformStore,
     attach_conninfo,
     connect,
@@ -42,6 +39,9 @@ from yuxi_dash.attach.stores import (
     source_label,
     unavailable,
 )
+from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
+from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
+from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope

@@ -13,9 +13,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from yuxi_dash.attach.platform_store import attach_conninfo, source_label
 from yuxi_dash.attach.quarantine import QuarantineEntry, entries
 from yuxi_dash.attach.scanner import read_watermark
-from yuxi_dash.attach.stores import attach_conninfo, source_label
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope

@@ -34,12 +34,17 @@ def _rule_fields(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _at(kind: str, value: float) -> str:
+    """A rule's threshold as its kind measures it: a ratio, or cited items lost."""
+    return f"{value:g} cited lost" if kind == "cited_evidence_lost" else percent(value)
+
+
 def _rule_result(info: Any, verb: str) -> CommandResult:
     data = {**info.to_dict(), "updated_at": iso(info.updated_at)}
     return CommandResult(
         data=data,
-        text=f"{verb} rule {info.name}: fires at {percent(info.fire_at)}, "
-        f"clears below {percent(info.clear_at)}, for {info.for_seconds} s, "
+        text=f"{verb} rule {info.name} ({info.kind}): fires at {_at(info.kind, info.fire_at)}, "
+        f"clears below {_at(info.kind, info.clear_at)}, for {info.for_seconds} s, "
         f"scope {info.scope}{' ' + info.agent if info.agent else ''}, {info.severity}, "
         f"{'compressible threads only' if info.compressible_only else 'all threads'}",
     )
@@ -51,6 +56,7 @@ def _cmd_add(args: argparse.Namespace) -> CommandResult:
 
     actor = command_actor(args, action=rules.RULE_ACTION, target=f"rule:{args.name}", default="cli")
     fields = {k: v for k, v in _rule_fields(args).items() if v is not None}
+    fields["kind"] = args.kind
     return _rule_result(rules.add_rule(actor, name=args.name, **fields), "added")
 
 
@@ -76,12 +82,12 @@ def _cmd_rule_list(args: argparse.Namespace) -> CommandResult:
 
     found = rules.list_rules()
     rows = [
-        [r.name, r.scope, r.agent, percent(r.fire_at), percent(r.clear_at), r.for_seconds,
-         r.severity, r.enabled, r.compressible_only]
+        [r.name, r.kind, r.scope, r.agent, _at(r.kind, r.fire_at), _at(r.kind, r.clear_at),
+         r.for_seconds, r.severity, r.enabled, r.compressible_only]
         for r in found
     ]  # fmt: skip
-    headers = ["rule", "scope", "agent", "fire at", "clear at", "for s", "severity", "enabled",
-               "compressible only"]  # fmt: skip
+    headers = ["rule", "kind", "scope", "agent", "fire at", "clear at", "for s", "severity",
+               "enabled", "compressible only"]  # fmt: skip
     return CommandResult(
         data=[{**r.to_dict(), "updated_at": iso(r.updated_at)} for r in found],
         text=render_table(rows, headers) if found else "no alert rules",
@@ -108,11 +114,11 @@ def _cmd_list(args: argparse.Namespace) -> CommandResult:
 
     found = current_alerts()
     rows = [
-        [a.state, a.rule, a.thread_id, a.agent, a.platform, percent(a.pressure),
+        [a.state, a.rule, a.thread_id, a.agent, a.platform, _at(a.kind, a.pressure),
          int(a.for_seconds)]
         for a in found
     ]  # fmt: skip
-    headers = ["state", "rule", "thread", "agent", "platform", "pressure", "for s"]
+    headers = ["state", "rule", "thread", "agent", "platform", "pressure / lost", "for s"]
     return CommandResult(
         data=[{**a.to_dict(), "since": iso(a.since)} for a in found],
         text=render_table(rows, headers) if found else "no pending or firing alerts",
@@ -121,6 +127,15 @@ def _cmd_list(args: argparse.Namespace) -> CommandResult:
 
 def _rule_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     parser.add_argument("--name", required=True, help="the rule's name")
+    if adding:
+        parser.add_argument(
+            "--kind",
+            choices=["pressure", "cited_evidence_lost"],
+            default="pressure",
+            help="pressure: summary pressure of a thread (default); cited_evidence_lost: the "
+            "cited evidence items the thread's newest compression lost (--fire-at and "
+            "--clear-at are item counts, default 1 and 1: fires on any, resolves on none)",
+        )
     parser.add_argument(
         "--fire-at",
         dest="fire_at",

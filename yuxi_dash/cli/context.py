@@ -1,10 +1,15 @@
-"""The CLI's `context` command: what the next model call of a thread would see.
+"""The CLI's `context` and `compressions` commands: what the next model call of a thread
+would see, and what each compression kept in view, left recoverable or lost.
 
 `build_context_view` reads the thread (an attached one from the platform's checkpointer)
 and returns the model view with per-message token counts that add up to `total_tokens`,
 beside `next_input_tokens`, the figure every page shows and pressure divides (the agent's
-own count, with its system prompt and tool schemas). Heavy modules are imported inside
-the handler so `yuxi-dash --help` stays fast.
+own count, with its system prompt and tool schemas). `compressions [THREAD]` prints the
+compression records, newest first (`api.thread_compressions`, the API's body); as text one
+block per record: when, trigger and actor, tokens, the evidence per state, the cited kept
+in view ("3 of 12"), then the recoverable (`file:line`) and lost items, cited first, every
+outside string escaped. Any role may read both. Heavy modules are imported inside the
+handlers so `yuxi-dash --help` stays fast.
 """
 
 from __future__ import annotations
@@ -13,16 +18,19 @@ import argparse
 import json
 from typing import Any
 
+from yuxi_dash.cli.arguments import add_page_flags
 from yuxi_dash.cli.common import CommandResult, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.cli.guards import store_errors as _store_errors
 from yuxi_dash.cli.output import percent as _percent
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.errors import ThreadDeleted
+from yuxi_dash.outside_text import escaped_controls
+from yuxi_dash.wording import stamp
 
 
 def _message_role(message: Any) -> str:
-    from yuxi_dash.compression.thread_view import chat_role, is_summary_message
+    from yuxi_dash.compression.thread_state import chat_role, is_summary_message
 
     return "summary" if is_summary_message(message) else chat_role(message)
 
@@ -192,9 +200,116 @@ def _cmd_context(args: argparse.Namespace) -> CommandResult:
     return CommandResult(view, text="\n".join(lines))
 
 
+COMPRESSIONS_ACTION = "cli.compressions"  # the audit action of a refused read
+LIST_LIMIT = 20  # records a listing shows unless --limit says otherwise
+ITEMS_SHOWN = 15  # recoverable (and lost) items a block lists; --json has every one
+STATES = ("visible", "recoverable", "lost")
+
+
+def _text(value: Any) -> str:
+    """Outside text on one line, its control characters written out."""
+    return escaped_controls(str(value))
+
+
+def _cited_line(cited: dict[str, int]) -> str:
+    total = sum(cited.get(state, 0) for state in STATES)
+    if not total:
+        return "cited kept in view: none cited in the summarized part"
+    kept = cited.get("visible", 0)
+    return (
+        f"cited kept in view: {kept:,} of {total:,} "
+        f"({cited.get('recoverable', 0):,} recoverable, {cited.get('lost', 0):,} lost)"
+    )
+
+
+def _item_line(item: dict[str, Any]) -> str:
+    mark = "cited " if item.get("cited") else ""
+    where = ""
+    if item.get("state") == "recoverable" and item.get("file"):
+        where = f"  {_text(item['file'])}:{item.get('line') or 1}"
+    return f"    {mark}{_text(item.get('kind'))} {_text(item.get('value'))}{where}"
+
+
+def _items_block(items: list[dict[str, Any]], state: str) -> list[str]:
+    chosen = [item for item in items if item.get("state") == state]
+    if not chosen:
+        return []
+    chosen.sort(key=lambda item: not item.get("cited"))  # cited first, else in order
+    lines = [f"  {state} ({len(chosen):,}):"]
+    lines.extend(_item_line(item) for item in chosen[:ITEMS_SHOWN])
+    if len(chosen) > ITEMS_SHOWN:
+        lines.append(f"    ... {len(chosen) - ITEMS_SHOWN:,} more (--json has every one)")
+    return lines
+
+
+def record_block(record: dict[str, Any], *, with_thread: bool) -> str:
+    """One record as people read it (module docstring)."""
+    ledger = record.get("ledger") or {}
+    totals = ledger.get("totals") or {}
+    who = f" by {_text(record['actor'])}" if record.get("actor") else ""
+    thread = f"thread {_text(record['thread_id'])}, " if with_thread else ""
+    lines = [
+        f"{stamp(record['at'])}  {_text(record['trigger'])}{who} "
+        f"({thread}{_text(record['origin'])}, agent {_text(record['agent_slug'])})",
+        f"  tokens {record['before_tokens']:,} -> {record['after_tokens']:,}; "
+        f"{record['compressed_messages']:,} messages summarized"
+        + (f"; history in {_text(record['history_file'])}" if record.get("history_file") else ""),
+        "  evidence: " + ", ".join(f"{totals.get(state, 0):,} {state}" for state in STATES),
+        f"  {_cited_line(ledger.get('cited') or {})}",
+    ]
+    items = list(ledger.get("items") or [])
+    lines.extend(_items_block(items, "recoverable"))
+    lines.extend(_items_block(items, "lost"))
+    return "\n".join(lines)
+
+
+def _shown(data: dict[str, Any], args: argparse.Namespace) -> str:
+    """The line under the blocks: how many of how many, and how to see more."""
+    whose = f"thread {_text(data['thread_id'])}" if data["thread_id"] else "any thread"
+    total, shown = data["total"], len(data["compressions"])
+    if not shown:
+        if total:
+            return f"none at offset {args.offset}: {total:,} compressions recorded for {whose}"
+        return f"no compressions recorded for {whose}"
+    first, last = args.offset + 1, args.offset + shown
+    span = f"{shown:,}" if args.offset == 0 else f"{first:,}–{last:,}"
+    more = f"; --offset {last} for more" if last < total else ""
+    return f"{span} of {total:,} compressions of {whose}, newest first{more}"
+
+
+def _cmd_compressions(args: argparse.Namespace) -> CommandResult:
+    from yuxi_dash.api.thread_compressions import thread_compressions
+    from yuxi_dash.store.db import session_scope
+
+    target = "compressions:*" if args.thread is None else f"thread:{args.thread}"
+    with (
+        cli_refusals(args, COMPRESSIONS_ACTION, target),  # invalid, unknown, deleted: on record
+        session_scope() as session,
+    ):
+        data = thread_compressions(session, args.thread, limit=args.limit, offset=args.offset)
+    blocks = [
+        record_block(record, with_thread=args.thread is None) for record in data["compressions"]
+    ]
+    text = "\n\n".join([*blocks, _shown(data, args)])
+    return CommandResult(data, text=text)
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add `context` to the top-level parser."""
+    """Add `context` and `compressions` to the top-level parser."""
     context = sub.add_parser("context", help="what the next model call would see")
     context.add_argument("thread", metavar="THREAD")
     add_json_flag(context)
     context.set_defaults(handler=_store_errors(_cmd_context))
+
+    parser = sub.add_parser(
+        "compressions",
+        help="what each compression kept in view, left recoverable or lost, newest first",
+        description="Compression records, newest first: tokens, the evidence ledger "
+        "(visible, recoverable with file:line, lost) and the cited evidence kept in view.",
+    )
+    parser.add_argument(
+        "thread", metavar="THREAD", nargs="?", help="only this thread's (default: every thread)"
+    )
+    add_page_flags(parser, limit=LIST_LIMIT, order="newest first")
+    add_json_flag(parser)
+    parser.set_defaults(handler=_store_errors(_cmd_compressions))

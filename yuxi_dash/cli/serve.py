@@ -11,7 +11,7 @@ was already running (or is external).
 
 Background threads: the attach scan every `YUXI_DASH_ATTACH_SCAN_SECONDS` when
 `YUXI_DASH_ATTACH_CHECKPOINTER` is set (`attach.loop`; a failed scan is one line), else the
-orphan sweep every `YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`service.sweep_loop`; 0: never); and the
+orphan sweep every `YUXI_DASH_WORKDIR_SWEEP_SECONDS` (`service.sweep.SweepLoop`; 0: never); and the
 alert pass every `YUXI_DASH_ALERT_EVALUATE_SECONDS`, on one replica (`alerts.loop`; 0: off).
 """
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from yuxi_dash.alerts.loop import AlertLoop
     from yuxi_dash.attach.loop import ScanLoop
     from yuxi_dash.memory.graph.server import ServerLease
-    from yuxi_dash.service.sweep_loop import SweepLoop
+    from yuxi_dash.service.sweep import SweepLoop
 
 LOOPBACK = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -178,7 +178,7 @@ class _Supervisor:
 
 def run_serve(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory.graph.server import ServerLease
-    from yuxi_dash.service.sweep_loop import SweepLoop
+    from yuxi_dash.service.sweep import SweepLoop
 
     settings = get_settings()
     streamlit_args = [arg for arg in args.streamlit_args if arg != "--"]

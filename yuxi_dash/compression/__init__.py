@@ -21,7 +21,7 @@ from yuxi_dash.compression.engine import (
     committed_history,
     count_state_tokens,
     force_summarize,
-    model_view,
+    model_messages,
     prepare_summary,
     write_summary,
 )
@@ -30,6 +30,12 @@ from yuxi_dash.compression.estimate import (
     SummaryEstimate,
     estimate_summary,
     summary_readiness,
+)
+from yuxi_dash.compression.next_call import (
+    BREAKDOWN_PARTS,
+    ContextView,
+    VisibleMessage,
+    context_view,
 )
 from yuxi_dash.compression.previews.preview import (
     generic_preview,
@@ -43,7 +49,7 @@ from yuxi_dash.compression.summarizers import (
     Summarizer,
     get_summarizer,
 )
-from yuxi_dash.compression.thread_view import (
+from yuxi_dash.compression.thread_state import (
     SAVED_RESULT_MARKER,
     SUMMARY_SOURCE,
     CompressionOutcome,
@@ -52,8 +58,7 @@ from yuxi_dash.compression.thread_view import (
     is_summary_message,
     message_text,
 )
-from yuxi_dash.compression.tokens import count_tokens
-from yuxi_dash.compression.view import BREAKDOWN_PARTS, ContextView, VisibleMessage, context_view
+from yuxi_dash.compression.token_count import count_tokens
 
 __all__ = [
     "ARG_TRUNCATION_MARKER",
@@ -87,7 +92,7 @@ __all__ = [
     "is_saved_result",
     "is_summary_message",
     "message_text",
-    "model_view",
+    "model_messages",
     "offload_tool_results",
     "parse_saved_result",
     "prepare_summary",

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from yuxi_dash.agents import DEFAULT_TOOL_RESULT_TOKEN_LIMIT
 from yuxi_dash.compression.previews.preview import tool_result_preview
-from yuxi_dash.compression.thread_view import SAVED_RESULT_MARKER
+from yuxi_dash.compression.thread_state import SAVED_RESULT_MARKER
 from yuxi_dash.errors import PathRefused, WorkdirUnavailable
 from yuxi_dash.files.workdir import SavedFile, Workdir, encode_text
 

@@ -9,10 +9,10 @@
   at or over it compact and recount; summarize only if still at or over the same threshold
   or the provider reported a context overflow.
 
-A summarizer failure is SummarizerFailed with nothing written (no history, no offloaded
-file). History sections are keyed by the first message index they cover, so a retry after
-an attempt that never committed replaces its section rather than adding a second copy.
-Neither touches the database; the caller persists ``outcome.state``.
+Whatever the summarizer, a summary keeps the cited evidence in view and the rest in an index
+beside the history (``compression.evidence_keep``, ``outcome.evidence``). A summarizer failure
+is SummarizerFailed with nothing written. History sections are keyed by the first message
+index they cover: a retry replaces its section. The caller persists ``outcome.state``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.agents import (
+    DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
+    DEFAULT_SUMMARY_KEEP_MESSAGES,
+    DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+)
+from yuxi_dash.compression import evidence_keep
 from yuxi_dash.compression.compaction import (
     PendingOffload,
     SavedRecord,
@@ -34,8 +39,9 @@ from yuxi_dash.compression.compaction import (
     write_offloads,
 )
 from yuxi_dash.compression.cutoff import find_cutoff
+from yuxi_dash.compression.previews.salvage import shared_parses
 from yuxi_dash.compression.summarizers import Summarizer
-from yuxi_dash.compression.thread_view import (
+from yuxi_dash.compression.thread_state import (
     SUMMARY_SOURCE,
     CompressionOutcome,
     SummaryEvent,
@@ -43,14 +49,14 @@ from yuxi_dash.compression.thread_view import (
     is_summary_message,
     message_text,
 )
-from yuxi_dash.compression.tokens import SystemPrompt, count_tokens
+from yuxi_dash.compression.token_count import SystemPrompt, count_tokens
 from yuxi_dash.errors import SummarizerFailed, WorkdirUnavailable
 from yuxi_dash.files.workdir import HistorySection, Workdir, safe_name
 
 DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 
 
-def model_view(
+def model_messages(
     state: ThreadContextState, tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH
 ) -> list[BaseMessage]:
     """What the next model call sees: summary + kept messages, long file-write args shortened."""
@@ -64,7 +70,7 @@ def count_state_tokens(
     tools: Sequence[Any] | None = None,
 ) -> int:
     """Tokens of the next model input for ``state``."""
-    return count_tokens(model_view(state), system=system, tools=tools)
+    return count_tokens(model_messages(state), system=system, tools=tools)
 
 
 def history_session_id(state: ThreadContextState) -> str:
@@ -188,10 +194,10 @@ def _make_summary(
         previous_parts.append(_summary_body(message_text(state.summary.summary_message)))
     previous_parts.extend(
         _summary_body(message_text(m)) for m in summarized_range if is_summary_message(m)
-    )
-    previous = "\n\n".join(part for part in previous_parts if part) or None
+    )  # an earlier kept-evidence block is not carried: this summary's covers what it did
+    previous = "\n\n".join(evidence_keep.without_kept_lines(p) for p in previous_parts if p)
     try:
-        summary = summarizer.summarize(to_summarize, previous_summary=previous)
+        summary = summarizer.summarize(to_summarize, previous_summary=previous or None)
     except SummarizerFailed:
         raise
     except Exception as exc:
@@ -211,14 +217,15 @@ def _write_summary_files(
     *,
     workdir: Workdir | None,
     pending: Sequence[PendingOffload] = (),
-) -> tuple[ThreadContextState, str, list[SavedRecord]]:
-    """Write the offloads and the history section of a made summary; return the new state.
+    budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
+) -> tuple[ThreadContextState, str, list[SavedRecord], evidence_keep.KeptEvidence]:
+    """Write the offloads, history section and evidence index of a made summary; the new state.
 
     The history section is keyed by the first message index it covers (the
     state's ``visible_start``): a retry of the same summary, or one after an
     attempt that never committed, replaces that section instead of adding a
     second copy. A failed offload write puts its message back, as compaction
-    always does; a failed history write raises WorkdirUnavailable.
+    always does; a failed history or index write raises WorkdirUnavailable.
     """
     if workdir is None:
         raise WorkdirUnavailable("no workdir configured: the history file cannot be written")
@@ -238,7 +245,16 @@ def _write_summary_files(
             f"history file could not be written ({type(exc).__name__}); "
             "the thread's state was not changed"
         ) from exc
-    return summarized_state(state, cutoff, summary, file_path), file_path, saved
+    kept = evidence_keep.keep_evidence(
+        evidence_keep.with_originals(state, pending),  # the ledger's "before"
+        summary,
+        lambda text: summarized_state(state, cutoff, text, file_path),
+        key=start,
+        budget_tokens=budget_tokens,
+        workdir=workdir,
+        written=[record[2].path for record in saved],
+    )
+    return summarized_state(state, cutoff, kept.summary, file_path), file_path, saved, kept
 
 
 def summarized_state(
@@ -344,16 +360,18 @@ def write_summary(
     workdir: Workdir | None,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
+    summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> CompressionOutcome:
-    """The manual action's write half: offloaded files, the history section, the new state."""
+    """The manual action's write half: offloads, history section, evidence index, new state."""
     if prepared.cutoff is None:
         return _no_op(prepared.planned, "insufficient_history", prepared.before_tokens)
-    new_state, file_path, saved = _write_summary_files(
+    new_state, file_path, saved, kept = _write_summary_files(
         prepared.planned,
         prepared.cutoff,
         prepared.summary,
         workdir=workdir,
         pending=prepared.pending,
+        budget_tokens=summary_evidence_budget_tokens,
     )
     return CompressionOutcome(
         status="completed",
@@ -365,9 +383,11 @@ def write_summary(
         state=new_state,
         summarized=True,
         saved_files=saved,
+        evidence=kept,
     )
 
 
+@shared_parses()  # each call: the ledger reuses the parses its previews made
 def force_summarize(
     state: ThreadContextState,
     *,
@@ -377,6 +397,7 @@ def force_summarize(
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
+    summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> CompressionOutcome:
     """The manual action: compaction, then a summary regardless of the threshold."""
     prepared = prepare_summary(
@@ -388,9 +409,16 @@ def force_summarize(
         system=system,
         tools=tools,
     )
-    return write_summary(prepared, workdir=workdir, system=system, tools=tools)
+    return write_summary(
+        prepared,
+        workdir=workdir,
+        system=system,
+        tools=tools,
+        summary_evidence_budget_tokens=summary_evidence_budget_tokens,
+    )
 
 
+@shared_parses()  # each call: the ledger reuses the parses its previews made
 def auto_compact(
     state: ThreadContextState,
     *,
@@ -402,6 +430,7 @@ def auto_compact(
     context_overflow: bool = False,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
+    summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> CompressionOutcome:
     """The automatic path: pass through, compact, or compact and summarize (module docstring)."""
     before = count_state_tokens(state, system=system, tools=tools)
@@ -445,8 +474,13 @@ def auto_compact(
             saved,
         )
     summary, summarized = _make_summary(compacted_state, cutoff, summarizer)
-    new_state, file_path, written = _write_summary_files(
-        compacted_state, cutoff, summary, workdir=workdir, pending=pending
+    new_state, file_path, written, kept = _write_summary_files(
+        compacted_state,
+        cutoff,
+        summary,
+        workdir=workdir,
+        pending=pending,
+        budget_tokens=summary_evidence_budget_tokens,
     )
     saved += written
     return CompressionOutcome(
@@ -459,4 +493,5 @@ def auto_compact(
         state=new_state,
         summarized=True,
         saved_files=saved,
+        evidence=kept,
     )

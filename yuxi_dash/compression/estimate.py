@@ -6,7 +6,10 @@ history path the write would return, then the engine's token count. With a
 deterministic summarizer (the extractive one: ``extractive = True``) that summary is
 the one a compress writes, so the estimate is the result. A model's summary is
 unknown until it is written: it is stood in for by the previous summary, else a tenth
-of the summarized text, inside the same pointer paragraph.
+of the summarized text, inside the same pointer paragraph. The evidence the summary keeps
+is added as the compress adds it (``compression.evidence_keep``), from the thread and its
+previews: a cited record that only the file of a result offloaded by an earlier compression
+holds is not counted (that file is not opened), the one way an exact estimate can differ.
 `summary_readiness` says why a compress would write nothing (`insufficient_history`)
 and whether one large tool result among the kept messages is most of the input.
 Nothing here opens a file: planning an offload only hashes and names it.
@@ -20,7 +23,11 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 
-from yuxi_dash.agents import DEFAULT_SUMMARY_KEEP_MESSAGES, DEFAULT_TOOL_RESULT_TOKEN_LIMIT
+from yuxi_dash.agents import (
+    DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
+    DEFAULT_SUMMARY_KEEP_MESSAGES,
+    DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+)
 from yuxi_dash.compression.engine import (
     count_state_tokens,
     history_session_id,
@@ -28,10 +35,12 @@ from yuxi_dash.compression.engine import (
     prepare_summary,
     summarized_state,
 )
+from yuxi_dash.compression.evidence_keep import kept_evidence
+from yuxi_dash.compression.next_call import context_view
+from yuxi_dash.compression.previews.salvage import shared_parses
 from yuxi_dash.compression.summarizers import Summarizer
-from yuxi_dash.compression.thread_view import ThreadContextState, is_summary_message, message_text
-from yuxi_dash.compression.tokens import SystemPrompt
-from yuxi_dash.compression.view import context_view
+from yuxi_dash.compression.thread_state import ThreadContextState, is_summary_message, message_text
+from yuxi_dash.compression.token_count import SystemPrompt
 from yuxi_dash.errors import SummarizerFailed
 from yuxi_dash.files.workdir import Workdir, history_relpath
 
@@ -70,8 +79,30 @@ def estimate_summary(
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     system: SystemPrompt = None,
     tools: Sequence[Any] | None = None,
+    summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> SummaryEstimate:
     """The engine's estimate of ``force_summarize`` on ``state`` (module docstring)."""
+    with shared_parses():  # the kept evidence reads each result its preview decoded once
+        return _estimate(
+            state,
+            summarizer,
+            keep_messages,
+            tool_result_token_limit,
+            system,
+            tools,
+            summary_evidence_budget_tokens,
+        )
+
+
+def _estimate(
+    state: ThreadContextState,
+    summarizer: Summarizer | None,
+    keep_messages: int,
+    tool_result_token_limit: int,
+    system: SystemPrompt,
+    tools: Sequence[Any] | None,
+    budget_tokens: int,
+) -> SummaryEstimate:
     exact = bool(summarizer is not None and getattr(summarizer, "extractive", False))
     try:
         prepared = prepare_summary(
@@ -91,7 +122,15 @@ def estimate_summary(
         return SummaryEstimate(0, before, before, exact)
     summary = prepared.summary if exact else _stand_in(state, prepared.planned, prepared.cutoff)
     path = history_relpath(history_session_id(prepared.planned))  # what the write returns
-    after_state = summarized_state(prepared.planned, prepared.cutoff, summary, path)
+    cutoff, planned = prepared.cutoff, prepared.planned
+    kept = kept_evidence(  # no workdir: no file is opened
+        state,
+        summary,
+        lambda text: summarized_state(planned, cutoff, text, path),
+        key=state.visible_start,
+        budget_tokens=budget_tokens,
+    )
+    after_state = summarized_state(planned, cutoff, kept.summary, path)
     after = count_state_tokens(after_state, system=system, tools=tools)
     after = after if exact else min(before, after)
     return SummaryEstimate(prepared.summarized_count, before, after, exact)

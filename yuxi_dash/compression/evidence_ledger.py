@@ -41,7 +41,7 @@ from yuxi_dash.compression.previews.clipping import clip_head_tail
 from yuxi_dash.compression.previews.preview import locate_records, structured_kind
 from yuxi_dash.compression.previews.salvage import parse_records_text
 from yuxi_dash.compression.summarizers import URL_PATTERN
-from yuxi_dash.compression.thread_view import (
+from yuxi_dash.compression.thread_state import (
     ThreadContextState,
     is_summary_message,
     message_text,
@@ -169,7 +169,7 @@ def build_ledger(
             found.prose(index, text)
             if isinstance(message, AIMessage):
                 found.tool_calls(index, message)
-    # The engine's model_view, not imported from it: the engine is to import this module.
+    # The engine's model_messages, not imported from it: the engine is to import this module.
     limit = () if tool_arg_max_length is None else (tool_arg_max_length,)
     view = truncate_tool_args(after.model_visible_messages(), *limit)
     places = _Places(files, view_text(view), history, extra_files)

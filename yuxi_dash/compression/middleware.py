@@ -33,6 +33,7 @@ from langgraph.types import Command
 
 from yuxi_dash.agents import (
     DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
     DEFAULT_SUMMARY_KEEP_MESSAGES,
     DEFAULT_SUMMARY_THRESHOLD,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
@@ -40,7 +41,7 @@ from yuxi_dash.agents import (
 from yuxi_dash.compression.engine import (
     DEFAULT_TOOL_ARG_MAX_LENGTH,
     auto_compact,
-    model_view,
+    model_messages,
 )
 from yuxi_dash.compression.state_format import (
     TOKEN_USAGE_KEY,
@@ -49,12 +50,12 @@ from yuxi_dash.compression.state_format import (
     state_update,
 )
 from yuxi_dash.compression.summarizers import ExtractiveSummarizer, Summarizer
-from yuxi_dash.compression.thread_view import (
+from yuxi_dash.compression.thread_state import (
     CompressionOutcome,
     ThreadContextState,
     is_summary_message,
 )
-from yuxi_dash.compression.tokens import count_tokens
+from yuxi_dash.compression.token_count import count_tokens
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.usage import summary_trigger_tokens as summary_trigger_tokens_of
@@ -128,6 +129,7 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
         keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
         tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
         tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH,
+        summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
     ) -> None:
         super().__init__()
         self.workdir = workdir if isinstance(workdir, Workdir) else Workdir(workdir)
@@ -140,6 +142,7 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
         self.keep_messages = keep_messages
         self.tool_result_token_limit = tool_result_token_limit
         self.tool_arg_max_length = tool_arg_max_length
+        self.summary_evidence_budget_tokens = summary_evidence_budget_tokens
 
     def compact(
         self, state: ThreadContextState, request: ModelRequest[Any], *, overflow: bool
@@ -155,6 +158,7 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
             context_overflow=overflow,
             system=request.system_message,
             tools=request.tools,
+            summary_evidence_budget_tokens=self.summary_evidence_budget_tokens,
         )
 
     def wrap_model_call(
@@ -177,9 +181,9 @@ class ContextCompressionMiddleware(AgentMiddleware[CompressedContextState, Any, 
     def _request_for(
         self, request: ModelRequest[Any], outcome: CompressionOutcome
     ) -> ModelRequest[Any]:
-        # The state holds only langchain's concrete message classes (AnyMessage); model_view
+        # The state holds only langchain's concrete message classes (AnyMessage); model_messages
         # selects and copies them, so the list is AnyMessage though typed BaseMessage.
-        messages = cast(list[AnyMessage], model_view(outcome.state, self.tool_arg_max_length))
+        messages = cast(list[AnyMessage], model_messages(outcome.state, self.tool_arg_max_length))
         return request.override(messages=messages)
 
 
@@ -252,11 +256,14 @@ def context_compression_middleware(
     keep_messages: int = DEFAULT_SUMMARY_KEEP_MESSAGES,
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     clock: Clock | None = None,
+    summary_evidence_budget_tokens: int = DEFAULT_SUMMARY_EVIDENCE_BUDGET_TOKENS,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """Both middlewares in the right order, for ``create_agent(..., middleware=...)``.
 
     ``context_window`` is in tokens. The summary trigger is ``summary_trigger_tokens``
     (tokens) or ``summary_threshold_k`` (thousands of tokens, x 1024), not both.
+    ``summary_evidence_budget_tokens``: what a summary keeps in view of the evidence the
+    assistant cited and the user named (``compression.evidence_keep``).
     """
     trigger = summary_trigger(
         context_window=context_window,
@@ -271,6 +278,7 @@ def context_compression_middleware(
             summary_trigger_tokens=trigger,
             keep_messages=keep_messages,
             tool_result_token_limit=tool_result_token_limit,
+            summary_evidence_budget_tokens=summary_evidence_budget_tokens,
         ),
         TokenUsageMiddleware(
             context_window=context_window, summary_trigger_tokens=trigger, clock=clock

@@ -23,7 +23,7 @@ from typing import Annotated, Any, NotRequired
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from yuxi_dash.compression.thread_view import SummaryEvent, ThreadContextState
+from yuxi_dash.compression.thread_state import SummaryEvent, ThreadContextState
 
 SUMMARIZATION_EVENT_KEY = "_summarization_event"
 SUMMARIZATION_SESSION_ID_KEY = "_summarization_session_id"

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.compression.previews.preview import clip_head_tail
-from yuxi_dash.compression.thread_view import message_text
+from yuxi_dash.compression.thread_state import message_text
 from yuxi_dash.errors import SummarizerFailed
 from yuxi_dash.settings import Settings
 

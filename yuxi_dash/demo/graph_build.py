@@ -307,7 +307,7 @@ class _GraphBuilder:
         """The user_asserted fact the user never said, on their latest message (which does not say it).
 
         Stored a minute after that message, before the statement it does carry, so the
-        Facts page opens on the statement (`yuxi_dash.ui.memory_desk.headline_fact`).
+        Facts page opens on the statement (`yuxi_dash.ui.memory_facts.headline_fact`).
         """
         if not self.asked:
             return

@@ -7,7 +7,7 @@ The on-disk layout:
   content; the file is the truth, its SHA-256 is in the saved-result header. Writing a copy
   that is already there touches it (the orphan sweep's clock).
 - ``outputs/conversation_history/session_<id>.md``: a thread's summarized parts as keyed
-  sections (:meth:`Workdir.write_history_section`).
+  sections (:meth:`Workdir.write_history_section`); beside it, each summary's evidence index.
 
 Every path below the root is opened through :mod:`yuxi_dash.files.safe_fs` (each component
 relative to its parent's descriptor, ``O_NOFOLLOW``): a symlink is ``PathRefused``. A pass
@@ -336,6 +336,12 @@ class Workdir:
             new = kept + render_history_section(key, encode_text(text))
             safe_fs.replace_file(dir_fd, name, new, durable=True)
         return relative
+
+    def write_file(self, relative_path: str, text: str) -> None:
+        """Write ``text`` as a whole file (temp file, fsync, rename; never through a link)."""
+        *dirs, name = safe_fs.split_relative(relative_path)
+        with self._dir_fd(tuple(dirs), create=True) as dir_fd:
+            safe_fs.replace_file(dir_fd, name, encode_text(text), durable=True)
 
     def read_history_sections(self, session_id: str) -> list[HistorySection]:
         """The sections of the session's history file in file order ([] if there is none)."""

@@ -3,7 +3,7 @@
 Public API: `derive_group_id` (other tools import it). Everything a page or the CLI calls
 goes through `yuxi_dash.memory.views.gated_views`, which checks the LaunchDarkly gate
 before any graph query and audits every view of a user's memory; the support
-bundle (`memory.desk.bundle`) opens the same door, and `memory.desk.forget` (admin only,
+bundle (`memory.support.bundle`) opens the same door, and `memory.support.forget` (admin only,
 audited) erases a user's memory and verifies it is gone.
 """
 

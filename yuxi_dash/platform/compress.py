@@ -31,8 +31,8 @@ from yuxi_dash.access.audit import (
     thread_target,
 )
 from yuxi_dash.access.roles import Actor, Role, require_role
+from yuxi_dash.attach.platform_store import platform_store
 from yuxi_dash.attach.refresh import newest_checkpoint_id, reproject_thread
-from yuxi_dash.attach.stores import platform_store
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
 from yuxi_dash.errors import (
     CompressedNotProjected,

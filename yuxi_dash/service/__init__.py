@@ -7,8 +7,8 @@ One module per job, the public names re-exported here. It serves our own threads
 - `compress`: manual compression of our own thread in three phases; `compress_preview` and
   `readiness`: read-only (its preview; which threads a compress would leave unchanged).
 - `projection`, `projected_rows`, `bulk_rows`, `usage_writes`: checkpoints into our tables.
-- `leftovers`: offloaded files of a compress that did not commit, the files lock; `sweep`,
-  `sweep_loop`: the workdir sweep of orphaned offloaded files (admin).
+- `unindexed_files`: offloaded files of a compress that did not commit, the files lock; `sweep`:
+  the workdir sweep of orphaned offloaded files (admin), and on a timer in `serve`.
 - `runs`: the platform's intake (`enqueue_request`) and the run lifecycle; `threads`: agents,
   thread rows, thread status, and `import_thread`.
 

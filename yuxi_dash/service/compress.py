@@ -8,11 +8,11 @@ thread that reaches it (no endpoint set) is refused, 422 thread_attached, audite
 
 Rules:
 - Every attempt leaves one audit row: completed, no_op, refused (with the error
-  code) or failed, with what was caught up, swept, left or adopted.
+  code) or failed, with what was caught up, swept, left or adopted. A completed one
+  also leaves its compression record (`service.compression_records`), in its transaction.
 - One summary per thread at a time: a second compress is thread_busy at once. Every
   ending clears the attempt's own lease; a failure writes nothing else, and the files
-  of an attempt that fails are swept (`service.leftovers`). `on_step`: phase-3 steps.
-- The dialog's read-only preview is `service.compress_preview`.
+  of an attempt that fails are swept (`service.unindexed_files`). `on_step`: phase-3 steps.
 """
 
 from __future__ import annotations
@@ -51,12 +51,7 @@ from yuxi_dash.files.workdir import Workdir
 
 # the module, not its names: it reaches `attach`, which loads this package while it loads
 from yuxi_dash.printable_record import Record
-from yuxi_dash.service.leftovers import (
-    created_files,
-    hold_files_shared,
-    sweep_created,
-    unindexed,
-)
+from yuxi_dash.service.compression_records import compression_row
 from yuxi_dash.service.locking import (
     clear_compress_lease,
     compress_lease_seconds,
@@ -70,9 +65,16 @@ from yuxi_dash.service.locking import (
     thread_target,
 )
 from yuxi_dash.service.projection import catch_up
+from yuxi_dash.service.unindexed_files import (
+    created_files,
+    hold_files_shared,
+    sweep_created,
+    unindexed,
+)
 from yuxi_dash.service.usage_writes import apply_usage, index_saved_files, merged_token_usage
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore
+from yuxi_dash.store.compressions import TRIGGER_MANUAL, insert_records
 from yuxi_dash.store.db import is_lock_failure
 from yuxi_dash.store.models import Agent, Conversation, utcnow
 from yuxi_dash.store.origin import COMPRESS_ACTION, is_attached
@@ -156,6 +158,7 @@ def compress_own_thread(
         require_role(actor, Role.OPERATOR, action="compressing a thread")
         result = _compress_locked(
             thread_id,
+            actor_id=actor.id,
             expected_checkpoint_id=expected_checkpoint_id,
             user_id=user_id,
             settings=settings,
@@ -225,6 +228,7 @@ class _CompressPlan:
 
     stored: StoredState
     lease_id: str
+    actor_id: str  # who asked: the compression record's actor
     keep_messages: int
     tool_result_token_limit: int
     context_window: int
@@ -256,6 +260,7 @@ def _check_compressible(
 def _compress_locked(
     thread_id: str,
     *,
+    actor_id: str,
     expected_checkpoint_id: str | None,
     user_id: str | None,
     settings: Settings,
@@ -290,6 +295,7 @@ def _compress_locked(
         plan = _CompressPlan(
             stored=stored,
             lease_id=lease_id,
+            actor_id=actor_id,
             keep_messages=agent.summary_keep_messages,
             tool_result_token_limit=agent.summary_tool_result_token_limit,
             context_window=agent.context_window,
@@ -425,7 +431,11 @@ def _write_locked(
         if adopted:  # left by an attempt that never committed: indexed by this one
             notes["adopted_files"] = adopted
         created.extend(missing)
-        outcome = write_summary(prepared, workdir=workdir)
+        outcome = write_summary(
+            prepared,
+            workdir=workdir,
+            summary_evidence_budget_tokens=settings.summary_evidence_budget_tokens,
+        )
         on_step(STEP_FILES_WRITTEN)
         now = utcnow()
         figures = UsageSnapshot(
@@ -456,6 +466,21 @@ def _write_locked(
         # the projection of this checkpoint, exactly: the usage it measured, the files it saved
         apply_usage(session, conv, figures, source="manual_compression", measured_at=now)
         index_saved_files(session, thread_id, outcome.saved_files)
+        record = compression_row(
+            thread_id=thread_id,
+            agent_slug=conv.agent_slug,
+            origin=conv.origin,
+            before=plan.stored.state,
+            after=outcome.state,
+            at=now,
+            checkpoint_id=written.checkpoint_id,
+            workdir=workdir,
+            trigger=TRIGGER_MANUAL,
+            actor=plan.actor_id,
+            tokens=(outcome.before_tokens, outcome.after_tokens),
+            ledger=outcome.ledger,
+        )
+        insert_records(session, [record] if record is not None else [])
         conv.checkpoint_id = written.checkpoint_id
         clear_compress_lease(conv)
         result = CompressResult(

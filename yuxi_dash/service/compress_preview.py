@@ -24,7 +24,7 @@ from yuxi_dash.compression import (
     get_summarizer,
     summary_readiness,
 )
-from yuxi_dash.compression.thread_view import ThreadContextState
+from yuxi_dash.compression.thread_state import ThreadContextState
 from yuxi_dash.printable_record import Record
 from yuxi_dash.service.locking import COMPRESS_BUSY_REASON, compress_in_progress, require_thread
 from yuxi_dash.settings import Settings, get_settings
@@ -81,6 +81,7 @@ def preview_own_thread(
         load_state(thread_id, settings),
         limits,
         summarizer=summarizer or get_summarizer(settings),
+        evidence_budget_tokens=settings.summary_evidence_budget_tokens,
         busy=reason_busy,
         refusal=refusal,
         capable=capable,
@@ -107,6 +108,7 @@ def estimated_preview(
     limits: tuple[int, int],
     *,
     summarizer: Summarizer,
+    evidence_budget_tokens: int,
     busy: str | None,
     refusal: str | None,
     capable: bool,
@@ -116,7 +118,11 @@ def estimated_preview(
     keep, tool_limit = limits
     state = stored.state if stored else ThreadContextState(thread_id=thread_id, messages=[])
     estimate = estimate_summary(
-        state, summarizer=summarizer, keep_messages=keep, tool_result_token_limit=tool_limit
+        state,
+        summarizer=summarizer,
+        keep_messages=keep,
+        tool_result_token_limit=tool_limit,
+        summary_evidence_budget_tokens=evidence_budget_tokens,
     )
     readiness = summary_readiness(state, keep_messages=keep)
     reason = refusal

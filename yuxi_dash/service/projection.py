@@ -1,18 +1,18 @@
 """Projecting checkpoints into the dashboard's tables: usage timeline, current usage, index, chat.
 
-The checkpoint is the truth; our rows are a projection that can always be made again and
-writes nothing twice. `project_thread` reads the checkpoints newer than
+The checkpoint is the truth; our rows are a projection that can be made again and write
+nothing twice. `project_thread` reads the checkpoints newer than
 `conversations.checkpoint_id` and, in the caller's transaction:
 - adds a `usage_snapshots` row per checkpoint whose `token_usage` changed (a state with no
   usage is measured with the agent's settings);
 - moves the current usage to the newest snapshot and records the newest checkpoint id;
 - indexes the saved tool results (each header held to its writer's namespace,
-  `service.saved_results`) and appends new messages to the chat record, as first written.
+  `service.saved_results`) and appends new messages to the chat record, as first written;
+- records each new summarization event once (`service.compression_records`).
 
-Usage that is not finite, whole, non-negative or within 32 bits is `ImpossibleUsage`; text
-with a NUL is `InvalidInput` (the scan quarantines it). The batch path
-(`service.projected_rows.load_projected`, `project_checkpoints`, `ProjectionWrites.flush`)
-runs the same steps split, so both give the same rows.
+Usage not finite, whole, non-negative or within 32 bits is `ImpossibleUsage`; text with a
+NUL is `InvalidInput` (the scan quarantines it). The batch path (`load_projected`,
+`project_checkpoints`, `ProjectionWrites.flush`) runs the same steps split: the same rows.
 """
 
 from __future__ import annotations
@@ -31,13 +31,22 @@ from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-from yuxi_dash.compression.thread_view import chat_role, chat_text, is_summary_message
+from yuxi_dash.compression.thread_state import (
+    ThreadContextState,
+    chat_role,
+    chat_text,
+    is_summary_message,
+)
 from yuxi_dash.errors import ImpossibleUsage
+from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.service.bulk_rows import given_rows, insert_rows
+from yuxi_dash.service.compression_records import compression_row, new_event
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
+from yuxi_dash.settings import get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
+from yuxi_dash.store.compressions import insert_records
 from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
@@ -187,6 +196,7 @@ class ProjectionWrites:
     known: set[str] = field(default_factory=set)  # threads that may hold snapshots already
     owners: dict[str, Conversation] = field(default_factory=dict)  # thread id -> its row
     refused: list[tuple[str, str]] = field(default_factory=list)  # (thread id, why) not indexed
+    compressions: list[dict[str, Any]] = field(default_factory=list)  # `store.compressions` rows
 
     def flush(self, session: Session) -> int:
         """Insert the rows (one statement per table); return the snapshots written."""
@@ -200,6 +210,7 @@ class ProjectionWrites:
         owned = owned_results(session, self.tools, self.owners, self.refused)
         _insert(session, ToolResult, owned)
         audit_refusals(session, self.refused)
+        insert_records(session, self.compressions)
         return len(snapshots)
 
     def _new_snapshots(self, session: Session) -> list[dict[str, Any]]:
@@ -293,9 +304,12 @@ def project_checkpoints(
     if not newer:
         return baseline
     previous = baseline.values if baseline is not None else None
+    before = baseline
     snapshots = 0
     chat = ChatRecorder(conv.thread_id, rows, writes)
     for checkpoint in newer:
+        if new_event(previous, checkpoint.values):
+            _record_event(writes, conv, before, checkpoint)
         usage = usage_from_values(checkpoint.values)
         changed = previous is None or previous.get(TOKEN_USAGE_KEY) != checkpoint.values.get(
             TOKEN_USAGE_KEY
@@ -316,7 +330,7 @@ def project_checkpoints(
         chat.record(
             _added_messages(previous, checkpoint.values), at=checkpoint.created_at or utcnow()
         )
-        previous = checkpoint.values
+        previous, before = checkpoint.values, checkpoint
     latest = newer[-1]
     if snapshots == 0 and usage_from_values(latest.values) is None:
         _snapshot(
@@ -332,6 +346,28 @@ def project_checkpoints(
     )
     conv.checkpoint_id = latest.checkpoint_id
     return latest
+
+
+def _record_event(
+    writes: ProjectionWrites,
+    conv: Conversation,
+    before: ThreadCheckpoint | None,
+    after: ThreadCheckpoint,
+) -> None:
+    """The record of a summarization event the checkpoints show (`service.compression_records`)."""
+    state = after.context()
+    row = compression_row(
+        thread_id=conv.thread_id,
+        agent_slug=conv.agent_slug,
+        origin=conv.origin,
+        before=before.context() if before is not None else ThreadContextState(conv.thread_id, []),
+        after=state,
+        at=after.created_at or utcnow(),
+        checkpoint_id=after.checkpoint_id,
+        workdir=Workdir(get_settings().workdir_for(conv.origin)),
+    )
+    if row is not None:
+        writes.compressions.append(row)
 
 
 def project_thread(

@@ -8,14 +8,16 @@ file); it is a regular file (a symlink is never followed nor removed); it is old
 than `workdir_sweep_grace_seconds` (a kept copy written again is touched); no
 `tool_results` row names it; no newest checkpoint the projection has not caught up
 on names it. The last two are checked again, and the files removed, under the files
-lock held exclusively (`leftovers.hold_files_exclusive`; SQLite's write lock), so no
+lock held exclusively (`unindexed_files.hold_files_exclusive`; SQLite's write lock), so no
 compress is between its files and its commit meanwhile. With an attached platform
 the workdir is the platform's too and only its checkpoints name its files: nothing
-is removed (`held: attached_platform`).
+is removed (`held: attached_platform`). `SweepLoop` runs it every
+`workdir_sweep_seconds` in `serve` (the actor `serve:sweep`, admin), never with a platform attached.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,12 +31,13 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.access.audit import audited_refusals, record_audit_eventually
 from yuxi_dash.access.roles import Actor, Role, require_role
+from yuxi_dash.background import BackgroundLoop
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import PathRefused, SweepHeld, WorkdirUnavailable, YuxiDashError
 from yuxi_dash.files import safe_fs
 from yuxi_dash.files.workdir import TOOL_RESULTS_DIR, Workdir
 from yuxi_dash.printable_record import Record
-from yuxi_dash.service.leftovers import SWEEP_WAIT_SECONDS, hold_files_exclusive, unindexed
+from yuxi_dash.service.unindexed_files import SWEEP_WAIT_SECONDS, hold_files_exclusive, unindexed
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpointer import CheckpointStore
 from yuxi_dash.store.db import is_lock_failure, locked_session, session_scope
@@ -246,3 +249,29 @@ def _named_by_unprojected(
             if name in wanted:
                 named.add(name)
     return named
+
+
+# --- on a timer, for `yuxi-dash serve` ----------------------------------------------
+
+
+SWEEP_ACTOR = Actor(id="serve:sweep", role=Role.ADMIN, via="serve")
+
+
+class SweepLoop(BackgroundLoop):
+    """Runs the workdir sweep every ``interval`` seconds in a daemon thread (every replica)."""
+
+    name = "workdir sweep"
+    thread_name = "yuxi-dash-sweep"
+    period_setting = "workdir_sweep_seconds"
+    first_run_now = False
+    log = logging.getLogger(__name__)
+
+    @staticmethod
+    def wanted(settings: Settings) -> bool:
+        """Whether `serve` runs it: an interval is set and no platform shares the workdir."""
+        return settings.workdir_sweep_seconds > 0 and not settings.attach_configured
+
+    def one_pass(self) -> None:
+        result = sweep_workdir(actor=SWEEP_ACTOR, settings=self.settings)
+        if self.report is not None and result.files:
+            self.report(f"workdir sweep removed {len(result.files)} orphaned offloaded files")

@@ -31,7 +31,7 @@ from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.alerts.hooks import after_usage_write
 from yuxi_dash.compression import count_tokens
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
-from yuxi_dash.compression.thread_view import (
+from yuxi_dash.compression.thread_state import (
     ThreadContextState,
     message_text,
 )

@@ -1,9 +1,10 @@
 """The attached platform's thread as a `ThreadSource`: read there, compressed there.
 
-- State: read-only from the platform's checkpointer (`attach.stores.audited_platform_store`:
+- State: read-only from the platform's checkpointer (`attach.platform_store.audited_platform_store`:
   a refused checkpoint is audited and the thread quarantined).
 - Compress, with ``YUXI_DASH_PLATFORM_URL`` set: `platform.compress.compress_on_platform`
-  (audited per attempt, projected again at once). What the platform refused before
+  (audited per attempt, projected again at once; the projection records the
+  compression, marked manual and ours here). What the platform refused before
   (`store.origin.platform_refusals`) is refused here without a call, one audit row,
   unless the caller asks it anyway (the API and the CLI's ``--ask-platform`` do). Our API
   caller's ids go into its audit rows as ``caller_<key>``.
@@ -24,7 +25,7 @@ import sqlalchemy as sa
 from yuxi_dash import validation
 from yuxi_dash.access.audit import record_audit_eventually, thread_target
 from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.attach.stores import audited_platform_store
+from yuxi_dash.attach.platform_store import audited_platform_store
 from yuxi_dash.compression import Summarizer, get_summarizer
 from yuxi_dash.errors import CompressionUnsupported
 from yuxi_dash.platform.client import platform_label
@@ -39,6 +40,7 @@ from yuxi_dash.service.compress_preview import (
 from yuxi_dash.service.locking import require_thread
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpointer import CheckpointStore
+from yuxi_dash.store.compressions import mark_manual
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Agent, Conversation
 from yuxi_dash.store.origin import (
@@ -103,6 +105,7 @@ class AttachedSource:
             StoredState.of(latest) if latest is not None else None,
             limits,
             summarizer=summarizer or get_summarizer(self.settings),
+            evidence_budget_tokens=self.settings.summary_evidence_budget_tokens,
             busy=busy,
             refusal=refusal,
             capable=refusal is None,
@@ -138,6 +141,7 @@ class AttachedSource:
             settings=self.settings,
             caller_ids={f"caller_{key}": value for key, value in (caller_ids or {}).items()},
         )
+        self._record_who_asked(actor, done.checkpoint_id)
         return CompressResult(
             thread_id=done.thread_id,
             status=done.status,
@@ -148,6 +152,14 @@ class AttachedSource:
             reason=done.reason,
             checkpoint_id=done.checkpoint_id,
         )
+
+    def _record_who_asked(self, actor: Actor, checkpoint_id: str | None) -> None:
+        """The projection recorded the platform's compression; say it was ours, and whose."""
+        try:
+            with session_scope(self.settings) as session:
+                mark_manual(session, self.thread_id, checkpoint_id, actor.id)
+        except Exception:  # noqa: BLE001 - the compress happened; the record stays automatic
+            log.warning("could not mark a platform compress as manual in its record")
 
     def _refuse_remembered(self, actor: Actor) -> None:
         """Before a call: refuse (one audit row) what the platform refused before.

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from yuxi_dash import validation
-from yuxi_dash.attach.stores import audited_platform_store
+from yuxi_dash.attach.platform_store import audited_platform_store
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.platform.compress import AttachedRow
 from yuxi_dash.settings import Settings, get_settings

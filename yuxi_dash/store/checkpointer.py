@@ -39,7 +39,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from yuxi_dash.compression.state_format import CompressedContextState, context_state
-from yuxi_dash.compression.thread_view import ThreadContextState
+from yuxi_dash.compression.thread_state import ThreadContextState
 from yuxi_dash.errors import StaleState, StoreUnavailable
 from yuxi_dash.resources import CHECKPOINT_STORES, get_resources
 from yuxi_dash.store.checkpoint_serde import checkpoint_serializer

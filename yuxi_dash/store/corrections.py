@@ -1,6 +1,6 @@
 """The `memory_corrections` rows: add one, find one by its audit row, mark one undone, list.
 
-Only `yuxi_dash.memory.desk.corrections` writes here, in the same transaction as the
+Only `yuxi_dash.memory.support.corrections` writes here, in the same transaction as the
 correction's audit row. `mark_undone` is a compare-and-set (only a row not yet
 undone is marked), so two undos racing each other cannot both win.
 """

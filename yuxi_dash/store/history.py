@@ -3,13 +3,16 @@
 Every function takes a Session first and only reads: one thread's chat record
 in sequence order, a user's latest chat messages across threads (oldest
 first), and audit rows (newest first, filtered by actor, action, target,
-outcome and time).
+outcome and time). The reads behind a fact's provenance join `chat_messages` to the
+user's own `conversations` (a match never comes from another user's thread):
+messages holding a passage, and messages written near a moment; both take `until`,
+and never return a message written after it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -111,3 +114,80 @@ def list_audit(
         )
         for r in session.scalars(query)
     ]
+
+
+MAX_CANDIDATES = 50
+MAX_PASSAGE_CHARS = 500
+
+
+def _row(message: ChatMessage) -> dict[str, Any]:
+    return {
+        "thread_id": message.thread_id,
+        "sequence": message.sequence,
+        "role": message.role,
+        "content": message.content,
+        "created_at": message.created_at,
+    }
+
+
+def _users_messages(user_id: str) -> sa.Select[ChatMessage]:
+    return (
+        sa.select(ChatMessage)
+        .join(Conversation, Conversation.thread_id == ChatMessage.thread_id)
+        .where(Conversation.user_id == user_id, Conversation.deleted_at.is_(None))
+    )
+
+
+def _until(query: sa.Select[Any], until: datetime | None) -> sa.Select[Any]:
+    return query if until is None else query.where(ChatMessage.created_at <= until)
+
+
+def messages_containing(
+    session: Session,
+    user_id: str,
+    passage: str,
+    *,
+    until: datetime | None = None,
+    limit: int = MAX_CANDIDATES,
+) -> list[dict[str, Any]]:
+    """The user's chat messages whose text contains `passage` (case-insensitive, literal),
+    written at or before `until` when given."""
+    passage = passage.strip()[:MAX_PASSAGE_CHARS]
+    if not passage:
+        return []
+    query = _users_messages(user_id).where(
+        sa.func.lower(ChatMessage.content).contains(passage.lower(), autoescape=True)
+    )
+    query = _until(query, until).order_by(ChatMessage.created_at, ChatMessage.id).limit(limit)
+    return [_row(m) for m in session.scalars(query)]
+
+
+def messages_near(
+    session: Session,
+    user_id: str,
+    moment: datetime,
+    *,
+    thread_id: str | None = None,
+    window: timedelta = timedelta(days=1),
+    until: datetime | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The user's messages within `window` of `moment` (in one thread when given), written at
+    or before `until` when given."""
+    query = _users_messages(user_id).where(
+        ChatMessage.created_at >= moment - window, ChatMessage.created_at <= moment + window
+    )
+    if thread_id is not None:
+        query = query.where(ChatMessage.thread_id == thread_id)
+    query = _until(query, until).order_by(ChatMessage.created_at, ChatMessage.id).limit(limit)
+    return [_row(m) for m in session.scalars(query)]
+
+
+def thread_exists(session: Session, user_id: str, thread_id: str) -> bool:
+    """Whether `thread_id` is one of the user's threads."""
+    found = session.scalar(
+        sa.select(sa.func.count())
+        .select_from(Conversation)
+        .where(Conversation.thread_id == thread_id, Conversation.user_id == user_id)
+    )
+    return bool(found)

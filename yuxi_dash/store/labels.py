@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from yuxi_dash.store.models import Conversation
 
@@ -39,11 +39,15 @@ def agent_label(agent: str, top: Collection[str]) -> str:
     return agent if agent in top else OTHER_AGENT
 
 
-def agent_label_column(top: Collection[str]) -> sa.ColumnElement[str]:
-    """`agent_label` of `Conversation.agent_slug`, in SQL (to GROUP BY)."""
+def agent_label_column(
+    top: Collection[str], column: QueryableAttribute[str] | None = None
+) -> sa.ColumnElement[str]:
+    """`agent_label` of an agent slug column (`Conversation.agent_slug` unless given), in SQL
+    (to GROUP BY)."""
     if not top:
         return sa.literal(OTHER_AGENT, sa.String)
+    slug = Conversation.agent_slug if column is None else column
     return sa.case(
-        (Conversation.agent_slug.in_(sorted(top)), Conversation.agent_slug),
+        (slug.in_(sorted(top)), slug),
         else_=sa.literal(OTHER_AGENT, sa.String),
     )

@@ -365,6 +365,9 @@ class ApiToken(Base):
 ALERT_SCOPES = ("all", "agent", "attached", "own")
 ALERT_STATES = ("pending", "firing", "resolved")
 ALERT_SEVERITIES = ("info", "warning", "critical")
+ALERT_KIND_PRESSURE = "pressure"  # summary pressure of a thread (`fire_at` a ratio)
+ALERT_KIND_CITED_LOST = "cited_evidence_lost"  # cited items its newest compression lost
+ALERT_KINDS = (ALERT_KIND_PRESSURE, ALERT_KIND_CITED_LOST)
 
 
 class AlertRule(Base):
@@ -386,6 +389,9 @@ class AlertRule(Base):
     # leave out threads nobody can compress (new rules: on)
     compressible_only: Mapped[bool] = mapped_column(
         sa.Boolean, default=True, server_default=sa.true()
+    )
+    kind: Mapped[str] = mapped_column(  # what `fire_at` measures (`ALERT_KINDS`), fixed
+        sa.String(32), default=ALERT_KIND_PRESSURE, server_default=ALERT_KIND_PRESSURE
     )
 
 
@@ -421,6 +427,9 @@ class AlertState(Base):
     firing_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    kind: Mapped[str] = mapped_column(  # its rule's (`pressure` is what that kind measures)
+        sa.String(32), default=ALERT_KIND_PRESSURE, server_default=ALERT_KIND_PRESSURE
+    )
 
 
 class AlertOutbox(Base):

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
-from yuxi_dash.compression.thread_view import ThreadContextState
+from yuxi_dash.compression.thread_state import ThreadContextState
 from yuxi_dash.errors import StoreUnavailable, ThreadNotFound
 from yuxi_dash.printable_record import Record
 from yuxi_dash.store.checkpointer import CheckpointStore, checkpoint_store

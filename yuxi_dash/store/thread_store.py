@@ -22,7 +22,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from sqlalchemy.orm import Session
 
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
-from yuxi_dash.compression.thread_view import ThreadContextState
+from yuxi_dash.compression.thread_state import ThreadContextState
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint, checkpoint_store
 from yuxi_dash.store.db import is_sqlite, normalize_url

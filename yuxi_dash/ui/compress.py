@@ -7,8 +7,11 @@ each thread and, on confirm, compresses them through the one seam
 (`sources.compress_each`: our own threads one at a time, an attached
 platform's at most 3 calls at once) with the checkpoint the operator saw in
 that preview (a state that moved since is refused as stale). Every outcome or
-refusal becomes one line under `RESULTS_KEY`, the cached loaders are cleared,
-and the app reruns.
+refusal becomes one line under `RESULTS_KEY`; a completed one also says what its
+compression record kept (`evidence_of`: cited evidence kept in view "n of m",
+recoverable, lost), shown as a caption under its line. The cached loaders are
+cleared, and the app reruns. The preview does not say what will stay in view: that
+needs the ledger of a summary not yet written (the service's preview builds none).
 The service checks the role again: the disabled button is a courtesy only.
 """
 
@@ -24,6 +27,8 @@ from yuxi_dash.access.roles import Actor
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.outside_text import escaped_controls
 from yuxi_dash.sources import Outcome, compress_each, preview_compression
+from yuxi_dash.ui.compressions import loaders as compression_loaders
+from yuxi_dash.ui.compressions.ledger_view import evidence_line
 from yuxi_dash.ui.loaders import clear_loaders
 from yuxi_dash.ui.page_text import error_line, literal, md, outcome_line, short_id, tokens
 
@@ -60,6 +65,23 @@ def outcome_kind_line(outcome: Outcome) -> tuple[str, str]:
     if not isinstance(error, YuxiDashError):  # shown as one line; details go to the log
         log.error("compress failed unexpectedly (%s)", type(error).__name__)
     return "refused", escaped_controls(error_line(error, thread_id=outcome.thread_id))
+
+
+def evidence_of(outcome: Outcome) -> str | None:
+    """What the compression record of a completed outcome kept, in one line; None when the
+    outcome wrote none, or its record is not there (yet: an attached platform's shows up
+    with the next scan)."""
+    result = outcome.result
+    if result is None or result.status != "completed":
+        return None
+    try:
+        record = compression_loaders.record_at(outcome.thread_id, result.checkpoint_id)
+    except Exception as exc:  # noqa: BLE001 - a figure under the line; the outcome still shows
+        log.warning("compression record of %s not read (%s)", outcome.thread_id, type(exc).__name__)
+        return None
+    if record is None:
+        return "Evidence: no compression record yet."
+    return evidence_line(record["ledger"])
 
 
 def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,9 +180,14 @@ def confirm_dialog(actor: Actor) -> None:
         progress = st.progress(0.0, text=md("0 of {} done", len(rows)))
         finished: list[str] = []
 
+        evidence: dict[str, str | None] = {}
+
         def show(outcome: Outcome) -> None:  # called in this script thread as each one ends
             finished.append(outcome.thread_id)
             st.write(literal(outcome_kind_line(outcome)[1]))
+            evidence[outcome.thread_id] = evidence_of(outcome)
+            if evidence[outcome.thread_id]:
+                st.caption(literal(evidence[outcome.thread_id]))
             count = len(finished)
             progress.progress(count / len(rows), text=md("{} of {} done", count, len(rows)))
 
@@ -172,7 +199,14 @@ def confirm_dialog(actor: Actor) -> None:
         results: list[dict[str, Any]] = []
         for outcome in outcomes:  # in the order shown in the preview
             kind, line = outcome_kind_line(outcome)
-            results.append({"thread_id": outcome.thread_id, "kind": kind, "line": line})
+            results.append(
+                {
+                    "thread_id": outcome.thread_id,
+                    "kind": kind,
+                    "line": line,
+                    "evidence": evidence.get(outcome.thread_id),
+                }
+            )
         done = sum(r["kind"] == "completed" for r in results)
         status.update(
             label=md("Done: {} of {} compressed", done, len(results)),
@@ -181,14 +215,17 @@ def confirm_dialog(actor: Actor) -> None:
     st.session_state[RESULTS_KEY] = results
     _dismiss()
     clear_loaders()
+    compression_loaders.clear()
     st.rerun()
 
 
 def show_results() -> None:
-    """The latest outcomes, one line per thread."""
+    """The latest outcomes, one line per thread (and what a compression kept, under it)."""
     show = {"completed": st.success, "no_op": st.info, "refused": st.error}
     for result in st.session_state.get(RESULTS_KEY) or []:
         show.get(result["kind"], st.error)(literal(result["line"]))
+        if result.get("evidence"):
+            st.caption(literal(result["evidence"]))
 
 
 def maybe_open_dialog(actor: Actor) -> None:

@@ -245,7 +245,7 @@ def thread_ids(limit: int = 2000) -> list[str]:
 @settings_cached
 def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) -> dict[str, Any]:
     from yuxi_dash.compression import context_view
-    from yuxi_dash.compression.thread_view import message_text
+    from yuxi_dash.compression.thread_state import message_text
     from yuxi_dash.sources import thread_store
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
 

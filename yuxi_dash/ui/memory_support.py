@@ -21,8 +21,8 @@ from typing import Any
 import streamlit as st
 
 from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.memory.desk.bundle import BundleResult, bundle_to_file
-from yuxi_dash.memory.desk.forget import forget_user
+from yuxi_dash.memory.support.bundle import BundleResult, bundle_to_file
+from yuxi_dash.memory.support.forget import forget_user
 from yuxi_dash.ui.memory import clear_memory_caches, guarded
 
 BUNDLE_KEY = "memory_support_bundle"

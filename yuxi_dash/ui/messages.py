@@ -111,7 +111,7 @@ def draw_message(message: Mapping[str, Any]) -> None:
             )
 
 
-_CALL_LINE = re.compile(r"calls (.+?) (\{.*\})", re.DOTALL)  # `thread_view.chat_text`'s shape
+_CALL_LINE = re.compile(r"calls (.+?) (\{.*\})", re.DOTALL)  # `thread_state.chat_text`'s shape
 
 
 def _json_document(text: str) -> Any:

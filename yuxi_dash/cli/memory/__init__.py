@@ -1,3 +1,3 @@
-"""The `memory` commands: the views (`views`), the support desk (`desk`) and the
-bundle and forget commands (`support`).
+"""The `memory` commands: the views (`views`), one fact's provenance and corrections
+(`facts`), and the bundle and forget commands (`support`).
 """

@@ -30,7 +30,7 @@ from yuxi_dash.errors import InvalidInput
 
 
 def _forget(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory.desk.forget import FORGET_ACTION, forget_user
+    from yuxi_dash.memory.support.forget import FORGET_ACTION, forget_user
 
     actor = command_actor(args, action=FORGET_ACTION, target=f"memory:{args.user}", default="cli")
     report = forget_user(args.user, args.confirm, actor=actor).to_dict()
@@ -46,7 +46,7 @@ def _forget(args: argparse.Namespace) -> CommandResult:
 
 
 def _bundle(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory.desk.bundle import BUNDLE_ACTION, bundle_to_file
+    from yuxi_dash.memory.support.bundle import BUNDLE_ACTION, bundle_to_file
 
     target = f"memory:{args.user}"
     actor = command_actor(args, action=BUNDLE_ACTION, target=target, default="cli")

@@ -21,7 +21,8 @@ from yuxi_dash.cli.common import (
     add_user_command,
     command_actor,
 )
-from yuxi_dash.cli.memory import desk, support
+from yuxi_dash.cli.memory import facts as fact_commands
+from yuxi_dash.cli.memory import support
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.errors import MemoryGatedOff
 from yuxi_dash.wording import count, plain, reason_text, stamp
@@ -245,7 +246,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     add_json_flag(server)
     server.set_defaults(handler=_server)
 
-    desk.register(memory_sub)
+    fact_commands.register(memory_sub)
 
     flags = sub.add_parser(
         "flags",

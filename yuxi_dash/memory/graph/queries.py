@@ -9,7 +9,7 @@ plan read with GRAPH.EXPLAIN on a big graph):
   directed, and never range-filter an edge property in a labeled pattern.
 - Only the columns a view shows are returned; never an embedding; long text
   is cut server-side with `left()`; lists are paginated (SKIP/LIMIT).
-- The statements that read every fact are run through `memory.freshness.distributions`.
+- The statements that read every fact are run through `memory.cache.distributions`.
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def counts(
     client: GraphClient, group_id: str, *, breakdown: list[Row] | None = None
 ) -> MemoryCounts:
     """The overview's numbers; `breakdown` is FACT_BREAKDOWN's rows when the caller has them
-    (`memory.freshness.distributions` keeps them per graph state), else the statement runs here."""
+    (`memory.cache.distributions` keeps them per graph state), else the statement runs here."""
 
     def one(statement: str) -> int:
         return int(client.ro_value(group_id, statement) or 0)

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from yuxi_dash.errors import MemoryGatedOff, UserNotFound
-from yuxi_dash.memory.freshness.distributions import counts as distribution_counts
-from yuxi_dash.memory.freshness.distributions import parts as distribution_parts
-from yuxi_dash.memory.freshness.distributions import relations as distribution_relations
+from yuxi_dash.memory.cache.distributions import counts as distribution_counts
+from yuxi_dash.memory.cache.distributions import parts as distribution_parts
+from yuxi_dash.memory.cache.distributions import relations as distribution_relations
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient, hits_connection
 from yuxi_dash.memory.views.chat_compare import compare_facts
@@ -112,7 +112,7 @@ def relations(
     access: MemoryAccess, *, limit: int = 50, client: GraphClient | None = None
 ) -> dict[str, Any]:
     client = graph_for(access, client, pages={"limit": limit})
-    # names and duplicates: kept until the graph changes (memory.freshness.distributions)
+    # names and duplicates: kept until the graph changes (memory.cache.distributions)
     return {
         "user_id": access.user_id,
         **distribution_relations(client, access.group_id, limit=limit),

@@ -32,7 +32,7 @@ from yuxi_dash.memory.views.gated_views import parse_envelope
 from yuxi_dash.memory.views.ratification import parse_time, read_hits
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.provenance_chat import messages_containing, messages_near, thread_exists
+from yuxi_dash.store.history import messages_containing, messages_near, thread_exists
 
 THREAD_PAGE = "app_pages/thread_detail.py"
 _THREAD_HINT = re.compile(r"thread\s+(\S+)", re.IGNORECASE)

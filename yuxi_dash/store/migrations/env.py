@@ -6,6 +6,7 @@ from alembic import context
 from alembic.runtime.environment import NameFilterParentNames, NameFilterType
 
 from yuxi_dash.errors import StoreUnavailable
+from yuxi_dash.store import compressions as _compressions  # noqa: F401 - registers its table
 from yuxi_dash.store.db import create_engine_for_url
 from yuxi_dash.store.models import Base
 

@@ -23,7 +23,7 @@ from alembic import op
 from langchain_core.messages import messages_from_dict
 
 from yuxi_dash.compression.state_format import event_from_summary
-from yuxi_dash.compression.thread_view import SummaryEvent
+from yuxi_dash.compression.thread_state import SummaryEvent
 from yuxi_dash.store.checkpointer import open_checkpoint_store
 
 revision: str = "0002"

@@ -1,1 +1,0 @@
-"""The support desk: fact corrections, forgetting a user, and the support bundle."""

@@ -1,0 +1,1 @@
+"""Memory support: fact corrections, forgetting a user, and the support bundle."""

@@ -1,0 +1,238 @@
+"""The support bundle: one download for a ticket about a user's memory, streamed.
+
+`write_bundle` writes the user's flags with their reasons, every fact (status,
+validity, episode uuids, hit counter), the newest N episodes, the correction
+history, and each thread's pressure, last summary and checked tool results. JSON
+in the shape of `bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md), or
+Markdown (`bundle_render`).
+
+Rules:
+- Facts are read a page at a time by keyset (`bundle_sources.iter_facts`) and
+  written as they come; `bundle_to_file` renames a complete temporary file.
+- Access is `open_view(user, "bundle")` (viewer or higher). A gated-off user
+  still gets flags, threads and corrections, with the gate's message.
+- Every bundle is one audit row, `memory.bundle`, with counts only; bad input is
+  refused, audited, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import redis
+
+from yuxi_dash import validation
+from yuxi_dash.access.audit import audited_refusals, record_audit
+from yuxi_dash.access.roles import Actor
+from yuxi_dash.errors import InvalidInput, MemoryGatedOff, MemoryUnavailable, YuxiDashError
+from yuxi_dash.flags import FlagEvaluator
+from yuxi_dash.memory.graph import queries
+from yuxi_dash.memory.graph.client import GraphClient, get_client, hits_connection
+from yuxi_dash.memory.support.bundle_render import BundleSink, JsonSink, MarkdownSink
+from yuxi_dash.memory.support.bundle_schema import SCHEMA_ID, SCHEMA_VERSION
+from yuxi_dash.memory.support.bundle_sources import (
+    FACT_PAGE,
+    MAX_EPISODES,
+    flag_entries,
+    iter_corrections,
+    iter_facts,
+    iter_threads,
+    recent_episodes,
+)
+from yuxi_dash.memory.views.gate import audit_target, gates_for, group_for, open_view
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store.db import session_scope
+
+BUNDLE_ACTION = "memory.bundle"
+FORMATS = ("json", "md")
+DEFAULT_EPISODES = 20
+NOT_INCLUDED = [
+    "chat messages (the chat record; the Memory vs chat page shows them)",
+    "the contents of offloaded tool results (only their index rows and SHA-256 checks)",
+    "embeddings",
+    "message-level provenance per fact (each fact lists the uuids of its episodes; "
+    "the Facts page shows one fact's full provenance)",
+]
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    """What one bundle holds (counts), and its audit row."""
+
+    user_id: str
+    format: str
+    facts: int
+    episodes: int
+    corrections: int
+    threads: int
+    tool_results: int
+    gated_off: bool
+    graph_exists: bool
+    audit_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sink(fmt: str, out: TextIO) -> BundleSink:
+    return JsonSink(out) if fmt == "json" else MarkdownSink(out)
+
+
+def _check(fmt: str, episodes: int) -> None:
+    if fmt not in FORMATS:
+        raise InvalidInput(f"the bundle format must be one of {', '.join(FORMATS)}")
+    validation.non_negative(episodes, "episodes")
+    if episodes > MAX_EPISODES:
+        raise InvalidInput(f"at most {MAX_EPISODES} episodes fit in a bundle")
+
+
+def write_bundle(
+    user_id: str,
+    out: TextIO,
+    *,
+    actor: Actor,
+    fmt: str = "json",
+    episodes: int = DEFAULT_EPISODES,
+    settings: Settings | None = None,
+    evaluator: FlagEvaluator | None = None,
+    client: GraphClient | None = None,
+    hits: redis.Redis | None = None,
+    fact_page: int = FACT_PAGE,
+    now: datetime | None = None,
+) -> BundleResult:
+    """Write the user's bundle to `out` as it is read; audited (see the module docstring)."""
+    settings = settings or get_settings()
+    target = audit_target(user_id)
+    with audited_refusals(
+        actor=actor.id,
+        action=BUNDLE_ACTION,
+        target=target,
+        detail={"via": actor.via},
+        settings=settings,
+    ):
+        _check(fmt, episodes)
+    gate_message: str | None = None
+    try:
+        gates = open_view(
+            user_id, "bundle", actor=actor, settings=settings, evaluator=evaluator
+        ).gates
+    except MemoryGatedOff as exc:  # audited as gated_off by open_view; the bundle goes on
+        gate_message = exc.message
+        gates = gates_for(user_id, settings=settings, evaluator=evaluator)
+    group_id = group_for(user_id)
+    not_included = list(NOT_INCLUDED)
+    counts = {"facts": 0, "episodes": 0, "corrections": 0, "threads": 0, "tool_results": 0}
+    graph_exists = False
+    sink = _sink(fmt, out)
+    conn: redis.Redis | None = None
+    try:
+        sink.header(
+            {
+                "schema": SCHEMA_ID,
+                "schema_version": SCHEMA_VERSION,
+                "generated_at": (now or datetime.now(UTC)).isoformat(),
+                "generated_by": actor.id,
+                "user_id": user_id,
+                "group_id": group_id,
+            }
+        )
+        sink.flags(gates.source, flag_entries(gates))
+        memory_counts: dict[str, Any] | None = None
+        if gate_message is None:
+            client = client or get_client(settings)
+            graph_exists = client.graph_exists(group_id)
+            if graph_exists:
+                memory_counts = queries.counts(client, group_id).to_dict()
+                try:
+                    conn = hits or hits_connection(settings)
+                except MemoryUnavailable:
+                    not_included.append("hit counters (unavailable: every fact shows 0 hits)")
+        sink.memory(
+            {
+                "gated_off": gate_message is not None,
+                "gate_message": gate_message,
+                "graph_exists": graph_exists,
+                "counts": memory_counts,
+            }
+        )
+        if graph_exists and client is not None:
+            for fact in iter_facts(
+                client, group_id, user_id=user_id, hits_conn=conn, page_size=fact_page
+            ):
+                sink.fact(fact)
+                counts["facts"] += 1
+        sink.facts_done(counts["facts"])
+        recent = (
+            recent_episodes(client, group_id, limit=episodes) if graph_exists and client else []
+        )
+        counts["episodes"] = len(recent)
+        sink.episodes(recent, episodes)
+        with session_scope(settings) as session:
+            for correction in iter_corrections(session, user_id):
+                sink.correction(correction)
+                counts["corrections"] += 1
+            sink.corrections_done(counts["corrections"])
+            for thread in iter_threads(session, user_id, settings):
+                sink.thread(thread)
+                counts["threads"] += 1
+                counts["tool_results"] += len(thread["tool_results"])
+        sink.threads_done(counts["threads"])
+        sink.finish(not_included)
+    except Exception as exc:
+        record_audit(
+            actor=actor.id,
+            action=BUNDLE_ACTION,
+            target=target,
+            outcome="failed",
+            detail={
+                "via": actor.via,
+                "format": fmt,
+                "code": exc.code if isinstance(exc, YuxiDashError) else type(exc).__name__,
+            },
+            settings=settings,
+        )
+        raise
+    finally:
+        if conn is not None and hits is None:
+            conn.close()
+    audit_id = record_audit(
+        actor=actor.id,
+        action=BUNDLE_ACTION,
+        target=target,
+        outcome="ok",
+        detail={
+            "via": actor.via,
+            "format": fmt,
+            **counts,
+            "gated_off": gate_message is not None,
+            "graph_exists": graph_exists,
+        },
+        settings=settings,
+    )
+    return BundleResult(
+        user_id=user_id,
+        format=fmt,
+        gated_off=gate_message is not None,
+        graph_exists=graph_exists,
+        audit_id=audit_id,
+        **counts,
+    )
+
+
+def bundle_to_file(user_id: str, path: Path, **kwargs: Any) -> BundleResult:
+    """`write_bundle` into `path`, via a temporary file beside it renamed when complete."""
+    path = Path(path)
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            result = write_bundle(user_id, out, **kwargs)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return result
