@@ -19,6 +19,7 @@ from tests.fixtures.platform import Platform, PlatformServer
 from yuxi_dash.cli import main
 from yuxi_dash.platform.client import close_platform_clients
 from yuxi_dash.settings import get_settings
+from yuxi_dash.store.compressions import list_compressions
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation
 from yuxi_dash.store.queries import list_audit
@@ -106,6 +107,12 @@ def test_compress_goes_to_the_platform_and_the_summary_shows_at_once(
     assert detail["pressure_before"] == pytest.approx(pressure_before, abs=1e-4)
     assert detail["pressure_after"] == pytest.approx(row["summary_pressure_ratio"], abs=1e-4)
     assert platform_configured.token not in json.dumps(detail)
+    # its compression record: found by the projection, marked as this operator's
+    with session_scope() as session:
+        records = list_compressions(session, "plat-hot")
+    assert [(r.checkpoint_id, r.trigger, r.actor) for r in records][:1] == [
+        (newest, "manual", ACTOR)
+    ]
 
 
 def test_a_stale_click_is_refused_before_any_call(

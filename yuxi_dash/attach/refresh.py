@@ -13,8 +13,6 @@ projected already and skips it.
 
 from __future__ import annotations
 
-# the module, not its names: `attach` loads the service package, which reaches this module
-# while `projector` is still loading; its names are looked up when a thread is projected
 from yuxi_dash.attach import projector
 from yuxi_dash.attach.platform_store import PlatformStore, platform_store
 from yuxi_dash.settings import Settings

@@ -59,6 +59,8 @@ class SummaryEstimate:
     before_tokens: int
     after_tokens: int
     exact: bool = False
+    cited_total: int = 0  # items the assistant cited in the part to summarize
+    cited_in_view: int = 0  # of them, the ones the new view keeps (the rest: the evidence index)
 
 
 def _stand_in(state: ThreadContextState, planned: ThreadContextState, cutoff: int) -> str:
@@ -133,7 +135,9 @@ def _estimate(
     after_state = summarized_state(planned, cutoff, kept.summary, path)
     after = count_state_tokens(after_state, system=system, tools=tools)
     after = after if exact else min(before, after)
-    return SummaryEstimate(prepared.summarized_count, before, after, exact)
+    cited = [item for item in kept.ledger.items if item.cited]
+    in_view = sum(item.state == "visible" for item in cited)
+    return SummaryEstimate(prepared.summarized_count, before, after, exact, len(cited), in_view)
 
 
 class _StandIn:

@@ -48,8 +48,6 @@ from yuxi_dash.errors import (
     YuxiDashError,
 )
 from yuxi_dash.files.workdir import Workdir
-
-# the module, not its names: it reaches `attach`, which loads this package while it loads
 from yuxi_dash.printable_record import Record
 from yuxi_dash.service.compression_records import compression_row
 from yuxi_dash.service.locking import (
@@ -291,7 +289,7 @@ def _compress_locked(
                 f"thread {thread_id} has a newer state than the one you saw; "
                 "reload before compressing"
             )
-        _note_caught_up(notes, catch_up(session, conv, locked))
+        _note_caught_up(notes, catch_up(session, conv, locked, settings))
         plan = _CompressPlan(
             stored=stored,
             lease_id=lease_id,
@@ -425,7 +423,7 @@ def _write_locked(
                 f"thread {thread_id} moved on while its summary was being written; "
                 "nothing was written, reload and compress again"
             )
-        _note_caught_up(notes, catch_up(session, conv, locked))
+        _note_caught_up(notes, catch_up(session, conv, locked, settings))
         missing, present = created_files(workdir, prepared.pending)
         adopted = unindexed(session, present)
         if adopted:  # left by an attempt that never committed: indexed by this one

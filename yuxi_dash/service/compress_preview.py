@@ -50,6 +50,8 @@ class CompressionPreview(Record):
     capable: bool
     reason: str | None  # why a compress would not summarize (insufficient_history, ...)
     note: str | None = None  # insufficient_history in words (`compression.summary_readiness`)
+    cited_total: int = 0  # items the assistant cited in the part a compress would summarize
+    cited_in_view: int = 0  # of them, the ones the summary would keep in view
 
 
 def preview_own_thread(
@@ -138,4 +140,6 @@ def estimated_preview(
         capable=capable,
         reason=reason,
         note=readiness.note if reason == "insufficient_history" else None,
+        cited_total=estimate.cited_total,
+        cited_in_view=estimate.cited_in_view,
     )

@@ -31,6 +31,7 @@ from yuxi_dash.store.compressions import TRIGGER_AUTOMATIC
 from yuxi_dash.store.origin import origin_name
 
 log = logging.getLogger(__name__)
+HISTORY_PATH_MAX = 1024  # `compressions.history_file`
 
 
 def new_event(previous: Mapping[str, Any] | None, values: Mapping[str, Any]) -> bool:
@@ -62,8 +63,15 @@ def _history_sha256(workdir: Workdir | None, path: str | None) -> str | None:
 
 
 def summary_text(state: ThreadContextState) -> str:
+    """The summary as text; a NUL (which no text column takes) written as ``\\x00``."""
     content = state.summary.summary_message.content if state.summary is not None else ""
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text.replace("\x00", "\\x00")
+
+
+def _history_path(path: str | None) -> str | None:
+    """The history file's path as a record keeps it: None when empty or too long to be ours."""
+    return path if path and len(path) <= HISTORY_PATH_MAX and "\x00" not in path else None
 
 
 def compression_row(
@@ -111,8 +119,8 @@ def compression_row(
         "after_tokens": int(after_tokens),
         "compressed_messages": max(0, after.summary.cutoff_index - previous_cutoff),
         "summary": summary_text(after),
-        "history_file": after.summary.file_path or None,
-        "history_sha256": _history_sha256(workdir, after.summary.file_path),
+        "history_file": _history_path(after.summary.file_path),
+        "history_sha256": _history_sha256(workdir, _history_path(after.summary.file_path)),
         "ledger": ledger.to_dict(),
         "evidence_visible": counts.get("visible", 0),
         "evidence_recoverable": counts.get("recoverable", 0),

@@ -17,6 +17,7 @@ NUL is `InvalidInput` (the scan quarantines it). The batch path (`load_projected
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from yuxi_dash.service.compression_records import compression_row, new_event
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
 from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
-from yuxi_dash.settings import get_settings
+from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.compressions import insert_records
 from yuxi_dash.store.db import is_sqlite
@@ -62,6 +63,8 @@ from yuxi_dash.usage import UsageSnapshot, summary_trigger_tokens
 from yuxi_dash.validation import CONTEXT_WINDOW_RANGE, INT32_MAX
 
 _MEASURED = ("llm_input_tokens", "next_llm_input_tokens", "context_window")
+log = logging.getLogger(__name__)
+
 # what makes two snapshot rows the same measurement (a checkpoint's, projected twice)
 _SNAPSHOT_KEY = ("measured_at", "source", "llm_input_tokens", "next_llm_input_tokens",
                  "context_window")  # fmt: skip
@@ -197,6 +200,7 @@ class ProjectionWrites:
     owners: dict[str, Conversation] = field(default_factory=dict)  # thread id -> its row
     refused: list[tuple[str, str]] = field(default_factory=list)  # (thread id, why) not indexed
     compressions: list[dict[str, Any]] = field(default_factory=list)  # `store.compressions` rows
+    settings: Settings | None = None  # where the threads' files resolve (the records' ledgers)
 
     def flush(self, session: Session) -> int:
         """Insert the rows (one statement per table); return the snapshots written."""
@@ -354,31 +358,50 @@ def _record_event(
     before: ThreadCheckpoint | None,
     after: ThreadCheckpoint,
 ) -> None:
-    """The record of a summarization event the checkpoints show (`service.compression_records`)."""
-    state = after.context()
-    row = compression_row(
-        thread_id=conv.thread_id,
-        agent_slug=conv.agent_slug,
-        origin=conv.origin,
-        before=before.context() if before is not None else ThreadContextState(conv.thread_id, []),
-        after=state,
-        at=after.created_at or utcnow(),
-        checkpoint_id=after.checkpoint_id,
-        workdir=Workdir(get_settings().workdir_for(conv.origin)),
-    )
+    """The record of a summarization event the checkpoints show (`service.compression_records`).
+
+    The state it summarized is every message up to the event's ``created_at_index`` under
+    the summary before it (a read that folds steps may not hold that exact checkpoint). A
+    record that cannot be built is left out, never the projection: one log line, its type.
+    """
+    try:
+        state = after.context()
+        previous = before.context() if before is not None else None
+        made_at = state.summary.created_at_index if state.summary is not None else None
+        summarized = ThreadContextState(
+            conv.thread_id,
+            state.messages[:made_at] if made_at is not None else list(state.messages),
+            previous.summary if previous is not None else None,
+        )
+        if made_at is None and previous is not None:
+            summarized = previous
+        settings = writes.settings or get_settings()
+        row = compression_row(
+            thread_id=conv.thread_id,
+            agent_slug=conv.agent_slug,
+            origin=conv.origin,
+            before=summarized,
+            after=state,
+            at=after.created_at or utcnow(),
+            checkpoint_id=after.checkpoint_id,
+            workdir=Workdir(settings.workdir_for(conv.origin)),
+        )
+    except Exception as exc:  # noqa: BLE001 - the projection stands without its record
+        log.warning("compression record left out for a thread: %s", type(exc).__name__)
+        return
     if row is not None:
         writes.compressions.append(row)
 
 
 def project_thread(
-    session: Session, conv: Conversation, store: CheckpointStore
+    session: Session, conv: Conversation, store: CheckpointStore, settings: Settings | None = None
 ) -> ThreadCheckpoint | None:
     """Bring the conversation's projection up to its newest checkpoint; return that checkpoint."""
     baseline, newer = checkpoints_since(store, conv.thread_id, conv.checkpoint_id)
     if not newer:
         return baseline
     rows = load_projected(session, [conv.thread_id])[conv.thread_id]
-    writes = ProjectionWrites(known={conv.thread_id})
+    writes = ProjectionWrites(known={conv.thread_id}, settings=settings)
     latest = project_checkpoints(
         conv,
         baseline,
@@ -392,14 +415,16 @@ def project_thread(
     return latest
 
 
-def catch_up(session: Session, conv: Conversation, store: CheckpointStore) -> dict[str, Any] | None:
+def catch_up(
+    session: Session, conv: Conversation, store: CheckpointStore, settings: Settings | None = None
+) -> dict[str, Any] | None:
     """`project_thread`, and what it caught up on ({from, to, source}; None when nothing).
 
     A row behind its checkpoints means a write whose projection never committed
     (a crash) or a checkpoint written outside the lock; the caller audits it.
     """
     before = conv.checkpoint_id
-    latest = project_thread(session, conv, store)
+    latest = project_thread(session, conv, store, settings)
     if latest is None or latest.checkpoint_id == before:
         return None
     usage = latest.values.get(TOKEN_USAGE_KEY)

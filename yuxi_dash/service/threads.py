@@ -261,7 +261,7 @@ def _write_import(
             },
             expected_checkpoint_id=latest.checkpoint_id if latest else None,
         )
-        project_thread(session, conv, store)
+        project_thread(session, conv, store, settings)
         conv.last_activity_at = now
     return thread_id, written.checkpoint_id, created, messages
 

@@ -122,6 +122,7 @@ class AttachedSource:
         caller_ids: Mapping[str, str] | None = None,
         ask_platform: bool = True,
     ) -> CompressResult:
+        ids = {f"caller_{key}": value for key, value in (caller_ids or {}).items()}
         if not self.calls_out:  # the core refuses it: 422 thread_attached, audited
             return compress_own_thread(
                 self.thread_id,
@@ -129,7 +130,7 @@ class AttachedSource:
                 expected_checkpoint_id=expected_checkpoint_id,
                 user_id=user_id,
                 settings=self.settings,
-                caller_ids=caller_ids,
+                caller_ids=ids,
             )
         if not ask_platform:
             self._refuse_remembered(actor)
@@ -139,9 +140,10 @@ class AttachedSource:
             expected_checkpoint_id=expected_checkpoint_id,
             user_id=user_id,
             settings=self.settings,
-            caller_ids={f"caller_{key}": value for key, value in (caller_ids or {}).items()},
+            caller_ids=ids,
         )
-        self._record_who_asked(actor, done.checkpoint_id)
+        if done.status == "completed":  # a no_op names the newest checkpoint: not ours
+            self._record_who_asked(actor, done.checkpoint_id)
         return CompressResult(
             thread_id=done.thread_id,
             status=done.status,

@@ -24,7 +24,8 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.access.audit import audited_refusals, record_audit
 from yuxi_dash.access.roles import Actor, Role, require_role
-from yuxi_dash.errors import InvalidInput, NotFound
+from yuxi_dash.compression.evidence_keep import named_evidence_index
+from yuxi_dash.errors import InvalidInput, NotFound, PathRefused
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
@@ -133,6 +134,9 @@ def _target(session: Session, compression_id: int, item: int) -> _Target:
             .limit(1)
         )
         against = "tool result" if sha256 else None
+    if against is None and path != named_evidence_index(record.summary or ""):
+        # only this thread's own files: its history, its evidence index, its indexed results
+        raise PathRefused(f"{path} is not a file of thread {record.thread_id}")
     return _Target(
         thread_id=record.thread_id,
         origin=origin or "",
@@ -167,7 +171,8 @@ def open_saved_line(
     compression ``compression_id``; audited either way.
 
     NotFound: no such compression, item or file on this volume; InvalidInput: the item is
-    not recoverable; PathRefused: the path crosses a link or leaves the workdir.
+    not recoverable; PathRefused: the path is none of the thread's own files (its history, its
+    evidence index, its indexed tool results), crosses a link or leaves the workdir.
     """
     settings = settings or get_settings()
     target_name = f"compression:{compression_id}"

@@ -10,8 +10,8 @@ that preview (a state that moved since is refused as stale). Every outcome or
 refusal becomes one line under `RESULTS_KEY`; a completed one also says what its
 compression record kept (`evidence_of`: cited evidence kept in view "n of m",
 recoverable, lost), shown as a caption under its line. The cached loaders are
-cleared, and the app reruns. The preview does not say what will stay in view: that
-needs the ledger of a summary not yet written (the service's preview builds none).
+cleared, and the app reruns. Before the click, the preview says how many of the items the
+assistant cited the summary will keep in view (the engine's estimate of its ledger).
 The service checks the role again: the disabled button is a courtesy only.
 """
 
@@ -114,6 +114,11 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "messages to summarize": preview.messages_to_summarize,
                 "tokens before (est.)": tokens(preview.estimated_before_tokens),
                 "tokens after (est.)": tokens(preview.estimated_after_tokens),
+                "cited kept in view": (
+                    f"{preview.cited_in_view:,} of {preview.cited_total:,}"
+                    if preview.cited_total
+                    else "none cited"
+                ),
                 "note": note,
             }
         )
@@ -126,6 +131,7 @@ PREVIEW_HEADERS = {  # the preview rows' fields as the dialog's table names them
     "messages to summarize": "Messages to summarize",
     "tokens before (est.)": "Tokens before",  # the dashboard's own count (thread detail's caption names it)
     "tokens after (est.)": "Tokens after (est.)",
+    "cited kept in view": "Cited kept in view",  # the rest is listed in the evidence index
     "note": "Note",
 }
 
