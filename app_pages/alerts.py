@@ -17,7 +17,12 @@ import streamlit as st
 from yuxi_dash.access.roles import Role
 from yuxi_dash.alerts import rules, views
 from yuxi_dash.errors import YuxiDashError
-from yuxi_dash.store.models import ALERT_SCOPES, ALERT_SEVERITIES
+from yuxi_dash.store.models import (
+    ALERT_KIND_PRESSURE,
+    ALERT_KINDS,
+    ALERT_SCOPES,
+    ALERT_SEVERITIES,
+)
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import PERCENT_FORMAT, ago, error_line, literal, md, pct, percent_value
@@ -115,15 +120,22 @@ if past:
 else:
     st.caption("No alert has changed state yet.")
 
+
+def _threshold(kind: str, value: float) -> str:
+    """A pressure rule's ratio as a percent; a cited-evidence rule's count as items."""
+    return pct(value) if kind == ALERT_KIND_PRESSURE else f"{int(value):,} cited lost"
+
+
 st.subheader("Rules")
 current_rules = rules.list_rules()
 st.dataframe(
     pd.DataFrame(
         {
             "rule": [r.name for r in current_rules],
+            "kind": [r.kind for r in current_rules],
             "scope": [f"{r.scope} {r.agent}" if r.agent else r.scope for r in current_rules],
-            "fire at": [pct(r.fire_at) for r in current_rules],
-            "clear below": [pct(r.clear_at) for r in current_rules],
+            "fire at": [_threshold(r.kind, r.fire_at) for r in current_rules],
+            "clear below": [_threshold(r.kind, r.clear_at) for r in current_rules],
             "for (s)": [r.for_seconds for r in current_rules],
             "severity": [r.severity for r in current_rules],
             "enabled": [r.enabled for r in current_rules],
@@ -144,6 +156,14 @@ if actor.role >= Role.ADMIN:
         scope = left.selectbox("Scope", ALERT_SCOPES, key="rule_scope")
         agent = middle.text_input("Agent (scope agent)", key="rule_agent")
         severity = right.selectbox("Severity", ALERT_SEVERITIES, index=1, key="rule_severity")
+        kind = left.selectbox(
+            "Kind",
+            ALERT_KINDS,
+            key="rule_kind",
+            help="pressure: a thread's summary pressure ratio (fire at / clear below). "
+            "cited_evidence_lost: the newest compression lost an item the assistant cited "
+            "(fires at 1, the ratios above are not used).",
+        )
         enabled = st.checkbox("Enabled", value=True, key="rule_enabled")
         compressible_only = st.checkbox(
             "Only threads that can be compressed",
@@ -163,11 +183,13 @@ if actor.role >= Role.ADMIN:
                 "enabled": enabled,
                 "compressible_only": compressible_only,
             }
+            if kind != ALERT_KIND_PRESSURE:  # a count, with the kind's own defaults
+                fields.update(fire_at=None, clear_at=None)
             try:
                 if any(r.name == name for r in current_rules):
                     rules.update_rule(actor, name, **fields)
                 else:
-                    rules.add_rule(actor, name=name, **fields)  # type: ignore[arg-type]
+                    rules.add_rule(actor, name=name, kind=kind, **fields)  # type: ignore[arg-type]
                 st.success(md("Saved rule {}.", name))
             except YuxiDashError as exc:
                 st.error(literal(error_line(exc)))

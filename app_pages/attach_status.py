@@ -5,6 +5,8 @@ database's system identifier and name), the watermark, the attached threads,
 and the threads a scan quarantined (could not project, a checkpoint naming a
 type outside the allow-list among them: ``checkpoint_refused``) or flagged (a
 checkpoint dated past the platform's clock), each with its reason's code.
+When the last scan found no index led by ``checkpoint_id`` on the platform's
+``checkpoints``, its window query's time and the statement its owner can run.
 Every string is shown as written. Nothing here starts a scan.
 """
 
@@ -41,6 +43,16 @@ st.caption(
         status.attached_threads,
     )
 )
+if status.create_index_statement:
+    took = "-" if status.window_query_ms is None else f"{status.window_query_ms:g} ms"
+    st.info(
+        md(
+            "The platform's checkpoints table has no index on checkpoint_id: the last scan's "
+            "window query took {}. The platform owner can run:",
+            took,
+        )
+    )
+    st.code(status.create_index_statement, language="sql")
 st.caption(
     "A scan of another platform is refused until an operator confirms it with "
     "`yuxi-dash attach scan --accept-new-platform`."

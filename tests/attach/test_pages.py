@@ -140,6 +140,29 @@ def test_attach_status_page_lists_quarantined_and_flagged_threads_literally(
     assert any("platform" in c.value for c in at.caption)
 
 
+def test_attach_status_page_gives_the_missing_index_statement_until_it_exists(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+) -> None:
+    from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
+
+    put_checkpoint(attached.owner_conninfo, "p-one", values())
+    assert main(["attach", "scan"]) == 0
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    [info] = [i.value for i in at.info if "checkpoint_id" in i.value]
+    assert "has no index on checkpoint_id" in info and " ms" in info
+    assert [c.value for c in at.code] == [CREATE_INDEX_STATEMENT]
+
+    with psycopg.connect(attached.owner_conninfo, autocommit=True) as conn:
+        conn.execute(CREATE_INDEX_STATEMENT)
+    assert main(["attach", "scan"]) == 0
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    assert not [i for i in at.info if "checkpoint_id" in i.value] and not list(at.code)
+
+
 def test_the_cli_says_a_thread_is_attached(
     demo_env: Settings, attached: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:

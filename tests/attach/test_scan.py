@@ -18,7 +18,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import Connection
 from psycopg.rows import dict_row
 
-from tests.attach.checkpoints import put_checkpoint, usage
+from tests.attach.checkpoints import put_checkpoint, usage, values
 from tests.fixtures.platform import Platform
 from yuxi_dash.cli import main
 from yuxi_dash.compression import context_view
@@ -410,3 +410,33 @@ def test_a_forged_saved_result_header_never_shows_another_users_file(
     assert [(r.outcome, r.detail.get("code")) for r in refused] == [
         ("refused", "saved_result_refused")
     ]
+
+
+def test_status_names_the_missing_checkpoint_id_index_until_the_owner_creates_it(
+    attached: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The saver keys checkpoints by thread first: the window query needs its own index."""
+    from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
+
+    put_checkpoint(attached.owner_conninfo, "plat-one", values())
+    code, report = cli(capsys, "attach", "scan")
+    assert (code, report["checkpoint_index"]) == (0, False)
+    code, status = cli(capsys, "attach", "status")
+    assert status["checkpoint_index"] is False
+    assert status["create_index_statement"] == CREATE_INDEX_STATEMENT
+    assert status["window_query_ms"] == pytest.approx(report["query_seconds"] * 1000, abs=0.2)
+    assert main(["attach", "status"]) == 0
+    text = capsys.readouterr().out
+    assert "the platform's checkpoints table has no index on checkpoint_id" in text
+    assert CREATE_INDEX_STATEMENT in text
+
+    with Connection.connect(attached.owner_conninfo, autocommit=True) as conn:
+        conn.execute(CREATE_INDEX_STATEMENT)  # what the platform's owner runs
+    put_checkpoint(attached.owner_conninfo, "plat-two", values())
+    code, report = cli(capsys, "attach", "scan")
+    assert (code, report["checkpoint_index"], report["projected"]) == (0, True, 1)
+    code, status = cli(capsys, "attach", "status")
+    assert (status["checkpoint_index"], status["create_index_statement"]) == (True, None)
+    assert status["window_query_ms"] is not None
+    assert main(["attach", "status"]) == 0
+    assert "checkpoint_id" not in capsys.readouterr().out

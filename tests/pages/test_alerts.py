@@ -80,6 +80,27 @@ def test_admin_adds_a_rule_from_the_form(
     assert rules.list_rules() == []
 
 
+def test_admin_adds_a_cited_evidence_rule_from_the_form(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 39: the alert kind for a compression that loses cited evidence, from the page."""
+    at = app_test(PAGE)
+    at.text_input(key="rule_name").set_value("cited-rule")
+    at.selectbox(key="rule_kind").set_value("cited_evidence_lost")
+    next(b for b in at.button if b.label == "Save rule").click().run()
+    assert not at.exception
+    (rule,) = rules.list_rules()
+    assert (rule.name, rule.kind, rule.fire_at, rule.clear_at) == (
+        "cited-rule",
+        "cited_evidence_lost",
+        1,
+        1,
+    )
+    at.run()
+    listed = at.dataframe[-1].value
+    assert listed[listed["rule"] == "cited-rule"]["fire at"].tolist() == ["1 cited lost"]
+
+
 def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(
     app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

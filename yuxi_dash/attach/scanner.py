@@ -42,6 +42,7 @@ from yuxi_dash.attach.platform_store import (
 from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
 from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
+from yuxi_dash.attach.scan_index import has_checkpoint_index
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
@@ -89,6 +90,7 @@ class ScanReport(Record):
     conflict_threads: list[str] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # error code -> threads
     platform: str = ""  # "<system identifier>/<database>" of the platform scanned
+    checkpoint_index: bool | None = None  # the platform's checkpoints has one led by checkpoint_id
     platform_changed: bool = False  # another platform than the last scan's, confirmed
     watermark_capped: bool = False  # a checkpoint dated past the platform's clock (+ skew)
     watermark_reset: bool = False  # the stored watermark was past that clock: read from the start
@@ -225,9 +227,14 @@ def read_watermark(settings: Settings, source: str) -> ScanWatermark | None:
 
 
 def _save_watermark(
-    settings: Settings, source: str, checkpoint_id: str, platform_id: str | None = None
+    settings: Settings,
+    source: str,
+    checkpoint_id: str,
+    platform_id: str | None = None,
+    cost: tuple[bool, float] | None = None,
 ) -> int:
-    """Store the watermark (and the platform scanned); returns the attached threads we hold."""
+    """Store the watermark (and the platform scanned, and ``cost``: whether it has the
+    checkpoint_id index, the window query's ms); returns the attached threads we hold."""
     for attempt in (1, 2):
         try:
             with session_scope(settings) as session:
@@ -239,6 +246,8 @@ def _save_watermark(
                 row.checkpoint_id = checkpoint_id
                 if platform_id is not None:
                     row.platform_id = platform_id
+                if cost is not None:
+                    row.checkpoint_index, row.window_query_ms = cost
                 row.scanned_at = utcnow()
                 row.threads = threads
                 return threads
@@ -297,6 +306,7 @@ def scan(
     query_started = time.perf_counter()
     seen = changed_threads(conninfo, floor=floor, store=opened)
     query_seconds = time.perf_counter() - query_started
+    indexed = has_checkpoint_index(conninfo, opened)  # once per scan (attach.scan_index)
     tally = Tally()
     with session_scope(settings) as session:
         projected = _projected(session, [t.thread_id for t in seen])
@@ -378,7 +388,8 @@ def scan(
     _touch_seen(settings, [t.thread_id for t in seen], revived, platform_id)
     deleted = mark_deleted(settings, [t.thread_id for t in seen]) if full and not stopped else 0
     watermark = _next_watermark(before, reached, tally, cap)
-    attached = _save_watermark(settings, source, watermark, platform_id)
+    cost = (indexed, round(query_seconds * 1000, 1))
+    attached = _save_watermark(settings, source, watermark, platform_id, cost)
     report = ScanReport(
         source=source,
         watermark_before=stored.checkpoint_id if stored is not None else "",
@@ -401,6 +412,7 @@ def scan(
         conflict_threads=tally.conflict_threads,
         failures=tally.failures,
         platform=platform_id,
+        checkpoint_index=indexed,
         platform_changed=changed_platform,
         watermark_capped=bool(reached and reached > cap),
         watermark_reset=reset,

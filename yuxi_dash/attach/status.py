@@ -3,7 +3,9 @@
 `attach_status(settings)` reads our own tables only (never the platform): the
 source label (host, port and database, never the URL), the platform it was
 last scanned as, the watermark and when, the attached threads, and the
-quarantined and flagged threads (`attach.quarantine`), their strings printable.
+quarantined and flagged threads (`attach.quarantine`), their strings printable,
+and the last scan's cost: its window query's time and whether the platform's
+``checkpoints`` has an index led by ``checkpoint_id`` (`attach.scan_index`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sqlalchemy as sa
 
 from yuxi_dash.attach.platform_store import attach_conninfo, source_label
 from yuxi_dash.attach.quarantine import QuarantineEntry, entries
+from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
 from yuxi_dash.attach.scanner import read_watermark
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
@@ -35,6 +38,13 @@ class AttachStatus(Record):
     attached_threads: int
     platform_id: str | None = None
     problems: list[QuarantineEntry] = field(default_factory=list)
+    checkpoint_index: bool | None = None  # None: no scan has read it yet
+    window_query_ms: float | None = None  # the last scan's window query
+
+    @property
+    def create_index_statement(self) -> str | None:
+        """The one statement the platform's owner can run, when the last scan found no index."""
+        return CREATE_INDEX_STATEMENT if self.checkpoint_index is False else None
 
     @property
     def quarantined(self) -> list[QuarantineEntry]:
@@ -55,7 +65,7 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             )
             or 0
         )
-    source = watermark = platform_id = None
+    source = watermark = platform_id = indexed = query_ms = None
     scanned_at = None
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
@@ -64,6 +74,7 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             watermark = row.checkpoint_id or None
             scanned_at = row.scanned_at
             platform_id = row.platform_id
+            indexed, query_ms = row.checkpoint_index, row.window_query_ms
     return AttachStatus(
         configured=settings.attach_configured,
         source=source,
@@ -73,4 +84,6 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
         attached_threads=attached,
         platform_id=platform_id,
         problems=entries(settings, source),
+        checkpoint_index=indexed,
+        window_query_ms=query_ms,
     )

@@ -10,8 +10,9 @@ refused (`platform_changed`) unless `--accept-new-platform` (audited under
 `--actor`). `status` says what is attached (by its label: host, port and
 database, never the URL), which platform, how far the last scan got and the
 quarantined threads (a checkpoint naming a type outside the allow-list among
-them: ``checkpoint_refused``) and flagged ones, from our own tables only. Neither ever
-prints the connection string.
+them: ``checkpoint_refused``) and flagged ones, from our own tables only; when the last
+scan found no index led by ``checkpoint_id`` on the platform's ``checkpoints``, its window
+query's time and the one statement the owner can run. Neither ever prints the connection string.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
     # where its threads are compressed: the platform's endpoint (scheme://host:port), or None
     endpoint = platform_label(settings.platform_url or "") if settings.platform_configured else None
     data["compress_endpoint"] = endpoint
+    data["create_index_statement"] = status.create_index_statement
     attached = status.attached_threads
     if not status.configured:
         text = f"no platform attached (YUXI_DASH_ATTACH_CHECKPOINTER unset); {attached:,} attached"
@@ -112,6 +114,13 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         if endpoint
         else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
     )
+    if status.create_index_statement:
+        took = f"{status.window_query_ms:g} ms" if status.window_query_ms is not None else "-"
+        text += (
+            "\nthe platform's checkpoints table has no index on checkpoint_id: the last scan's "
+            f"window query took {took}; the platform owner can run: "
+            + status.create_index_statement
+        )
     for entry in status.problems:
         text += (
             f"\n{entry.action} {entry.thread} at {entry.checkpoint_id or '-'}: "

@@ -144,8 +144,7 @@ class Conversation(Base):
     origin: Mapped[str] = mapped_column(sa.String(16), default=ORIGIN_DASHBOARD)
     # an attached thread: the platform it was projected from ("<system identifier>/<database>")
     platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
-    # a compress in progress (service.compress): set under the row lock before the summarizer
-    # call, cleared when it ends; a lease past its time (a killed process) is void
+    # a compress running (service.compress: leased under the row lock); void past its time
     compress_lease_id: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)
     compress_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
@@ -230,7 +229,7 @@ class ChatMessage(Base):
 
 
 class ScanWatermark(Base):
-    """How far a projection of an attached checkpointer has read (newest checkpoint id seen)."""
+    """How far an attached checkpointer's projection read; the last scan's platform and cost."""
 
     __tablename__ = "scan_watermarks"
 
@@ -238,8 +237,9 @@ class ScanWatermark(Base):
     checkpoint_id: Mapped[str] = mapped_column(sa.String(64), default="")
     scanned_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     threads: Mapped[int] = mapped_column(sa.Integer, default=0)
-    # the platform this source was last scanned as ("<system identifier>/<database>")
-    platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)  # "<id>/<db>"
+    checkpoint_index: Mapped[bool | None] = mapped_column(sa.Boolean, nullable=True)  # None: unread
+    window_query_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
 
 
 class AttachQuarantine(Base):
