@@ -116,6 +116,7 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
     from yuxi_dash.store.db import session_scope
     from yuxi_dash.store.queries import ThreadWhere, count_threads, list_threads
+    from yuxi_dash.store.thread_list import thread_forecasts
 
     with cli_refusals(args, "cli.threads", "threads:*"):
         if args.min_pressure is not None and args.min_pressure > MAX_MIN_PRESSURE:
@@ -132,7 +133,8 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
     )
     with session_scope() as session:
         items = list_threads(session, limit=args.limit, offset=args.offset, **where)
-        data = [thread_summary_to_dict(item) for item in items]
+        forecasts = thread_forecasts(session, items)  # one read of the listed threads
+        data = [{**thread_summary_to_dict(i), **forecasts[i.thread_id]} for i in items]
         total = count_threads(session, **where)
     rows = [
         (

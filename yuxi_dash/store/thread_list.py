@@ -8,18 +8,21 @@ reasons and capability are computed for the returned page only (a row's
 `wording.attached_label` of the platform's label, read once per page from the
 newest scan watermark: `store.origin.attached_platform`). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
-the list, the count and `store.overview` filter on.
+the list, the count and `store.overview` filter on. `thread_forecasts` reads the listed
+threads' newest snapshots in one windowed query for `compression.forecast`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.compression.forecast import forecast
 from yuxi_dash.printable_record import Record
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
@@ -28,6 +31,7 @@ from yuxi_dash.store.models import (
     AgentRun,
     Conversation,
     RunRequest,
+    UsageSnapshotRow,
 )
 from yuxi_dash.store.origin import attached_platform, is_attached
 from yuxi_dash.wording import attached_label
@@ -247,3 +251,48 @@ def summary_row(
         attached=attached,
         platform=platform if attached else None,
     )
+
+
+FORECAST_WINDOW = 20  # the newest usage snapshots per thread a forecast reads
+
+
+def thread_forecasts(session: Session, items: Sequence[ThreadSummary]) -> dict[str, dict[str, Any]]:
+    """`compression.forecast` of each listed thread, from one windowed read of its snapshots.
+
+    Each thread's newest `FORECAST_WINDOW` snapshots (a window function per thread id,
+    served by the thread/time index); the current figures are the row's own.
+    """
+    ids = [item.thread_id for item in items]
+    if not ids:
+        return {}
+    newest_first = (UsageSnapshotRow.measured_at.desc(), UsageSnapshotRow.id.desc())
+    rank = sa.func.row_number().over(partition_by=UsageSnapshotRow.thread_id, order_by=newest_first)
+    recent = (
+        sa.select(
+            UsageSnapshotRow.id,
+            UsageSnapshotRow.thread_id,
+            UsageSnapshotRow.measured_at,
+            UsageSnapshotRow.next_llm_input_tokens,
+            UsageSnapshotRow.summary_trigger_tokens,
+            UsageSnapshotRow.source,
+            rank.label("rank"),
+        )
+        .where(UsageSnapshotRow.thread_id.in_(ids))
+        .subquery()
+    )
+    rows = session.execute(
+        sa.select(recent)
+        .where(recent.c.rank <= FORECAST_WINDOW)
+        .order_by(recent.c.thread_id, recent.c.measured_at, recent.c.id)
+    ).all()
+    by_thread: dict[str, list[Any]] = {}
+    for row in rows:
+        by_thread.setdefault(row.thread_id, []).append(row)
+    return {
+        item.thread_id: forecast(
+            by_thread.get(item.thread_id, []),
+            next_tokens=item.next_llm_input_tokens,
+            trigger_tokens=item.summary_trigger_tokens,
+        ).to_dict()
+        for item in items
+    }
