@@ -33,6 +33,7 @@ from yuxi_dash.ui.page_text import (
     ago,
     busy_label,
     code,
+    crossing_text,
     error_line,
     literal,
     md,
@@ -119,6 +120,15 @@ st.caption(  # what the next input tokens hold, in words on the page (not only a
             measured_at=None if newest is None else newest["measured_at"],
             unmeasured=unmeasured,
         )
+    )
+)
+
+crossing = crossing_text(row["turns_to_100"], row["seconds_to_100"])
+st.caption(  # when the growth since the last compression reaches the threshold
+    literal(
+        f"Crosses the summary threshold in: {crossing}."
+        if crossing != "–"
+        else f"Crosses the summary threshold: {row['forecast_note'] or 'no forecast'}."
     )
 )
 

@@ -26,6 +26,7 @@ from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import (
     PERCENT_FORMAT,
     ago,
+    crossing_text,
     literal,
     md,
     pct,
@@ -78,7 +79,9 @@ COLUMNS = {
         "Note",
         help="busy (running, queued or interrupted): wait; nothing to summarize: a compress "
         "would change nothing (too few messages since the last summary), it is not offered "
-        "first nor in a selection, and the list below the table says why",
+        "first nor in a selection, and the list below the table says why; 100% in N "
+        "turns: model calls until the next input reaches the summary threshold, from the "
+        "growth since the last compression (thread detail says the time too)",
         width=160,
     ),
 }
@@ -149,6 +152,13 @@ cannot = cannot_compress_line(
 if cannot:
     st.caption(literal(cannot))
 
+
+def soon(turns: object) -> str:
+    """A row's forecast as a note: "100% in N turns" (nothing when over or unknown)."""
+    text = crossing_text(turns, None)
+    return f"100% in {text}" if text not in ("–", "now") else ""
+
+
 table = pd.DataFrame(
     {
         "open": [f"thread_detail?thread={quote(t, safe='')}" for t in listed["thread_id"]],
@@ -165,8 +175,10 @@ table = pd.DataFrame(
         "compression": listed["compression"],
         "last compression": [ago(t) for t in listed["last_compression_at"]],
         "note": [
-            f"busy ({b})" if isinstance(b, str) and b else short_note(no_op.get(t))
-            for t, b in zip(listed["thread_id"], listed["busy_reason"], strict=True)
+            f"busy ({b})" if isinstance(b, str) and b else short_note(no_op.get(t)) or soon(n)
+            for t, b, n in zip(
+                listed["thread_id"], listed["busy_reason"], listed["turns_to_100"], strict=True
+            )
         ],
     }
 )

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
-from yuxi_dash.ui.page_text import pct
+from yuxi_dash.store.thread_list import thread_forecasts
+from yuxi_dash.ui.page_text import crossing_text, pct
 
 PAGE = "app_pages/thread_detail.py"
 
@@ -45,6 +46,12 @@ def test_detail_shows_the_requested_thread(
         f"{len(chat_frames[0]):,} messages as the user and agent wrote them: this record is "
         "never compressed."
     ) in captions
+    # when it crosses the threshold, as `threads --json` forecasts it (issue 40)
+    with session_scope(demo_env) as session:
+        forecast = thread_forecasts(session, [hottest])[hottest.thread_id]
+    crossing = crossing_text(forecast["turns_to_100"], forecast["seconds_to_100"])
+    said = crossing if crossing != "–" else forecast["forecast_note"]
+    assert f"Crosses the summary threshold{' in' if crossing != '–' else ''}: {said}." in captions
 
 
 def test_detail_of_an_unknown_thread_is_one_line(

@@ -15,7 +15,9 @@ from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.sources import compress_thread_context
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.queries import get_thread, list_threads
+from yuxi_dash.store.thread_list import thread_forecasts
 from yuxi_dash.store.thread_store import load_state, state_store
+from yuxi_dash.ui.page_text import crossing_text
 
 PAGE = "app_pages/threads.py"
 
@@ -149,6 +151,26 @@ def test_an_attached_thread_says_so_and_is_counted_with_the_rest(
     button = at.button(key="compress_one")
     assert button.disabled and button.help.startswith(f"{label}: the platform owns")
     assert target not in at.multiselect(key="compress_selection").options
+
+
+def test_each_row_says_when_it_crosses_the_threshold(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 40: an idle row's note is its forecast (`compression.forecast`), in turns."""
+    at = _show_all(app_test(PAGE))
+    table = at.dataframe[0].value
+    with session_scope(demo_env) as session:
+        rows = list_threads(session, min_pressure=0.85, limit=100_000)
+        expected = thread_forecasts(session, rows)
+    forecast_notes = 0
+    for thread_id, note in zip(table["thread"], table["note"], strict=True):
+        turns = expected[thread_id]["turns_to_100"]
+        if note.startswith("100% in "):
+            forecast_notes += 1
+            assert note == f"100% in {crossing_text(turns, None)}"
+        elif not note:
+            assert turns in (None, 0)  # over the threshold already, or no forecast
+    assert forecast_notes, "the demo forecasts some idle thread"
 
 
 def test_to_threshold_reads_as_room_left_or_over_by(
@@ -313,7 +335,9 @@ def test_a_thread_with_nothing_to_summarize_is_not_offered_and_says_why(
     notes = at.dataframe[0].value.set_index("thread")["note"]
     for thread_id in idle:  # the kind in the row, the whole note in the list under the table
         assert notes[thread_id] == "nothing to summarize"
-    assert set(notes[notes != ""].index) == set(idle)
+    # the other notes are forecasts (issue 40), never "nothing to summarize"
+    others = notes[(notes != "") & ~notes.index.isin(idle)]
+    assert all(n.startswith("100% in ") for n in others), others.tolist()
     why = at.dataframe[1].value.set_index("thread")["why"]
     assert set(why.index) == set(idle)
     for thread_id in idle:

@@ -20,6 +20,7 @@ from yuxi_dash.ui.messages import chat_line, indented_json
 from yuxi_dash.ui.page_text import (
     ago,
     clip,
+    crossing_text,
     error_line,
     markdown_literal,
     outcome_line,
@@ -144,6 +145,15 @@ def test_stamp_and_clip() -> None:
     assert stamp(datetime(2026, 11, 19, 15, 40)) == "2026-11-19 15:40:00 UTC"  # naive is UTC
     assert stamp("yesterday") == "yesterday" and stamp(None) == "–"
     assert clip("abcdef", 6) == "abcdef" and clip("abcdefg", 6) == "abcde…"
+
+
+def test_crossing_text_says_turns_and_time_or_that_it_cannot_tell() -> None:
+    assert crossing_text(None, None) == "–" and crossing_text(float("nan"), None) == "–"
+    assert crossing_text(0, 0) == "now"
+    assert crossing_text(1, 30) == "1 turn, ~1 min"
+    assert crossing_text(3, 2_400) == "3 turns, ~40 min"
+    assert crossing_text(10, 36_000) == "10 turns, ~10 h"
+    assert crossing_text(4, None) == "4 turns"
 
 
 def test_blocked_kinds_count_only_what_really_cannot_be_compressed_here() -> None:

@@ -50,6 +50,8 @@ THREAD_COLUMNS = [
     "compression",  # ThreadSummary.compression: supported, unsupported or "attached: <platform>"
     "platform_blocker",  # an attached thread: why it cannot be sent to the platform now
     "compress_route",  # where a compress goes: here, platform or none (`store.origin`)
+    "turns_to_100",  # model calls until the threshold (`compression.forecast`); None: unknown
+    "seconds_to_100",
 ]
 
 
@@ -167,11 +169,15 @@ def _threads(
     database_url: str, min_pressure: float | None, limit: int, platform_url: str | None
 ) -> dict[str, Any]:
     from yuxi_dash.store.queries import count_threads, list_threads
+    from yuxi_dash.store.thread_list import thread_forecasts
 
     with session_scope(get_settings()) as session:
         rows = list_threads(session, min_pressure=min_pressure, limit=limit)
         total = count_threads(session, min_pressure=min_pressure)
-        records = [{**asdict(r), "compression": r.compression} for r in rows]
+        forecasts = thread_forecasts(session, rows)  # one read for the listed threads
+        records = [
+            {**asdict(r), "compression": r.compression, **forecasts[r.thread_id]} for r in rows
+        ]
         _platform_blockers(session, records)
     return {
         "rows": _frame(records, THREAD_COLUMNS),
@@ -248,12 +254,14 @@ def _thread_detail(database_url: str, thread_id: str, platform_url: str | None) 
     from yuxi_dash.compression.thread_state import message_text
     from yuxi_dash.sources import thread_store
     from yuxi_dash.store.queries import chat_record, get_thread, usage_timeline
+    from yuxi_dash.store.thread_list import thread_forecasts
 
     with session_scope(get_settings()) as session:
         detail = get_thread(session, thread_id, store_for=thread_store)  # attached: the platform's
         timeline = usage_timeline(session, thread_id)
         chat = chat_record(session, thread_id)
         summary = {**asdict(detail.summary), "compression": detail.summary.compression}
+        summary.update(thread_forecasts(session, [detail.summary])[thread_id])
         _platform_blockers(session, [summary])
     view = context_view(detail.state)  # as the next call gets it
     visible = [

@@ -54,6 +54,20 @@ _REFUSAL_PREFIX = {
 }
 
 
+def crossing_text(turns: Any, seconds: Any) -> str:
+    """When a thread crosses its summary threshold: "now", "3 turns, ~40 min" or "–" (no
+    forecast: too little history since the last compression, or no growth)."""
+    if not isinstance(turns, int | float) or turns != turns:  # None or NaN: no forecast
+        return "–"
+    if turns <= 0:
+        return "now"
+    text = f"{int(turns):,} turn{'s' if int(turns) != 1 else ''}"
+    if isinstance(seconds, int | float) and seconds == seconds and seconds > 0:
+        minutes = max(1, round(seconds / 60))
+        text += f", ~{minutes:,} min" if minutes < 120 else f", ~{minutes / 60:.0f} h"
+    return text
+
+
 def tokens(value: float | None) -> str:
     """A token or character count with separators: 102400 -> '102,400' (see `wording.count`)."""
     return count(value)
