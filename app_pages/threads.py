@@ -26,7 +26,7 @@ from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import (
     PERCENT_FORMAT,
     ago,
-    crossing_text,
+    crossing_note,
     literal,
     md,
     pct,
@@ -153,12 +153,6 @@ if cannot:
     st.caption(literal(cannot))
 
 
-def soon(turns: object) -> str:
-    """A row's forecast as a note: "100% in N turns" (nothing when over or unknown)."""
-    text = crossing_text(turns, None)
-    return f"100% in {text}" if text not in ("–", "now") else ""
-
-
 table = pd.DataFrame(
     {
         "open": [f"thread_detail?thread={quote(t, safe='')}" for t in listed["thread_id"]],
@@ -175,7 +169,9 @@ table = pd.DataFrame(
         "compression": listed["compression"],
         "last compression": [ago(t) for t in listed["last_compression_at"]],
         "note": [
-            f"busy ({b})" if isinstance(b, str) and b else short_note(no_op.get(t)) or soon(n)
+            f"busy ({b})"
+            if isinstance(b, str) and b
+            else short_note(no_op.get(t)) or crossing_note(n)
             for t, b, n in zip(
                 listed["thread_id"], listed["busy_reason"], listed["turns_to_100"], strict=True
             )

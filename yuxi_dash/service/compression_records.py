@@ -25,7 +25,7 @@ from yuxi_dash.compression.engine import count_state_tokens
 from yuxi_dash.compression.evidence_keep import named_evidence_index
 from yuxi_dash.compression.evidence_ledger import Ledger, build_ledger
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY
-from yuxi_dash.compression.thread_state import ThreadContextState
+from yuxi_dash.compression.thread_state import ThreadContextState, message_text
 from yuxi_dash.files.workdir import Workdir
 from yuxi_dash.store.compressions import TRIGGER_AUTOMATIC
 from yuxi_dash.store.origin import origin_name
@@ -64,8 +64,7 @@ def _history_sha256(workdir: Workdir | None, path: str | None) -> str | None:
 
 def summary_text(state: ThreadContextState) -> str:
     """The summary as text; a NUL (which no text column takes) written as ``\\x00``."""
-    content = state.summary.summary_message.content if state.summary is not None else ""
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    text = message_text(state.summary.summary_message) if state.summary is not None else ""
     return text.replace("\x00", "\\x00")
 
 

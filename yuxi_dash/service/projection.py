@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.agents import AGENT_DEFAULTS
 from yuxi_dash.compression.engine import count_state_tokens
-from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.compression.thread_state import (
     ThreadContextState,
     chat_role,
@@ -152,11 +152,7 @@ def _source(previous: Mapping[str, Any] | None, values: Mapping[str, Any]) -> st
     stated = usage.get("source") if isinstance(usage, Mapping) else None
     if stated in SNAPSHOT_SOURCES:
         return str(stated)
-    before = (previous or {}).get(SUMMARIZATION_EVENT_KEY)
-    if (
-        values.get(SUMMARIZATION_EVENT_KEY) is not None
-        and values.get(SUMMARIZATION_EVENT_KEY) != before
-    ):
+    if new_event(previous, values):
         return "auto_compaction"
     return "model_call"
 

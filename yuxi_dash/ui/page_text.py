@@ -68,6 +68,12 @@ def crossing_text(turns: Any, seconds: Any) -> str:
     return text
 
 
+def crossing_note(turns: Any) -> str:
+    """A list row's forecast as its note: "100% in N turns" (nothing when over or unknown)."""
+    text = crossing_text(turns, None)
+    return f"100% in {text}" if text not in ("–", "now") else ""
+
+
 def tokens(value: float | None) -> str:
     """A token or character count with separators: 102400 -> '102,400' (see `wording.count`)."""
     return count(value)
