@@ -293,6 +293,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("yuxi_dash.files",),  # the workdir: bytes on disk, no database
     ("yuxi_dash.compression",),  # the engine, pure Python
     ("yuxi_dash.store",),  # tables, checkpointers, read queries, whose thread it is
+    ("yuxi_dash.costs",),  # model prices and what recorded calls cost
     ("yuxi_dash.access",),  # roles and the audit log
     ("yuxi_dash.leader", "yuxi_dash.background"),  # what every background job builds on
     ("yuxi_dash.alerts",),
@@ -301,9 +302,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("yuxi_dash.platform",),  # the platform's endpoint
     ("yuxi_dash.sources",),  # one thread, one source
     ("yuxi_dash.tool_results",),
+    ("yuxi_dash.tuning",),  # recorded threads replayed under other settings
     ("yuxi_dash.memory.graph",),
     ("yuxi_dash.memory.cache",),
     ("yuxi_dash.memory.views",),
+    ("yuxi_dash.memory.history", "yuxi_dash.memory.quality"),  # memory over time, and its quality
     ("yuxi_dash.memory.support",),
     ("yuxi_dash.memory",),  # the package's own `__init__`
     ("yuxi_dash.api",),
