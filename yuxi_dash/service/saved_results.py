@@ -10,6 +10,12 @@ directory, or a file of other content), and when no thread of another owner
 (another user, or the other origin: ours or an attached platform's) indexed
 that file first. A refused header is indexed nowhere and audited
 (``index_saved_result``, outcome refused, code ``saved_result_refused``).
+
+Who indexed a file first is read and written in one transaction holding a lock on each
+path: on PostgreSQL a transaction advisory lock per path (`PATH_LOCK_SPACE`, the path's
+`hashtext`, taken in key order so two writers never wait on each other in a circle); on
+SQLite the database's single writer. So two owners' threads projected at once never both
+index one file.
 """
 
 from __future__ import annotations
@@ -28,12 +34,20 @@ from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import tool_result_relpath
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows
+from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import Conversation, ToolResult, utcnow
 
 PROJECTION_ACTOR = "system:projection"
 REFUSE_ACTION = "index_saved_result"
 REFUSED_CODE = "saved_result_refused"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+PATH_LOCK_SPACE = 270_727_031  # pg_advisory_xact_lock(space, hashtext(path)): one owner a file
+# Each path's lock, in key order (the subquery's order is the order they are taken in).
+LOCK_PATHS = sa.text(
+    "SELECT count(pg_advisory_xact_lock(CAST(:space AS integer), key)) FROM ("
+    "SELECT DISTINCT hashtext(path) AS key FROM unnest(CAST(:paths AS text[])) AS path "
+    "ORDER BY key) AS keys"
+)
 
 Refusal = tuple[str, str]  # (thread id, why)
 
@@ -98,6 +112,8 @@ def owned_results(
     if not tools:
         return []
     paths = sorted({row["path"] for row in tools})
+    if not is_sqlite(session):
+        session.execute(LOCK_PATHS, {"space": PATH_LOCK_SPACE, "paths": paths})
     held: dict[str, set[tuple[str, str]]] = {}
     for start in range(0, len(paths), THREAD_CHUNK):
         found = session.execute(
