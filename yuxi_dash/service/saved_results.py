@@ -1,21 +1,16 @@
 """The tool-results index, read from saved-result headers: only the file a header's writer made.
 
-A saved-result header is a message's own text, so a tool (or a platform's
-user) can forge one. The writer names a result's file by its content alone
-(`files.workdir.tool_result_relpath`: the results directory, the tool's name, the
-first 16 hex digits of the content's SHA-256), and that is the namespace a
-header is held to: it is indexed only when its path is exactly the file its
-own tool and full SHA-256 name (never a history file, the marker, another
-directory, or a file of other content), and when no thread of another owner
-(another user, or the other origin: ours or an attached platform's) indexed
-that file first. A refused header is indexed nowhere and audited
-(``index_saved_result``, outcome refused, code ``saved_result_refused``).
+A saved-result header is a message's own text, so a tool (or a platform's user) can forge
+one. The writer names a result's file by its content alone (`files.workdir.tool_result_relpath`:
+the tool's name and the first 16 hex digits of the content's SHA-256). A header is indexed
+only when its path is exactly the file its own tool and full SHA-256 name (never a history
+file, the marker, another directory, or a file of other content), and when no thread of
+another owner (another user, or the other origin) indexed that file first. A refused header
+is indexed nowhere and audited (``index_saved_result``, refused, ``saved_result_refused``).
 
-Who indexed a file first is read and written in one transaction holding a lock on each
-path: on PostgreSQL a transaction advisory lock per path (`PATH_LOCK_SPACE`, the path's
-`hashtext`, taken in key order so two writers never wait on each other in a circle); on
-SQLite the database's single writer. So two owners' threads projected at once never both
-index one file.
+"First" is read and written in one transaction holding each path's lock: on PostgreSQL a
+transaction advisory lock per path (`PATH_LOCK_SPACE` and the path's `hashtext`, taken in key
+order, so writers never wait in a circle); on SQLite the database's single writer.
 """
 
 from __future__ import annotations
