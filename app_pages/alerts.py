@@ -1,6 +1,7 @@
 """Alerts: the firing and pending pressure alerts, recent history, channels, and (admins) rules.
 
-Everyone sees the alerts with their pressure, how long, a link to the thread
+Everyone sees the alerts with their measure (summary pressure, cited items lost, or
+minutes until a forecast crossing), how long, a link to the thread
 and a Compress button (the shared compress dialog; the service checks the
 role and the thread again). A thread nobody can compress says why in its
 place (`store.origin`), and is never the one picked first. Admins add,
@@ -16,8 +17,11 @@ import streamlit as st
 
 from yuxi_dash.access.roles import Role
 from yuxi_dash.alerts import rules, views
+from yuxi_dash.alerts.forecast_crossing import CANDIDATES_MAX, DEFAULT_HORIZON_MINUTES
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.store.models import (
+    ALERT_KIND_CITED_LOST,
+    ALERT_KIND_FORECAST,
     ALERT_KIND_PRESSURE,
     ALERT_KINDS,
     ALERT_SCOPES,
@@ -26,6 +30,16 @@ from yuxi_dash.store.models import (
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import PERCENT_FORMAT, ago, error_line, literal, md, pct, percent_value
+
+
+def _threshold(kind: str, value: float | None) -> str:
+    """A measure as its kind counts it: a percent, cited items lost, or minutes."""
+    if kind == ALERT_KIND_CITED_LOST and value is not None:
+        return f"{int(value):,} cited lost"
+    if kind == ALERT_KIND_FORECAST and value is not None:
+        return f"{value:,.4g} min"
+    return pct(value)
+
 
 actor = require_actor()
 st.title("Alerts")
@@ -59,7 +73,11 @@ else:
                 "thread": [a.thread_id for a in alerts],
                 "agent": [a.agent for a in alerts],
                 "platform": [a.platform for a in alerts],
-                "pressure": [percent_value(a.pressure) for a in alerts],
+                "pressure": [
+                    percent_value(a.pressure) if a.kind == ALERT_KIND_PRESSURE else None
+                    for a in alerts
+                ],
+                "measure": [_threshold(a.kind, a.pressure) for a in alerts],
                 "since": [ago(a.since) for a in alerts],
             }
         ),
@@ -73,7 +91,7 @@ else:
         },
     )
     by_thread: dict[str, views.AlertInfo] = {}
-    for alert in alerts:  # firing first, highest pressure first: a thread's first alert
+    for alert in alerts:  # firing first, by kind, most urgent first: a thread's first alert
         by_thread.setdefault(alert.thread_id, alert)
     ids = list(by_thread)
     chosen = st.selectbox(
@@ -81,7 +99,7 @@ else:
         ids,
         index=next((i for i, t in enumerate(ids) if not by_thread[t].compress_blocker), 0),
         format_func=lambda t: (
-            f"{t} · {pct(by_thread[t].pressure)}"
+            f"{t} · {_threshold(by_thread[t].kind, by_thread[t].pressure)}"
             + (" · cannot be compressed" if by_thread[t].compress_blocker else "")
         ),
         key="alerts_compress_thread",
@@ -111,7 +129,7 @@ if past:
                 "thread": [h.thread for h in past],
                 "became": [h.outcome for h in past],
                 "rule": [h.rule for h in past],
-                "pressure": [pct(h.pressure) for h in past],
+                "measure": [_threshold(h.kind, h.pressure) for h in past],
             }
         ),
         hide_index=True,
@@ -121,13 +139,18 @@ else:
     st.caption("No alert has changed state yet.")
 
 
-def _threshold(kind: str, value: float) -> str:
-    """A pressure rule's ratio as a percent; a cited-evidence rule's count as items."""
-    return pct(value) if kind == ALERT_KIND_PRESSURE else f"{int(value):,} cited lost"
-
-
 st.subheader("Rules")
 current_rules = rules.list_rules()
+capped = views.capped_forecast_rules()
+if capped:
+    st.caption(
+        md(
+            "Forecast rules at the cap (more threads active within the horizon than a pass "
+            "forecasts: only the {} most pressured are read): {}.",
+            f"{CANDIDATES_MAX:,}",
+            ", ".join(capped),
+        )
+    )
 st.dataframe(
     pd.DataFrame(
         {
@@ -135,7 +158,11 @@ st.dataframe(
             "kind": [r.kind for r in current_rules],
             "scope": [f"{r.scope} {r.agent}" if r.agent else r.scope for r in current_rules],
             "fire at": [_threshold(r.kind, r.fire_at) for r in current_rules],
-            "clear below": [_threshold(r.kind, r.clear_at) for r in current_rules],
+            "clears": [  # a forecast's minutes resolve beyond clear_at, the others below it
+                f"{'beyond' if r.kind == ALERT_KIND_FORECAST else 'below'} "
+                f"{_threshold(r.kind, r.clear_at)}"
+                for r in current_rules
+            ],
             "for (s)": [r.for_seconds for r in current_rules],
             "severity": [r.severity for r in current_rules],
             "enabled": [r.enabled for r in current_rules],
@@ -162,7 +189,19 @@ if actor.role >= Role.ADMIN:
             key="rule_kind",
             help="pressure: a thread's summary pressure ratio (fire at / clear below). "
             "cited_evidence_lost: the newest compression lost an item the assistant cited "
-            "(fires at 1, the ratios above are not used).",
+            "(fires at 1, the ratios above are not used). forecast_crossing: a thread is "
+            "forecast to reach 100% within the horizon (resolves beyond it, or when compressed).",
+        )
+        horizon = middle.number_input(
+            "Horizon (minutes)",
+            value=None,
+            min_value=1,
+            max_value=1440,
+            key="rule_horizon",
+            placeholder=f"the rule's own (new: {DEFAULT_HORIZON_MINUTES:g})",
+            help="forecast_crossing only: fires for a thread forecast to reach 100% of its "
+            "summary threshold within this many minutes. Empty: an existing rule keeps its "
+            "own; a new rule gets the default.",
         )
         enabled = st.checkbox("Enabled", value=True, key="rule_enabled")
         compressible_only = st.checkbox(
@@ -183,10 +222,15 @@ if actor.role >= Role.ADMIN:
                 "enabled": enabled,
                 "compressible_only": compressible_only,
             }
-            if kind != ALERT_KIND_PRESSURE:  # a count, with the kind's own defaults
+            existing = next((r for r in current_rules if r.name == name), None)
+            rule_kind = existing.kind if existing else kind
+            if rule_kind == ALERT_KIND_FORECAST:  # minutes: fires within, resolves beyond (a
+                # clear_at equal to the horizon moves with it: `rules.update_rule`)
+                fields.update(fire_at=None if horizon is None else float(horizon), clear_at=None)
+            elif rule_kind != ALERT_KIND_PRESSURE:  # a count, with the kind's own defaults
                 fields.update(fire_at=None, clear_at=None)
             try:
-                if any(r.name == name for r in current_rules):
+                if existing is not None:
                     rules.update_rule(actor, name, **fields)
                 else:
                     rules.add_rule(actor, name=name, kind=kind, **fields)  # type: ignore[arg-type]

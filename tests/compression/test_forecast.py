@@ -85,3 +85,12 @@ def test_no_trigger_and_no_time_are_said() -> None:
     assert forecast(calls(1, 2, 3), trigger_tokens=0).forecast_note == NO_TRIGGER
     got = forecast(calls(4000, 4500, 5000, every=0))
     assert got == Forecast(7, 10, None, None, NO_TIME)
+
+
+def test_from_now_the_time_since_the_newest_call_is_taken_off_and_the_turns_stay() -> None:
+    rows = calls(4000, 4500, 5000)  # the newest call 2 minutes after START
+    newest = START + timedelta(minutes=2)
+    assert forecast(rows, now=newest) == Forecast(7, 10, 420, 600, None)
+    assert forecast(rows, now=newest + timedelta(minutes=5)) == Forecast(7, 10, 120, 300, None)
+    assert forecast(rows, now=newest + timedelta(hours=1)) == Forecast(7, 10, 0, 0, None)
+    assert forecast(rows, now=START) == Forecast(7, 10, 420, 600, None)  # a clock behind: as is

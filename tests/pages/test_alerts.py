@@ -6,13 +6,16 @@ lists them, and the page says why in place of the button (never an estimate).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.alerts.builders import ADMIN
-from yuxi_dash.alerts import rules
+from tests.store.forecast_builders import grow
+from yuxi_dash.alerts import forecast_crossing, rules, views
 from yuxi_dash.alerts.evaluate import evaluate
 from yuxi_dash.alerts.views import current_alerts
 from yuxi_dash.settings import Settings, get_settings
@@ -99,6 +102,56 @@ def test_admin_adds_a_cited_evidence_rule_from_the_form(
     at.run()
     listed = at.dataframe[-1].value
     assert listed[listed["rule"] == "cited-rule"]["fire at"].tolist() == ["1 cited lost"]
+
+
+def test_admin_adds_a_forecast_crossing_rule_from_the_form(
+    app_test: Callable[..., AppTest], demo_env: Settings
+) -> None:
+    """Issue 40: the alert kind for a thread forecast to reach 100% within a horizon."""
+    at = app_test(PAGE)
+    at.text_input(key="rule_name").set_value("soon")
+    at.selectbox(key="rule_kind").set_value("forecast_crossing")
+    at.number_input(key="rule_horizon").set_value(30)
+    next(b for b in at.button if b.label == "Save rule").click().run()
+    assert not at.exception
+    (rule,) = rules.list_rules()
+    assert (rule.kind, rule.fire_at, rule.clear_at) == ("forecast_crossing", 30, 30)
+    at.run()
+    listed = at.dataframe[-1].value
+    assert listed[listed["rule"] == "soon"]["fire at"].tolist() == ["30 min"]
+    assert listed[listed["rule"] == "soon"]["clears"].tolist() == ["beyond 30 min"]
+    # saved again with the horizon left empty: the rule keeps its own
+    at.number_input(key="rule_horizon").set_value(None)
+    at.selectbox(key="rule_severity").set_value("critical")
+    next(b for b in at.button if b.label == "Save rule").click().run()
+    assert not at.exception
+    (rule,) = rules.list_rules()
+    assert (rule.fire_at, rule.clear_at, rule.severity) == (30, 30, "critical")
+
+
+def test_forecast_alerts_say_minutes_in_the_picker_and_the_history(
+    app_test: Callable[..., AppTest], demo_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grow("fc-soon", 5000, 5500, 6000, last_at=utcnow() - timedelta(minutes=1))  # 4 min
+    grow("fc-next", 6000, 6400, 6800, last_at=utcnow() - timedelta(minutes=1))  # 3 min
+    rules.add_rule(ADMIN, name="soon", kind="forecast_crossing", agent="agent-a")
+    evaluate()
+    at = app_test(PAGE)
+    assert not at.exception
+    picker = at.selectbox(key="alerts_compress_thread")
+    next_, soon = picker.options  # the fewest minutes first; minutes, not a percent
+    assert re.fullmatch(r"fc-next · (3|2\.\d+) min", next_), next_
+    assert re.fullmatch(r"fc-soon · (4|3\.\d+) min", soon), soon
+    history = at.dataframe[1].value
+    assert "measure" in history.columns and "pressure" not in history.columns
+    assert all(re.fullmatch(r"(4|3|[23]\.\d+) min", m) for m in history["measure"])
+    assert not [c for c in at.caption if c.value.startswith("Forecast rules at the cap")]
+
+    monkeypatch.setattr(forecast_crossing, "CANDIDATES_MAX", 1)
+    monkeypatch.setattr(views, "CANDIDATES_MAX", 1)
+    at.run()
+    (said,) = [c.value for c in at.caption if c.value.startswith("Forecast rules at the cap")]
+    assert said.endswith("only the 1 most pressured are read): soon.")
 
 
 def test_a_viewer_sees_alerts_but_no_rule_form_and_cannot_compress(

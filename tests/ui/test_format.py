@@ -154,6 +154,7 @@ def test_crossing_text_says_turns_and_time_or_that_it_cannot_tell() -> None:
     assert crossing_text(3, 2_400) == "3 turns, ~40 min"
     assert crossing_text(10, 36_000) == "10 turns, ~10 h"
     assert crossing_text(4, None) == "4 turns"
+    assert crossing_text(4, 0) == "4 turns, due now"  # idle past its pace: the turns stay
 
 
 def test_blocked_kinds_count_only_what_really_cannot_be_compressed_here() -> None:

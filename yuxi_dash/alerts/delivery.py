@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from yuxi_dash import outbound
 from yuxi_dash.access.audit import record_audit
 from yuxi_dash.alerts.cited_evidence import newest_cited_lost
+from yuxi_dash.alerts.forecast_crossing import gate_minutes, live_minutes
 from yuxi_dash.alerts.machine import FIRING, RESOLVED
 from yuxi_dash.alerts.payloads import (
     EVENT_HEADER,
@@ -49,6 +50,7 @@ from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.labels import agent_label, top_agents
 from yuxi_dash.store.models import (
     ALERT_KIND_CITED_LOST,
+    ALERT_KIND_FORECAST,
     ALERT_KIND_PRESSURE,
     AlertChannel,
     AlertOutbox,
@@ -225,6 +227,15 @@ def _alert_rows(session: Session, now: datetime) -> list[dict[str, Any]]:
     ).all()
     cited = [state.thread_id for state, _ in rows if state.kind == ALERT_KIND_CITED_LOST]
     cited_lost = newest_cited_lost(session, cited)
+    minutes = live_minutes(
+        session,
+        [
+            (s.thread_id, gate_minutes(s.fire_at, s.clear_at))
+            for s, _ in rows
+            if s.kind == ALERT_KIND_FORECAST
+        ],
+        now=now,
+    )
     out = []
     for state, live in rows:
         pressure = state.pressure  # the measure the pass stored, unless a live one is read
@@ -232,6 +243,10 @@ def _alert_rows(session: Session, now: datetime) -> list[dict[str, Any]]:
             pressure = live
         elif state.kind == ALERT_KIND_CITED_LOST:
             pressure = cited_lost.get(state.thread_id, pressure)
+        elif state.kind == ALERT_KIND_FORECAST:
+            pressure = minutes.get(
+                (state.thread_id, gate_minutes(state.fire_at, state.clear_at)), pressure
+            )
         out.append(
             {
                 "kind": state.kind,

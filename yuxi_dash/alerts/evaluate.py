@@ -1,18 +1,18 @@
 """One evaluation pass: every rule against the threads it could concern, in one transaction.
 
-Reads only what can change: per enabled rule the threads at or above its ``fire_at``
-(the pressure index; kind ``cited_evidence_lost``: the newest compression records that
-lost that many cited items, `alerts.cited_evidence`), plus every alert row that exists;
-a hook after one thread's write passes ``thread_id`` and reads that thread's only.
-A ``compressible_only`` rule skips the threads `store.origin` says nobody can
-compress. Each (rule, thread) goes through `machine.decide`; the changes are written in
-bulk with one audit row per transition (action ``alert``) and, when the
-webhook is configured, one outbox row per firing or resolved notice, in the
-same transaction, so a notice exists exactly when its change does. Resolved
-rows are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for a
-while) and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One
-evaluator at a time: a PostgreSQL transaction-level advisory lock (SQLite: its
-one writer). Delivery, when asked, runs after the commit.
+Reads only what can change: per enabled rule the threads past its ``fire_at`` (the
+pressure index; other kinds: `alerts.cited_evidence`, `alerts.forecast_crossing`), plus
+every alert row (a forecast row that is no candidate never moves toward firing: pending
+cancels, firing reads its live minutes through the same gate); a hook passes ``thread_id``
+and reads that thread's only. A ``compressible_only`` rule skips the threads
+`store.origin` says nobody can compress. Each (rule, thread) goes through
+`machine.decide`; the changes are written in bulk with one audit row per transition
+(action ``alert``) and, when the webhook is configured, one outbox row per firing or
+resolved notice, in the same transaction, so a notice exists exactly when its change
+does. Resolved rows are kept `RESOLVED_KEEP_SECONDS` (Alertmanager hears ``endsAt`` for
+a while) and then dropped, as are notices delivered `SENT_KEEP_DAYS` ago. One evaluator
+at a time: a PostgreSQL transaction-level advisory lock (SQLite: its one writer).
+Delivery, when asked, runs after the commit.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from sqlalchemy.orm import Session
 from yuxi_dash.access.audit import sanitize_detail, storable
 from yuxi_dash.alerts.cited_evidence import newest_cited_lost, newest_records
 from yuxi_dash.alerts.delivery import deliver_all
+from yuxi_dash.alerts.forecast_crossing import candidates as crossing_candidates
+from yuxi_dash.alerts.forecast_crossing import gate_minutes, live_minutes
 from yuxi_dash.alerts.machine import CANCELLED, FIRING, PENDING, RESOLVED, Seen, decide
 from yuxi_dash.alerts.payloads import RESOLVED_KEEP_SECONDS, webhook_configured, webhook_payload
 from yuxi_dash.printable_record import Record
@@ -37,6 +39,7 @@ from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import is_sqlite, locked_session
 from yuxi_dash.store.models import (
     ALERT_KIND_CITED_LOST,
+    ALERT_KIND_FORECAST,
     ALERT_KIND_PRESSURE,
     AlertOutbox,
     AlertRule,
@@ -76,6 +79,7 @@ class EvaluationReport(Record):
     notified: int = 0  # webhook notices delivered after the pass
     alertmanager_posted: int = 0
     seconds: float = 0.0
+    capped_rules: int = 0  # forecast rules that read only their CANDIDATES_MAX most pressured
 
 
 def in_scope(rule: AlertRule | None, agent: str, origin: str, *, compressible: bool = True) -> bool:
@@ -90,7 +94,7 @@ def in_scope(rule: AlertRule | None, agent: str, origin: str, *, compressible: b
     return True
 
 
-def _scope_filter(rule: AlertRule) -> sa.ColumnElement[bool]:
+def scope_filter(rule: AlertRule) -> sa.ColumnElement[bool]:
     if rule.scope == "agent":
         return Conversation.agent_slug == rule.agent_slug
     if rule.scope == ATTACHED_NAME:
@@ -110,22 +114,35 @@ _THREAD_COLUMNS = (
 )
 
 
-def _candidates(session: Session, rule: AlertRule, one_thread: sa.ColumnElement[bool]) -> Any:
-    """The rule's threads at or above its ``fire_at``, as `_THREAD_COLUMNS` (the measure
-    second: summary pressure, or the cited items the newest compression record lost)."""
-    where = (Conversation.status != "deleted", _scope_filter(rule), one_thread)
+def _candidates(
+    session: Session,
+    rule: AlertRule,
+    one_thread: sa.ColumnElement[bool],
+    now: datetime,
+    forecasts: dict[tuple[Any, ...], Any],
+) -> tuple[Any, bool]:
+    """The rule's threads at or past its ``fire_at``, as `_THREAD_COLUMNS` (the measure
+    second: summary pressure, the cited items the newest compression record lost, or the
+    minutes until a forecast crossing), and whether they were capped (forecasts only).
+    ``forecasts`` keeps the forecast candidates per (horizon, scope): read once a pass."""
+    where = (Conversation.status != "deleted", scope_filter(rule), one_thread)
+    if rule.kind == ALERT_KIND_FORECAST:
+        key = (rule.fire_at, rule.scope, rule.agent_slug)
+        if key not in forecasts:
+            forecasts[key] = crossing_candidates(session, rule.fire_at, where, now=now)
+        return forecasts[key].rows, forecasts[key].capped
     if rule.kind == ALERT_KIND_CITED_LOST:
         record = CompressionRecord
         return session.execute(
             sa.select(Conversation.thread_id, record.cited_lost, *_THREAD_COLUMNS[2:])
             .join(record, record.thread_id == Conversation.thread_id)
             .where(record.cited_lost >= rule.fire_at, newest_records(), *where)
-        ).all()
+        ).all(), False
     return session.execute(
         sa.select(*_THREAD_COLUMNS).where(
             Conversation.summary_pressure_ratio >= rule.fire_at, *where
         )
-    ).all()
+    ).all(), False
 
 
 def _take_lock(session: Session) -> None:
@@ -189,12 +206,14 @@ def _evaluate_locked(
     seen_keys: set[tuple[int | None, str]] = set()
     picky = any(r.enabled and r.compressible_only for r in rules.values())
     can = _Compressible(capability(session, settings) if picky else None)
+    forecasts: dict[tuple[Any, ...], Any] = {}
+    capped = 0
     for rule in rules.values():
         if not rule.enabled:
             continue
-        for thread_id, pressure, trigger, agent, origin, _status in _candidates(
-            session, rule, one_thread
-        ):
+        found, cut = _candidates(session, rule, one_thread, now, forecasts)
+        capped += cut
+        for thread_id, pressure, trigger, agent, origin, _status in found:
             if rule.compressible_only and not can(thread_id, agent, origin):
                 continue  # an alert it had resolves below: out of the rule's scope now
             key = (rule.id, thread_id)
@@ -208,17 +227,26 @@ def _evaluate_locked(
                 fire_at=rule.fire_at,
                 clear_at=rule.clear_at,
                 for_seconds=rule.for_seconds,
+                falling=rule.kind == ALERT_KIND_FORECAST,
             )
             thread = (thread_id, float(pressure), int(trigger), agent, origin)
             writes.apply(rule, state, thread, decide(seen, now), tally)
     cited = [r.thread_id for r in rows if r.kind == ALERT_KIND_CITED_LOST]
     cited_lost = newest_cited_lost(session, cited)  # their live measure
-    for state in rows:
-        if (state.rule_id, state.thread_id) in seen_keys:
-            continue
+    unseen = [r for r in rows if (r.rule_id, r.thread_id) not in seen_keys]
+    gates = {r.id: _gate(r, rules) for r in unseen if r.kind == ALERT_KIND_FORECAST}
+    minutes = live_minutes(  # only a firing one is held by its live minutes
+        session,
+        [(r.thread_id, gates[r.id]) for r in unseen if r.id in gates and r.state == FIRING],
+        now=now,
+    )
+    for state in unseen:
         pressure, trigger, agent = state.live_pressure, state.live_trigger, state.live_agent
         if state.kind == ALERT_KIND_CITED_LOST and state.live_status is not None:
             pressure = cited_lost.get(state.thread_id, 0)
+        if state.kind == ALERT_KIND_FORECAST:  # no candidate: never toward firing; firing
+            # resolves when the thread has no forecast (compressed, idle past the gate)
+            pressure = minutes.get((state.thread_id, gates[state.id]))
         origin, status = state.live_origin, state.live_status
         owner = rules.get(state.rule_id) if state.rule_id is not None else None
         gone = pressure is None or status == "deleted"
@@ -235,6 +263,7 @@ def _evaluate_locked(
             fire_at=owner.fire_at if owner else state.fire_at,
             clear_at=owner.clear_at if owner else state.clear_at,
             for_seconds=owner.for_seconds if owner else 0,
+            falling=state.kind == ALERT_KIND_FORECAST,
         )
         thread = (
             state.thread_id,
@@ -269,7 +298,15 @@ def _evaluate_locked(
         started_pending=tally[PENDING],
         cancelled=tally[CANCELLED],
         queued=writes.queued,
+        capped_rules=capped,
     )
+
+
+def _gate(state: Any, rules: dict[int, AlertRule]) -> float:
+    """A forecast alert's gate in minutes (`gate_minutes`): its rule's, else as stored."""
+    owner = rules.get(state.rule_id) if state.rule_id is not None else None
+    source = owner if owner is not None else state
+    return gate_minutes(source.fire_at, source.clear_at)
 
 
 class _Compressible:

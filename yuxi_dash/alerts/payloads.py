@@ -8,8 +8,11 @@ and annotations ``pressure``, ``threshold``, ``agent`` and ``dashboard`` (a
 link built from ``YUXI_DASH_PUBLIC_URL``). The ``agent`` label is bounded (the
 top agents, else ``other``: `store.labels`); the annotation and the webhook
 body carry the real slug. Every value is the stored text, never markup. The alert
-name says the rule's kind (`ALERTNAMES`); a ``cited_evidence_lost`` alert's
-annotation is ``cited_lost`` (the items the newest compression lost), not ``pressure``.
+name says the rule's kind (`ALERTNAMES`); the measure's annotation is ``pressure``,
+``cited_lost`` (items the newest compression lost) or ``minutes_to_threshold`` (minutes
+until a forecast crossing of 100%), in the kind's units like ``threshold`` and ``clear_at``:
+ratios with four decimals, counts and minutes as they are (``60``). The webhook body
+carries the measure in ``pressure`` and its name in ``measure`` (`MEASURES`).
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.models import ALERT_KIND_CITED_LOST, ALERT_KIND_PRESSURE
+from yuxi_dash.store.models import ALERT_KIND_CITED_LOST, ALERT_KIND_FORECAST, ALERT_KIND_PRESSURE
 
 ALERTNAME = "ThreadContextPressure"  # a pressure rule's
 ALERTNAMES = {
     ALERT_KIND_PRESSURE: ALERTNAME,
     ALERT_KIND_CITED_LOST: "CompressionLostCitedEvidence",
+    ALERT_KIND_FORECAST: "ThreadForecastCrossing",
 }
+MEASURES = {ALERT_KIND_CITED_LOST: "cited_lost", ALERT_KIND_FORECAST: "minutes_to_threshold"}
 SIGNATURE_HEADER = "X-Yuxi-Dash-Signature"
 RESOLVED_KEEP_SECONDS = 900  # a resolved alert is re-sent to Alertmanager (endsAt) this long
 EVENT_HEADER = "X-Yuxi-Dash-Event"
@@ -71,6 +76,7 @@ def webhook_payload(
         "agent": values["agent_slug"],
         "platform": values["platform"],
         "pressure": values["pressure"],
+        "measure": MEASURES.get(values.get("kind") or ALERT_KIND_PRESSURE, "pressure"),
         "fire_at": values["fire_at"],
         "clear_at": values["clear_at"],
         "summary_trigger_tokens": values["threshold_tokens"],
@@ -97,7 +103,8 @@ def alertmanager_alert(
     """
     link = thread_link(row["thread_id"], settings)
     kind = row.get("kind") or ALERT_KIND_PRESSURE
-    measure = "cited_lost" if kind == ALERT_KIND_CITED_LOST else "pressure"
+    measure = MEASURES.get(kind, "pressure")
+    figure = "{:.4f}".format if measure == "pressure" else "{:g}".format
     return {
         "labels": {
             "alertname": alertname(kind),
@@ -108,9 +115,9 @@ def alertmanager_alert(
             "severity": row["severity"],
         },
         "annotations": {
-            measure: f"{row['pressure']:.4f}" if measure == "pressure" else f"{row['pressure']:g}",
-            "threshold": f"{row['fire_at']:.4f}",
-            "clear_at": f"{row['clear_at']:.4f}",
+            measure: figure(row["pressure"]),
+            "threshold": figure(row["fire_at"]),
+            "clear_at": figure(row["clear_at"]),
             "summary_trigger_tokens": str(row["threshold_tokens"]),
             "agent": row["agent_slug"],
             "dashboard": link,

@@ -5,14 +5,14 @@ platform's threads or our ``own``), fires at or above ``fire_at`` of the
 summary threshold and resolves only below ``clear_at`` (which must be lower:
 the gap is the hysteresis), after the condition held ``for_seconds``.
 ``compressible_only`` (on by default) leaves out the threads nobody can compress
-(`store.origin`: an agent without the capability, a platform's refusal).
-Deleting a rule leaves its alerts to the next evaluation, which resolves them.
+(`store.origin`). Deleting a rule leaves its alerts to the next evaluation, which resolves them.
 
-A rule's ``kind`` says what ``fire_at`` measures, set when it is made: ``pressure`` (the
-above) or ``cited_evidence_lost``, the cited evidence items the thread's newest
-compression record lost (fires at ``fire_at`` items, default 1; resolves when a newer
-record loses fewer than ``clear_at``, default 1: none). A count needs no hysteresis,
-so that kind allows ``clear_at`` equal to ``fire_at``.
+A rule's ``kind`` (fixed) says what ``fire_at`` measures: ``pressure`` (the above);
+``cited_evidence_lost``, the cited items the newest compression record lost (fires at
+``fire_at``, default 1; resolves below ``clear_at``, default 1: a count needs no
+hysteresis, so it may equal ``fire_at``); ``forecast_crossing``, minutes until 100%
+(`alerts.forecast_crossing`; ``fire_at`` the horizon, default 60, at most a day;
+``clear_at`` defaults to it, never below it, and moves with it when it equalled it).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from sqlalchemy.orm import Session
 from yuxi_dash import validation
 from yuxi_dash.access.audit import audited_refusals, record_audit
 from yuxi_dash.access.roles import Actor, Role, require_role
+from yuxi_dash.alerts.forecast_crossing import DEFAULT_HORIZON_MINUTES, MAX_HORIZON_MINUTES
 from yuxi_dash.errors import AlertRuleNotFound, InvalidInput
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
     ALERT_KIND_CITED_LOST,
+    ALERT_KIND_FORECAST,
     ALERT_KIND_PRESSURE,
     ALERT_KINDS,
     ALERT_SCOPES,
@@ -44,8 +46,12 @@ from yuxi_dash.store.models import (
 RULE_ACTION = "alert_rule"
 DEFAULT_FIRE_AT = 0.85
 DEFAULT_CLEAR_AT = 0.80
-# per kind: (fire_at, clear_at) when the rule does not say
-DEFAULTS = {ALERT_KIND_PRESSURE: (DEFAULT_FIRE_AT, DEFAULT_CLEAR_AT), ALERT_KIND_CITED_LOST: (1, 1)}
+# per kind: (fire_at, clear_at) when the rule does not say (forecast_crossing: clear_at = fire_at)
+DEFAULTS = {
+    ALERT_KIND_PRESSURE: (DEFAULT_FIRE_AT, DEFAULT_CLEAR_AT),
+    ALERT_KIND_CITED_LOST: (1, 1),
+    ALERT_KIND_FORECAST: (DEFAULT_HORIZON_MINUTES, DEFAULT_HORIZON_MINUTES),
+}
 MAX_FOR_SECONDS = 7 * 24 * 3600
 
 
@@ -86,10 +92,13 @@ def _checked(fields: dict[str, Any]) -> dict[str, Any]:
     """The rule's fields after the input rules; InvalidInput names the field, never the value."""
     out = dict(fields)
     out["name"] = validation.identifier(out["name"], "rule name")
-    out["fire_at"] = validation.number(out["fire_at"], "fire_at", minimum=0.01, maximum=100.0)
-    out["clear_at"] = validation.number(out["clear_at"], "clear_at", minimum=0.0, maximum=100.0)
     if out["kind"] not in ALERT_KINDS:
         raise InvalidInput(f"kind must be one of {', '.join(ALERT_KINDS)}")
+    top = MAX_HORIZON_MINUTES if out["kind"] == ALERT_KIND_FORECAST else 100.0  # minutes
+    out["fire_at"] = validation.number(out["fire_at"], "fire_at", minimum=0.01, maximum=top)
+    out["clear_at"] = validation.number(out["clear_at"], "clear_at", minimum=0.0, maximum=top)
+    if out["kind"] == ALERT_KIND_FORECAST and out["clear_at"] < out["fire_at"]:
+        raise InvalidInput("clear_at must not be below fire_at (minutes: it resolves beyond it)")
     if out["kind"] == ALERT_KIND_CITED_LOST and out["clear_at"] > out["fire_at"]:
         raise InvalidInput("clear_at must not be above fire_at")
     if out["kind"] == ALERT_KIND_PRESSURE and out["clear_at"] >= out["fire_at"]:
@@ -169,6 +178,8 @@ def add_rule(
     ):
         require_role(actor, Role.ADMIN, action="adding an alert rule")
         fire_default, clear_default = DEFAULTS.get(kind, DEFAULTS[ALERT_KIND_PRESSURE])
+        if kind == ALERT_KIND_FORECAST and fire_at is not None:
+            clear_default = fire_at  # resolves beyond the horizon it fires within
         fields = _checked(
             {
                 "name": name,
@@ -196,7 +207,8 @@ def add_rule(
 def update_rule(
     actor: Actor, name: str, *, settings: Settings | None = None, **changes: Any
 ) -> RuleInfo:
-    """Change some fields of a rule (admin); None values are left as they are."""
+    """Change some fields of a rule (admin); None values are left as they are (a forecast
+    rule's clear_at equal to its fire_at moves with a new fire_at)."""
     settings = settings or get_settings()
     with audited_refusals(
         actor=actor.id, action=RULE_ACTION, target=f"rule:{name}", settings=settings
@@ -215,6 +227,9 @@ def update_rule(
             unknown = set(changes) - set(current)
             if unknown:
                 raise InvalidInput("unknown rule field")
+            moves = rule.kind == ALERT_KIND_FORECAST and rule.clear_at == rule.fire_at
+            if moves and changes.get("clear_at") is None and changes.get("fire_at") is not None:
+                changes["clear_at"] = changes["fire_at"]  # it resolved beyond its horizon: still
             current.update({k: v for k, v in changes.items() if v is not None})
             if current["scope"] != "agent" and changes.get("scope") is not None:
                 current["agent_slug"] = None

@@ -2,21 +2,25 @@
 
 Read-only. Current alerts are the pending and firing rows with the thread's
 live pressure (a ``cited_evidence_lost`` alert: the cited items its newest
-compression record lost) and why it cannot be compressed, if it cannot
-(`store.origin`); the history is the newest ``alert`` audit rows (each transition);
+compression record lost; a ``forecast_crossing`` alert: the minutes until its forecast
+crossing, `alerts.forecast_crossing`) and why it cannot be compressed, if it cannot
+(`store.origin`). They sort firing first, then by kind (`KIND_ORDER`), then the most
+urgent first (`urgency`: the highest pressure or count, the fewest minutes); the history is the newest ``alert`` audit rows (each transition);
 a channel's state says whether it is paused and why.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 
 from yuxi_dash.alerts.cited_evidence import newest_cited_lost
 from yuxi_dash.alerts.delivery import ALERTMANAGER, WEBHOOK
-from yuxi_dash.alerts.evaluate import ALERT_ACTION
+from yuxi_dash.alerts.evaluate import ALERT_ACTION, scope_filter
+from yuxi_dash.alerts.forecast_crossing import CANDIDATES_MAX, gate_minutes, live_minutes
 from yuxi_dash.alerts.machine import FIRING, PENDING
 from yuxi_dash.alerts.payloads import thread_link, webhook_configured
 from yuxi_dash.printable_record import Record
@@ -24,14 +28,20 @@ from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import (
     ALERT_KIND_CITED_LOST,
+    ALERT_KIND_FORECAST,
     ALERT_KIND_PRESSURE,
     AlertChannel,
+    AlertRule,
     AlertState,
     AuditEntry,
     Conversation,
     utcnow,
 )
 from yuxi_dash.store.origin import capability, named_attached
+from yuxi_dash.store.thread_list import forecast_gate
+
+KIND_ORDER = (ALERT_KIND_PRESSURE, ALERT_KIND_FORECAST, ALERT_KIND_CITED_LOST)  # over 100%
+# first, then about to cross it, then what a compression already lost
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,8 @@ class AlertInfo(Record):
     link: str
     checkpoint_id: str | None  # the thread's newest projected checkpoint (the stale-click guard)
     compress_blocker: str | None = None  # why nobody can compress the thread (None: one can)
-    kind: str = ALERT_KIND_PRESSURE  # its rule's (`cited_evidence_lost`: pressure is items lost)
+    kind: str = ALERT_KIND_PRESSURE  # its rule's (`cited_evidence_lost`: pressure is items lost;
+    # `forecast_crossing`: minutes until the forecast crossing)
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,14 @@ class HistoryItem(Record):
     outcome: str
     rule: str | None
     pressure: float | None
+    kind: str = ALERT_KIND_PRESSURE  # what ``pressure`` measures (its rule's kind)
+
+
+def urgency(state: str, kind: str, measure: float, thread_id: str) -> tuple[Any, ...]:
+    """The sort key of an alert: firing first, then `KIND_ORDER`, then the most urgent
+    measure first (a forecast's fewest minutes; the others' highest value), then thread id."""
+    rank = KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+    return (state != FIRING, rank, measure if kind == ALERT_KIND_FORECAST else -measure, thread_id)
 
 
 @dataclass(frozen=True)
@@ -74,7 +93,7 @@ class ChannelInfo(Record):
 
 
 def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
-    """Firing then pending alerts, the highest pressure first."""
+    """Firing then pending alerts, by kind, the most urgent first (`urgency`)."""
     settings = settings or get_settings()
     now = utcnow()
     with session_scope(settings) as session:
@@ -86,6 +105,12 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
         verdict = capability(session, settings) if rows else None
         cited = [s.thread_id for s, *_ in rows if s.kind == ALERT_KIND_CITED_LOST]
         cited_lost = newest_cited_lost(session, cited)
+        forecast = [
+            (s.thread_id, gate_minutes(s.fire_at, s.clear_at))
+            for s, *_ in rows
+            if s.kind == ALERT_KIND_FORECAST
+        ]
+        minutes = live_minutes(session, forecast, now=now)
     out = []
     for state, live, checkpoint_id in rows:
         since = (state.firing_since if state.state == FIRING else state.pending_since) or (
@@ -96,6 +121,10 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
             pressure = live
         elif state.kind == ALERT_KIND_CITED_LOST:
             pressure = cited_lost.get(state.thread_id, pressure)
+        elif state.kind == ALERT_KIND_FORECAST:
+            pressure = minutes.get(
+                (state.thread_id, gate_minutes(state.fire_at, state.clear_at)), pressure
+            )
         out.append(
             AlertInfo(
                 rule=state.rule_name,
@@ -119,8 +148,34 @@ def current_alerts(settings: Settings | None = None) -> list[AlertInfo]:
                 kind=state.kind,
             )
         )
-    out.sort(key=lambda a: (a.state != FIRING, -a.pressure, a.thread_id))
+    out.sort(key=lambda a: urgency(a.state, a.kind, a.pressure, a.thread_id))
     return out
+
+
+def capped_forecast_rules(settings: Settings | None = None) -> list[str]:
+    """The enabled ``forecast_crossing`` rules with more threads active within their horizon
+    than a pass forecasts (`CANDIDATES_MAX`: the most pressured are read), by name. One bounded
+    count per such rule over the activity index."""
+    now = utcnow()
+    with session_scope(settings) as session:
+        found = session.scalars(
+            sa.select(AlertRule)
+            .where(AlertRule.enabled, AlertRule.kind == ALERT_KIND_FORECAST)
+            .order_by(AlertRule.name)
+        ).all()
+        capped = []
+        for rule in found:
+            since = now - timedelta(minutes=rule.fire_at)
+            active = (
+                sa.select(Conversation.thread_id)
+                .where(*forecast_gate(since), Conversation.status != "deleted", scope_filter(rule))
+                .limit(CANDIDATES_MAX + 1)
+                .subquery()
+            )
+            counted = session.execute(sa.select(sa.func.count()).select_from(active))
+            if counted.scalar_one() > CANDIDATES_MAX:
+                capped.append(rule.name)
+        return capped
 
 
 def history(settings: Settings | None = None, *, limit: int = 50) -> list[HistoryItem]:
@@ -139,6 +194,7 @@ def history(settings: Settings | None = None, *, limit: int = 50) -> list[Histor
                 outcome=row.outcome,
                 rule=(row.detail or {}).get("rule"),
                 pressure=(row.detail or {}).get("pressure"),
+                kind=(row.detail or {}).get("kind") or ALERT_KIND_PRESSURE,
             )
             for row in rows
         ]

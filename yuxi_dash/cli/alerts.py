@@ -35,7 +35,9 @@ def _rule_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _at(kind: str, value: float) -> str:
-    """A rule's threshold as its kind measures it: a ratio, or cited items lost."""
+    """A rule's threshold as its kind measures it: a ratio, cited items lost, or minutes."""
+    if kind == "forecast_crossing":
+        return f"{value:g} min"
     return f"{value:g} cited lost" if kind == "cited_evidence_lost" else percent(value)
 
 
@@ -44,7 +46,8 @@ def _rule_result(info: Any, verb: str) -> CommandResult:
     return CommandResult(
         data=data,
         text=f"{verb} rule {info.name} ({info.kind}): fires at {_at(info.kind, info.fire_at)}, "
-        f"clears below {_at(info.kind, info.clear_at)}, for {info.for_seconds} s, "
+        f"clears {'beyond' if info.kind == 'forecast_crossing' else 'below'} "
+        f"{_at(info.kind, info.clear_at)}, for {info.for_seconds} s, "
         f"scope {info.scope}{' ' + info.agent if info.agent else ''}, {info.severity}, "
         f"{'compressible threads only' if info.compressible_only else 'all threads'}",
     )
@@ -97,6 +100,7 @@ def _cmd_rule_list(args: argparse.Namespace) -> CommandResult:
 @store_errors
 def _cmd_evaluate(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.alerts.evaluate import evaluate
+    from yuxi_dash.alerts.forecast_crossing import CANDIDATES_MAX
 
     report = evaluate()
     return CommandResult(
@@ -104,7 +108,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> CommandResult:
         text=f"firing {report.firing:,}, pending {report.pending:,}, "
         f"resolved {report.resolved:,}, notified {report.notified:,} "
         f"(fired {report.fired:,}, alertmanager {report.alertmanager_posted:,}, "
-        f"{report.seconds:.2f} s)",
+        f"{report.seconds:.2f} s)"
+        + (
+            f"\n{report.capped_rules:,} forecast rule{'s' if report.capped_rules != 1 else ''} "
+            f"read only the {CANDIDATES_MAX:,} most pressured threads active within the horizon"
+            if report.capped_rules
+            else ""
+        ),
     )
 
 
@@ -118,7 +128,7 @@ def _cmd_list(args: argparse.Namespace) -> CommandResult:
          int(a.for_seconds)]
         for a in found
     ]  # fmt: skip
-    headers = ["state", "rule", "thread", "agent", "platform", "pressure / lost", "for s"]
+    headers = ["state", "rule", "thread", "agent", "platform", "pressure / lost / min", "for s"]
     return CommandResult(
         data=[{**a.to_dict(), "since": iso(a.since)} for a in found],
         text=render_table(rows, headers) if found else "no pending or firing alerts",
@@ -130,20 +140,29 @@ def _rule_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     if adding:
         parser.add_argument(
             "--kind",
-            choices=["pressure", "cited_evidence_lost"],
+            choices=["pressure", "cited_evidence_lost", "forecast_crossing"],
             default="pressure",
             help="pressure: summary pressure of a thread (default); cited_evidence_lost: the "
             "cited evidence items the thread's newest compression lost (--fire-at and "
-            "--clear-at are item counts, default 1 and 1: fires on any, resolves on none)",
+            "--clear-at are item counts, default 1 and 1: fires on any, resolves on none); "
+            "forecast_crossing: a thread forecast to reach 100%% within --fire-at minutes "
+            "(default 60; resolves beyond --clear-at minutes, default --fire-at, or when "
+            "compressed)",
         )
     parser.add_argument(
         "--fire-at",
         dest="fire_at",
         type=float,
-        help="ratio of the summary threshold (default 0.85)",
+        help="pressure: a ratio of the summary threshold (default 0.85); cited_evidence_lost: "
+        "items lost (default 1); forecast_crossing: minutes, the horizon (default 60)",
     )
     parser.add_argument(
-        "--clear-at", dest="clear_at", type=float, help="resolves below this ratio (default 0.80)"
+        "--clear-at",
+        dest="clear_at",
+        type=float,
+        help="pressure: resolves below this ratio (default 0.80); cited_evidence_lost: below "
+        "this count (default 1); forecast_crossing: beyond these minutes (default --fire-at; "
+        "moves with --fire-at while equal to it)",
     )
     parser.add_argument(
         "--for", dest="for_seconds", type=int, help="seconds the condition must hold"

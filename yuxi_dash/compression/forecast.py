@@ -7,7 +7,9 @@ thread's last compression (a ``manual_compression`` or ``auto_compaction`` snaps
 resets it): the mean tokens added per model call, and the mean time between those
 calls. ``turns_to_85`` is how many more model calls until the next input is at 85%
 of the trigger (0: it already is); the seconds are those turns times the mean
-interval. Fewer than `MIN_MODEL_CALLS` model calls since the last compression, or no
+interval, counted from the newest model call, or from ``now`` when given: less the time
+since that call, never below 0 (the turns do not change while a thread is idle; only the
+time estimate does). Fewer than `MIN_MODEL_CALLS` model calls since the last compression, or no
 growth, gives None with a `forecast_note` saying why instead of a guess.
 """
 
@@ -59,11 +61,12 @@ def forecast(
     *,
     next_tokens: int | None = None,
     trigger_tokens: int | None = None,
+    now: datetime | None = None,
 ) -> Forecast:
     """The forecast of one thread from its snapshots, oldest first.
 
     ``next_tokens`` and ``trigger_tokens`` are the thread's current figures (its row's);
-    by default the newest snapshot's.
+    by default the newest snapshot's. With ``now``, the seconds count from it.
     """
     newest = snapshots[-1] if snapshots else None
     current = next_tokens if next_tokens is not None else _field(newest, "next_llm_input_tokens")
@@ -83,6 +86,9 @@ def forecast(
         note = NO_GROWTH
     steps = len(calls) - 1
     span = (calls[-1].measured_at - calls[0].measured_at).total_seconds() if calls else 0.0
+    idle = 0  # seconds since the newest model call, when counted from now
+    if now is not None and calls:
+        idle = max(0, int((now - calls[-1].measured_at).total_seconds()))
     figures: list[tuple[int | None, int | None]] = []
     for percent in (round(SUGGESTION_RATIO * 100), 100):
         if summary_pressure_ratio(current, trigger) >= percent / 100:
@@ -94,7 +100,7 @@ def forecast(
         # smallest k with current + k * growth / steps >= trigger * percent / 100, in integers
         short = trigger * percent - 100 * current
         turns = -(-short * steps // (100 * growth))
-        seconds = round(turns * span / steps) if span > 0 else None
+        seconds = max(0, round(turns * span / steps) - idle) if span > 0 else None
         figures.append((turns, seconds))
     (turns_85, seconds_85), (turns_100, seconds_100) = figures
     if turns_100 == 0:

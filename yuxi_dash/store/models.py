@@ -28,15 +28,8 @@ from yuxi_dash.agents import (
 # --- vocabulary -------------------------------------------------------------
 THREAD_STATUSES = ("active", "archived", "deleted")
 RUN_TYPES = ("chat", "resume", "subagent")
-RUN_STATUSES = (
-    "pending",
-    "running",
-    "completed",
-    "failed",
-    "cancel_requested",
-    "cancelled",
-    "interrupted",
-)
+RUN_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed")
+RUN_STATUSES += ("cancel_requested", "cancelled", "interrupted")
 FINAL_RUN_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
 NON_FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s not in FINAL_RUN_STATUSES)
 REQUEST_STATUSES = ("queued", "dispatched", "cancelled", "rejected", "failed")
@@ -309,10 +302,9 @@ class AuditEntry(Base):
 
 
 class MemoryCorrection(Base):
-    """One correction of a user's memory graph (or the undo of one), with the exact edges
-    before and after: `before`/`after` map each touched fact uuid to its full snapshot
-    (every property, the embedding included) or null when the fact did not / does not exist.
-    The audit row (`audit_id`) holds the ids and the outcome; the reason lives only here."""
+    """One correction of a user's memory graph (or its undo): `before`/`after` map each touched
+    fact uuid to its full snapshot (every property, embedding too) or null when absent. The
+    audit row (`audit_id`) has ids and outcome; the reason is only here. Bulk: `batch_audit_id`."""
 
     __tablename__ = "memory_corrections"
     __table_args__ = (
@@ -338,6 +330,7 @@ class MemoryCorrection(Base):
     undoes_id: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
     undone_by_audit_id: Mapped[int | None] = mapped_column(BigId, nullable=True)
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    batch_audit_id: Mapped[int | None] = mapped_column(BigId, nullable=True, index=True)
 
 
 API_TOKEN_ROLES = ("viewer", "operator", "admin")
@@ -367,11 +360,12 @@ ALERT_STATES = ("pending", "firing", "resolved")
 ALERT_SEVERITIES = ("info", "warning", "critical")
 ALERT_KIND_PRESSURE = "pressure"  # summary pressure of a thread (`fire_at` a ratio)
 ALERT_KIND_CITED_LOST = "cited_evidence_lost"  # cited items its newest compression lost
-ALERT_KINDS = (ALERT_KIND_PRESSURE, ALERT_KIND_CITED_LOST)
+ALERT_KIND_FORECAST = "forecast_crossing"  # minutes until it is forecast to reach 100%
+ALERT_KINDS = (ALERT_KIND_PRESSURE, ALERT_KIND_CITED_LOST, ALERT_KIND_FORECAST)
 
 
 class AlertRule(Base):
-    """A pressure alert rule: fires at `fire_at`, resolves only below `clear_at` (hysteresis)."""
+    """An alert rule: fires at `fire_at`, resolves only past `clear_at` (below; minutes: above)."""
 
     __tablename__ = "alert_rules"
 

@@ -9,21 +9,27 @@ reasons and capability are computed for the returned page only (a row's
 newest scan watermark: `store.origin.attached_platform`). `summary_row`
 builds one row (also for `store.queries.get_thread`); `thread_filters` is what
 the list, the count and `store.overview` filter on. `thread_forecasts` reads the listed
-threads' newest snapshots in one windowed query for `compression.forecast`.
+threads' newest snapshots in one query for `compression.forecast`; `active_forecasts` is
+the one gated read of the forecasts of recently active threads, behind `crossing_within`
+(the threads forecast to cross 85% or 100% within a window: the Overview's "Crossing within
+the hour", `threads --crossing-within`) and the ``forecast_crossing`` alerts.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal, TypedDict, Unpack
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from yuxi_dash.compression.forecast import forecast
 from yuxi_dash.printable_record import Record
+from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import (
     CONTEXT_COMPRESSION,
     NON_FINAL_RUN_STATUSES,
@@ -174,7 +180,13 @@ def list_threads(
 
     Deleted threads are left out unless `status="deleted"` or `include_deleted=True`.
     """
-    filters = thread_filters(**where)
+    return _summaries(session, thread_filters(**where), limit=limit, offset=offset)
+
+
+def _summaries(
+    session: Session, filters: Sequence[sa.ColumnElement[bool]], *, limit: int, offset: int = 0
+) -> list[ThreadSummary]:
+    """The rows of the threads matching ``filters``, highest summary pressure first."""
     page = (
         sa.select(Conversation)
         .where(*filters)
@@ -254,45 +266,216 @@ def summary_row(
 
 
 FORECAST_WINDOW = 20  # the newest usage snapshots per thread a forecast reads
+CROSSING_FORECASTS_MAX = 500  # threads `crossing_within` forecasts: the most pressured active
 
 
-def thread_forecasts(session: Session, items: Sequence[ThreadSummary]) -> dict[str, dict[str, Any]]:
-    """`compression.forecast` of each listed thread, from one windowed read of its snapshots.
+class ForecastSubject(Protocol):
+    """What `thread_forecasts` reads of a thread: a `ThreadSummary` or a row with these."""
 
-    Each thread's newest `FORECAST_WINDOW` snapshots (a window function per thread id,
-    served by the thread/time index); the current figures are the row's own.
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def next_llm_input_tokens(self) -> int: ...
+    @property
+    def summary_trigger_tokens(self) -> int: ...
+
+
+def thread_forecasts(
+    session: Session, items: Sequence[ForecastSubject], *, now: datetime | None = None
+) -> dict[str, dict[str, Any]]:
+    """`compression.forecast` of each listed thread, from one read of its newest
+    `FORECAST_WINDOW` snapshots; the current figures are the row's own. With ``now``, the
+    seconds count from it (else from each thread's newest model call).
     """
-    ids = [item.thread_id for item in items]
-    if not ids:
+    if not items:
         return {}
-    newest_first = (UsageSnapshotRow.measured_at.desc(), UsageSnapshotRow.id.desc())
-    rank = sa.func.row_number().over(partition_by=UsageSnapshotRow.thread_id, order_by=newest_first)
-    recent = (
-        sa.select(
-            UsageSnapshotRow.id,
-            UsageSnapshotRow.thread_id,
-            UsageSnapshotRow.measured_at,
-            UsageSnapshotRow.next_llm_input_tokens,
-            UsageSnapshotRow.summary_trigger_tokens,
-            UsageSnapshotRow.source,
-            rank.label("rank"),
-        )
-        .where(UsageSnapshotRow.thread_id.in_(ids))
-        .subquery()
-    )
-    rows = session.execute(
-        sa.select(recent)
-        .where(recent.c.rank <= FORECAST_WINDOW)
-        .order_by(recent.c.thread_id, recent.c.measured_at, recent.c.id)
-    ).all()
     by_thread: dict[str, list[Any]] = {}
-    for row in rows:
+    for row in recent_snapshots(session, [item.thread_id for item in items]):
         by_thread.setdefault(row.thread_id, []).append(row)
     return {
         item.thread_id: forecast(
             by_thread.get(item.thread_id, []),
             next_tokens=item.next_llm_input_tokens,
             trigger_tokens=item.summary_trigger_tokens,
+            now=now,
         ).to_dict()
         for item in items
     }
+
+
+def recent_snapshots(
+    session: Session, ids: list[str], *, lateral: bool | None = None
+) -> Sequence[Any]:
+    """Each thread's newest `FORECAST_WINDOW` snapshots, oldest first per thread.
+
+    ``lateral`` (default: unless SQLite): one LATERAL ``LIMIT`` per id, a backward scan of
+    ``ix_usage_snapshots_thread_id_measured_at`` that stops after the window. Else a window
+    function per thread id, which reads and sorts every snapshot of the listed threads
+    (`bench/alerts.py` times both).
+    """
+    snap = UsageSnapshotRow
+    columns = (
+        snap.id,
+        snap.thread_id,
+        snap.measured_at,
+        snap.next_llm_input_tokens,
+        snap.summary_trigger_tokens,
+        snap.source,
+    )
+    newest_first = (snap.measured_at.desc(), snap.id.desc())
+    if lateral is None:
+        lateral = not is_sqlite(session)
+    if not lateral:
+        rank = sa.func.row_number().over(partition_by=snap.thread_id, order_by=newest_first)
+        window = sa.select(*columns, rank.label("rank")).where(snap.thread_id.in_(ids)).subquery()
+        recent = (
+            sa.select(*(window.c[c.key] for c in columns))
+            .where(window.c.rank <= FORECAST_WINDOW)
+            .subquery()
+        )
+        return session.execute(
+            sa.select(recent).order_by(recent.c.thread_id, recent.c.measured_at, recent.c.id)
+        ).all()
+    wanted = (
+        sa.func.unnest(sa.literal(sorted(set(ids)), ARRAY(sa.String)))
+        .table_valued("thread_id")
+        .render_derived(name="wanted")
+    )
+    newest = (
+        sa.select(*columns)
+        .where(snap.thread_id == wanted.c.thread_id)
+        .order_by(*newest_first)
+        .limit(FORECAST_WINDOW)
+        .lateral()
+    )
+    return session.execute(
+        sa.select(newest)
+        .select_from(wanted)
+        .join(newest, sa.true())
+        .order_by(newest.c.thread_id, newest.c.measured_at, newest.c.id)
+    ).all()
+
+
+def forecast_gate(since: datetime) -> list[sa.ColumnElement[bool]]:
+    """Only threads active and measured since ``since`` are forecast: one idle for longer is
+    off its recorded pace (the activity index first, then its newest measurement)."""
+    return [Conversation.last_activity_at >= since, Conversation.usage_measured_at >= since]
+
+
+@dataclass(frozen=True)
+class ActiveForecasts:
+    """`active_forecasts`: the threads read, most pressured first, and their forecasts."""
+
+    rows: list[Any]  # thread_id, next and trigger tokens, agent_slug, origin, status
+    forecasts: dict[str, dict[str, Any]]  # thread id -> `compression.forecast`, from now
+    more: bool  # more matched than the limit: only the most pressured were forecast
+
+
+def active_forecasts(
+    session: Session,
+    where: Sequence[sa.ColumnElement[bool]],
+    *,
+    since: datetime,
+    now: datetime,
+    limit: int,
+) -> ActiveForecasts:
+    """The forecasts of the threads matching ``where`` past `forecast_gate` (``since``), the
+    ``limit`` most pressured of them (ties: thread id), the seconds counted from ``now``.
+
+    The one read behind `crossing_within`, the ``forecast_crossing`` alert rules and their
+    live measure, so their gates cannot drift apart.
+    """
+    limit = max(0, int(limit))
+    rows = session.execute(
+        sa.select(
+            Conversation.thread_id,
+            Conversation.next_llm_input_tokens,
+            Conversation.summary_trigger_tokens,
+            Conversation.agent_slug,
+            Conversation.origin,
+            Conversation.status,
+        )
+        .where(*forecast_gate(since), *where)
+        .order_by(Conversation.summary_pressure_ratio.desc(), Conversation.thread_id.desc())
+        .limit(limit + 1)
+    ).all()
+    return ActiveForecasts(
+        rows=list(rows[:limit]),
+        forecasts=thread_forecasts(session, rows[:limit], now=now),
+        more=len(rows) > limit,
+    )
+
+
+@dataclass(frozen=True)
+class CrossingSoon(Record):
+    """The threads forecast to cross 85% or 100% of their summary trigger within a window."""
+
+    within_seconds: int
+    threads: list[ThreadSummary]  # those crossing 100% first, then those crossing only 85%
+    forecasts: dict[str, dict[str, Any]]  # each listed thread's forecast, seconds from now
+    forecast: int  # threads below 100% active within the window that were forecast
+    left_out: dict[str, int]  # forecast_note -> how many of those the forecast cannot place
+    more: bool  # more were active than the limit: the most pressured ones were forecast
+
+
+def crossing_key(forecast: dict[str, Any], within_seconds: float) -> tuple[int, int] | None:
+    """Where a thread stands in `crossing_within`'s order: (0, seconds) when it crosses 100%
+    within the window, (1, seconds) when it crosses only 85%, None when neither (or it is
+    over already: 0 turns). The seconds are the forecast's: from now when it was made so."""
+    for rank, line in enumerate(("100", "85")):
+        turns, seconds = forecast.get(f"turns_to_{line}"), forecast.get(f"seconds_to_{line}")
+        if turns and seconds is not None and seconds <= within_seconds:
+            return rank, int(seconds)
+    return None
+
+
+def crossing_within(
+    session: Session,
+    within_seconds: int,
+    *,
+    now: datetime,
+    limit: int | None = None,
+    **where: Unpack[ThreadWhere],
+) -> CrossingSoon:
+    """The threads forecast to cross 100% or 85% of their summary trigger within
+    ``within_seconds`` of ``now``, at the pace recorded since their last compression: those
+    crossing 100% first, then those crossing only 85%, each soonest first (ties: thread id).
+
+    Only threads below 100% measured within the window are forecast (`active_forecasts`),
+    the ``limit`` (default `CROSSING_FORECASTS_MAX`) most pressured of them; deleted threads never (whatever the status asked).
+    Those the forecast cannot place (too little history since the last compression, no
+    growth, no time between calls) are never listed: ``left_out`` counts them per
+    `forecast_note`.
+    """
+    filters = [
+        *thread_filters(**where),
+        Conversation.status != "deleted",
+        Conversation.summary_pressure_ratio < 1.0,
+    ]
+    since = now - timedelta(seconds=within_seconds)
+    limit = CROSSING_FORECASTS_MAX if limit is None else limit
+    found = active_forecasts(session, filters, since=since, now=now, limit=limit)
+    forecasts = found.forecasts
+    ranked: list[tuple[tuple[int, int], str]] = []
+    left_out: Counter[str] = Counter()
+    for row in found.rows:
+        key = crossing_key(forecasts[row.thread_id], within_seconds)
+        if key is not None:
+            ranked.append((key, row.thread_id))
+        elif forecasts[row.thread_id]["forecast_note"]:
+            left_out[forecasts[row.thread_id]["forecast_note"]] += 1
+    ids = [thread_id for _, thread_id in sorted(ranked)]
+    listed = {
+        s.thread_id: s
+        for s in (
+            _summaries(session, [Conversation.thread_id.in_(ids)], limit=len(ids)) if ids else []
+        )
+    }
+    return CrossingSoon(
+        within_seconds=int(within_seconds),
+        threads=[listed[t] for t in ids if t in listed],
+        forecasts={t: forecasts[t] for t in ids},
+        forecast=len(found.rows),
+        left_out=dict(left_out),
+        more=found.more,
+    )

@@ -141,6 +141,45 @@ def pressure_overview(
     return _overview(_url(), agent, user_id, status, active_since)
 
 
+@settings_cached
+def _crossing_soon(
+    database_url: str,
+    within_seconds: int,
+    agent: str | None,
+    user_id: str | None,
+    status: str | None,
+) -> dict[str, Any]:
+    from yuxi_dash.store.models import utcnow
+    from yuxi_dash.store.thread_list import crossing_within
+
+    with session_scope(get_settings()) as session:
+        found = crossing_within(
+            session, within_seconds, now=utcnow(), agent=agent, user_id=user_id, status=status
+        )
+    return {
+        "rows": [
+            {**asdict(t), "compression": t.compression, **found.forecasts[t.thread_id]}
+            for t in found.threads
+        ],
+        "forecast": found.forecast,
+        "left_out": found.left_out,
+        "more": found.more,
+    }
+
+
+def crossing_soon(
+    within_seconds: int,
+    *,
+    agent: str | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+) -> dict[str, Any]:
+    """The threads forecast to cross 100% or 85% within ``within_seconds``, soonest first
+    (`store.thread_list.crossing_within`): "rows" (thread rows with their forecast, plain
+    dicts), "forecast" (threads forecast), "left_out" (per reason), "more" (capped)."""
+    return _crossing_soon(_url(), int(within_seconds), agent, user_id, status)
+
+
 # --- threads --------------------------------------------------------------------
 
 
@@ -394,6 +433,7 @@ def verify_statuses(result_ids: list[int]) -> dict[int, str]:
 _CACHED = (
     _filter_choices,
     _overview,
+    _crossing_soon,
     _threads,
     _thread_ids,
     _compress_blockers,

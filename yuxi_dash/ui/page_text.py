@@ -55,8 +55,9 @@ _REFUSAL_PREFIX = {
 
 
 def crossing_text(turns: Any, seconds: Any) -> str:
-    """When a thread crosses its summary threshold: "now", "3 turns, ~40 min" or "–" (no
-    forecast: too little history since the last compression, or no growth)."""
+    """When a thread crosses its summary threshold: "now", "3 turns, ~40 min", "3 turns, due
+    now" (at its pace it would have by now: it has been idle) or "–" (no forecast: too little
+    history since the last compression, or no growth)."""
     if not isinstance(turns, int | float) or turns != turns:  # None or NaN: no forecast
         return "–"
     if turns <= 0:
@@ -65,6 +66,8 @@ def crossing_text(turns: Any, seconds: Any) -> str:
     if isinstance(seconds, int | float) and seconds == seconds and seconds > 0:
         minutes = max(1, round(seconds / 60))
         text += f", ~{minutes:,} min" if minutes < 120 else f", ~{minutes / 60:.0f} h"
+    elif seconds == 0:
+        text += ", due now"
     return text
 
 
