@@ -3,19 +3,32 @@
 Reads through yuxi_dash.ui.loaders (aggregates computed in SQL by
 yuxi_dash.store.overview); clicking a point opens that thread's detail. The
 hottest-thread picker starts on the hottest thread that can be compressed and
-marks the others (`store.origin`).
+marks the others (`store.origin`). "Crossing within the hour" lists the threads forecast
+to cross 100% or 85% of their summary threshold within the hour, soonest first
+(`store.thread_list.crossing_within`), and says how many it could not forecast and why.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
+import pandas as pd
 import streamlit as st
 
 from yuxi_dash.ui import loaders
 from yuxi_dash.ui.charts import PICK, POINTS_LABEL, pressure_overview_chart
+from yuxi_dash.ui.costs.panels import draw_spend_panel
 from yuxi_dash.ui.identity import require_actor
-from yuxi_dash.ui.page_text import count, md, pct
+from yuxi_dash.ui.page_text import (
+    PERCENT_FORMAT,
+    busy_label,
+    count,
+    crossing_text,
+    md,
+    pct,
+    percent_value,
+)
 from yuxi_dash.usage import SUGGESTION_LABEL
 
 ACTIVITY_WINDOWS = {
@@ -25,6 +38,7 @@ ACTIVITY_WINDOWS = {
     "last 7 days": timedelta(days=7),
     "last 30 days": timedelta(days=30),
 }
+CROSSING_WITHIN = timedelta(hours=1)  # "Crossing within the hour"
 
 require_actor()
 st.title("Pressure overview")
@@ -146,6 +160,72 @@ def pressure_panel() -> None:
             icon=":material/open_in_new:",
             query_params={"thread": hottest},
         )
+    crossing_panel()
+
+
+def crossing_panel() -> None:
+    """The threads forecast to cross 100% (then 85%) within the hour, soonest first."""
+    st.subheader("Crossing within the hour")
+    data = loaders.crossing_soon(
+        int(CROSSING_WITHIN.total_seconds()), agent=agent, user_id=user_id, status=status
+    )
+    rows = data["rows"]
+    if not rows:
+        st.info("No thread is forecast to cross 85% or 100% of its summary threshold this hour.")
+    else:
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "open": [
+                        f"thread_detail?thread={quote(r['thread_id'], safe='')}" for r in rows
+                    ],
+                    "thread": [r["thread_id"] for r in rows],
+                    "agent": [r["agent_slug"] for r in rows],
+                    "pressure": [percent_value(r["summary_pressure_ratio"]) for r in rows],
+                    "100% in": [
+                        crossing_text(r["turns_to_100"], r["seconds_to_100"]) for r in rows
+                    ],
+                    "85% in": [crossing_text(r["turns_to_85"], r["seconds_to_85"]) for r in rows],
+                    "busy": [busy_label(r["busy_reason"]) for r in rows],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+            key="crossing_table",
+            column_config={
+                "open": st.column_config.LinkColumn("", display_text="open", width=44),
+                "pressure": st.column_config.ProgressColumn(
+                    "Summary pressure", format=PERCENT_FORMAT, min_value=0.0, max_value=100.0
+                ),
+            },
+        )
+    st.caption(
+        md(
+            "Forecast from each thread's growth since its last compression, at its recorded "
+            "pace: turns from its newest model call, minutes from now (the time since that call "
+            "is taken off; idle time does not change the turns). Those crossing 100% come first. "
+            "{} {} below 100% and active in the last hour {} forecast{}; threads already over "
+            "100% are counted above.",
+            count(data["forecast"]),
+            "thread" if data["forecast"] == 1 else "threads",
+            "was" if data["forecast"] == 1 else "were",
+            md(" (only the {} most pressured: more were active)", count(data["forecast"]))
+            if data["more"]
+            else "",
+        )
+    )
+    left_out = data["left_out"]
+    if left_out:
+        total = sum(left_out.values())
+        st.caption(
+            md(
+                "Not listed: {} {} with no forecast ({}).",
+                count(total),
+                "thread" if total == 1 else "threads",
+                "; ".join(f"{note}: {count(n)}" for note, n in sorted(left_out.items())),
+            )
+        )
 
 
 pressure_panel()
+draw_spend_panel()  # model spend per agent and day (`ui.costs`)

@@ -26,6 +26,7 @@ from yuxi_dash.ui.charts import (
 from yuxi_dash.ui.compress import maybe_open_dialog, request_compression, show_results
 from yuxi_dash.ui.compressibility import attached_note, compress_blocker
 from yuxi_dash.ui.compressions.thread_tab import draw_compressions, linked_compression
+from yuxi_dash.ui.costs.panels import draw_thread_cost
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.messages import chat_line, draw_message
 from yuxi_dash.ui.page_text import (
@@ -131,6 +132,7 @@ st.caption(  # when the growth since the last compression reaches the threshold
         else f"Crosses the summary threshold: {row['forecast_note'] or 'no forecast'}."
     )
 )
+draw_thread_cost(thread_id)  # its model cost (or tokens and the hint), what compressions saved
 
 CHAT_CONTEXT_BEFORE = 2  # messages shown above a linked one
 LINKED_STYLE = "background-color: #fef3c7; font-weight: 600"

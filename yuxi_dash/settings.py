@@ -139,6 +139,9 @@ class Settings(BaseSettings):
     # the `agent` label (/metrics, Alertmanager) names the top N agents by threads, then "other"
     label_agents_max: int = Field(20, ge=1, validation_alias=_env("YUXI_DASH_LABEL_AGENTS_MAX"))
 
+    # --- model cost: a JSON prices file (docs/operations.md); unset: tokens only, no dollars ---
+    model_prices: Path | None = Field(None, validation_alias=_env("YUXI_DASH_MODEL_PRICES"))
+
     # --- LaunchDarkly -------------------------------------------------------
     launchdarkly_sdk_key: str | None = Field(None, validation_alias=_env("LAUNCHDARKLY_SDK_KEY"))
     ld_flags_file: Path | None = Field(None, validation_alias=_env("YUXI_DASH_LD_FLAGS_FILE"))
@@ -211,7 +214,7 @@ class Settings(BaseSettings):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("attach_workdir", mode="before")
+    @field_validator("attach_workdir", "model_prices", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -28,7 +28,7 @@ def test_overview_kpis_match_the_store(
     assert metrics["Threads"] == f"{total:,}"
     assert metrics["At or over 85%"] == f"{hot:,}"
     assert metrics["Over 100%"] == f"{over:,}"
-    assert len(at.get("vega_lite_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 2  # the pressure chart and the model spend chart
 
 
 def test_overview_explains_its_summary_share_and_the_75_percent_points(

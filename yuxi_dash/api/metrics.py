@@ -5,12 +5,12 @@ any role (`Authorization: Bearer`, as Prometheus' `authorization` block sends
 it): the labels name agents, rules and the attached platform's host. A refused
 scrape is 401 and not audited (a scraper retries every interval); 503 when the
 database cannot check the token. `DatabaseCollector` (a registry per scrape)
-runs a few bounded GROUP BY queries: thread bands and pressure histogram,
-compress outcomes (audit log), the cited evidence kept in view per compression
-(`compressions`, per agent), attach scan timing and lag, alerts and their
-channels; `yuxi_dash_metrics_database_up` is 0 when they fail. Every label has
-few values (band, agent, platform, outcome, code, channel, rule, state,
-source): never a thread or user id; ``agent`` names the top
+runs a few bounded GROUP BY queries: thread bands and pressure histogram, compress
+outcomes (audit log), the cited evidence kept in view per compression and agent, model
+calls and tokens per agent (counters) and their dollars at today's prices (a gauge;
+`costs.spend`), attach scan timing and lag, alerts and their channels; `..._database_up`
+is 0 when they fail. Every label has few values (band, agent, platform, outcome, code,
+channel, rule, state, source): never a thread or user id; ``agent`` names the top
 ``YUXI_DASH_LABEL_AGENTS_MAX`` agents, then ``other`` (`store.labels`).
 docs/operations.md lists the names.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -36,7 +36,9 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.api.service_tokens import authenticate, bearer_token
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time
-from yuxi_dash.errors import StoreUnavailable, Unauthorized, YuxiDashError
+from yuxi_dash.costs.prices import ModelPrices, load_prices, prices_file_stamp
+from yuxi_dash.costs.spend import spend_per_agent_label
+from yuxi_dash.errors import InvalidPricesFile, StoreUnavailable, Unauthorized, YuxiDashError
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import session_scope
@@ -179,6 +181,66 @@ def _compressions(session: Session, settings: Settings) -> Iterator[Metric]:
     yield family
 
 
+_BAD_PRICES_LOGGED: list[object] = [None]  # the prices file stamp last logged as bad
+
+
+def _scrape_prices(settings: Settings) -> ModelPrices | None:
+    """The prices, or None with a warning logged once per change of a bad file (not per scrape)."""
+    try:
+        return load_prices(settings)
+    except InvalidPricesFile:
+        stamp = prices_file_stamp(settings)
+        if _BAD_PRICES_LOGGED[0] != stamp:
+            _BAD_PRICES_LOGGED[0] = stamp
+            log.warning("metrics: the prices file is not valid; dollars left out until fixed")
+        return None
+
+
+def _model_calls(session: Session, settings: Settings) -> Iterator[Metric]:
+    """The recorded model calls and tokens per agent label (counters: they only grow while
+    usage rows are kept), and with a prices file their dollars at today's prices and the calls
+    no entry prices (gauges: a price edit moves them either way). `costs.spend`."""
+    prices = _scrape_prices(settings)
+    top = top_agents(session, settings.label_agents_max)
+    counters = {
+        "calls": CounterMetricFamily(
+            "yuxi_dash_model_calls", "Recorded model calls per agent (top N, else other)",
+            labels=["agent"],
+        ),
+        "input": CounterMetricFamily(
+            "yuxi_dash_model_input_tokens", "Input tokens of the recorded model calls per agent",
+            labels=["agent"],
+        ),
+        "output": CounterMetricFamily(
+            "yuxi_dash_model_output_tokens",
+            "Output tokens (what each answer added) of the recorded model calls per agent",
+            labels=["agent"],
+        ),
+    }  # fmt: skip
+    cost = GaugeMetricFamily(
+        "yuxi_dash_model_cost_dollars",
+        "Dollars of every recorded model call per agent at today's YUXI_DASH_MODEL_PRICES "
+        "(a gauge: editing a price re-prices past calls)",
+        labels=["agent"],
+    )
+    unpriced = GaugeMetricFamily(
+        "yuxi_dash_model_unpriced_calls",
+        "Recorded model calls per agent that no entry of YUXI_DASH_MODEL_PRICES prices",
+        labels=["agent"],
+    )
+    for row in spend_per_agent_label(session, prices, top=top):
+        counters["calls"].add_metric([row.key], float(row.model_calls))
+        counters["input"].add_metric([row.key], float(row.input_tokens))
+        counters["output"].add_metric([row.key], float(row.output_tokens))
+        if row.cost_usd is not None:
+            cost.add_metric([row.key], row.cost_usd)
+        unpriced.add_metric([row.key], float(row.unpriced_calls))
+    yield from counters.values()
+    if prices is not None:
+        yield cost
+        yield unpriced
+
+
 def _alerts(session: Session, settings: Settings) -> Iterator[Metric]:
     alerts = GaugeMetricFamily(
         "yuxi_dash_alerts", "Alerts per rule, severity and state",
@@ -218,11 +280,19 @@ def _alerts(session: Session, settings: Settings) -> Iterator[Metric]:
     )
 
 
-class DatabaseCollector(Collector):
-    """Reads the aggregates at scrape time; a database that fails gives `..._database_up 0`."""
+Part = Callable[[Session, Settings], Iterator[Metric]]
+DATABASE_PARTS: tuple[Part, ...] = (
+    _threads, _compress, _compressions, _model_calls, _attach, _alerts,
+)  # fmt: skip
 
-    def __init__(self, settings: Settings) -> None:
+
+class DatabaseCollector(Collector):
+    """Reads the aggregates at scrape time; a database that fails gives `..._database_up 0`.
+    ``parts``: the families to read (`DATABASE_PARTS`; `bench/costs.py` leaves one out)."""
+
+    def __init__(self, settings: Settings, parts: tuple[Part, ...] = DATABASE_PARTS) -> None:
         self.settings = settings
+        self.parts = parts
 
     def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
@@ -230,7 +300,7 @@ class DatabaseCollector(Collector):
         up = 1.0
         try:
             with session_scope(self.settings) as session:
-                for part in (_threads, _compress, _compressions, _attach, _alerts):
+                for part in self.parts:
                     families.extend(part(session, self.settings))
         except Exception as exc:  # noqa: BLE001 - a scrape reports the failure as a metric
             log.warning("metrics: the database could not be read (%s)", type(exc).__name__)

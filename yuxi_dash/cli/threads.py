@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yuxi_dash.cli.arguments import add_page_flags, ratio
 from yuxi_dash.cli.arguments import non_negative_int as non_negative_int  # re-exported
@@ -26,6 +27,9 @@ from yuxi_dash.cli.guards import store_errors as _store_errors
 from yuxi_dash.cli.output import iso, render_table
 from yuxi_dash.cli.output import percent as _percent
 from yuxi_dash.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from yuxi_dash.costs.prices import ModelPrices
 
 
 def load_thread_file(path: str) -> dict[str, Any]:
@@ -110,14 +114,18 @@ def thread_summary_to_dict(item: Any) -> dict[str, Any]:
 
 
 MAX_MIN_PRESSURE = 5.0  # 500%: a larger --min-pressure is a percentage typed as a ratio (85)
+MAX_CROSSING_MINUTES = 1440  # --crossing-within: a day at most (an alert horizon's bound too)
 
 
 def _cmd_threads(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash import validation
+    from yuxi_dash.costs.spend import thread_costs
     from yuxi_dash.store.db import session_scope
+    from yuxi_dash.store.models import utcnow
     from yuxi_dash.store.queries import ThreadWhere, count_threads, list_threads
-    from yuxi_dash.store.thread_list import thread_forecasts
+    from yuxi_dash.store.thread_list import CrossingSoon, crossing_within, thread_forecasts
 
+    crossing: CrossingSoon | None = None
     with cli_refusals(args, "cli.threads", "threads:*"):
         if args.min_pressure is not None and args.min_pressure > MAX_MIN_PRESSURE:
             raise InvalidInput(
@@ -128,14 +136,26 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             validation.text(args.user, "user id", limit=128, required=True)
         if args.agent is not None:
             validation.text(args.agent, "agent", limit=128, required=True)
+        if args.crossing_within is not None and args.crossing_within > MAX_CROSSING_MINUTES:
+            raise InvalidInput(f"--crossing-within is at most {MAX_CROSSING_MINUTES:,} minutes")
     where = ThreadWhere(
         min_pressure=args.min_pressure, agent=args.agent, user_id=args.user, status=args.status
     )
+    prices = _prices_or_none()
     with session_scope() as session:
-        items = list_threads(session, limit=args.limit, offset=args.offset, **where)
-        forecasts = thread_forecasts(session, items)  # one read of the listed threads
-        data = [{**thread_summary_to_dict(i), **forecasts[i.thread_id]} for i in items]
-        total = count_threads(session, **where)
+        if args.crossing_within is None:
+            items = list_threads(session, limit=args.limit, offset=args.offset, **where)
+            forecasts = thread_forecasts(session, items)  # one read of the listed threads
+        else:  # the Overview's "Crossing within the hour", over MINUTES
+            crossing = crossing_within(session, args.crossing_within * 60, now=utcnow(), **where)
+            items = crossing.threads[args.offset : args.offset + args.limit]
+            forecasts = crossing.forecasts
+        costs = thread_costs(session, prices, [i.thread_id for i in items])  # None: no prices
+        data = [
+            {**thread_summary_to_dict(i), **forecasts[i.thread_id], "cost_usd": costs[i.thread_id]}
+            for i in items
+        ]
+        total = count_threads(session, **where) if crossing is None else len(crossing.threads)
     rows = [
         (
             item["thread_id"],
@@ -166,8 +186,25 @@ def _cmd_threads(args: argparse.Namespace) -> CommandResult:
             "COMPRESSION",
         ),
     )
-    shown = _threads_shown(len(data), total, args)
+    shown = _threads_shown(len(data), total, args) + _crossing_left_out(crossing)
+    if args.json and _crossing_left_out(crossing):  # the list stays the JSON: a note on stderr
+        note = _crossing_left_out(crossing).strip().replace("\n", "; ")
+        print(f"yuxi-dash: {note}", file=sys.stderr, flush=True)
     return CommandResult(data, text=f"{table}\n{shown}" if data else shown)
+
+
+def _prices_or_none() -> ModelPrices | None:
+    """The prices (`costs.prices.load_prices`); a bad file costs the listing only its dollars:
+    ``cost_usd`` null and one line on stderr (`yuxi-dash costs` is where it fails)."""
+    from yuxi_dash.costs.prices import load_prices
+    from yuxi_dash.errors import InvalidPricesFile
+    from yuxi_dash.settings import get_settings
+
+    try:
+        return load_prices(get_settings())
+    except InvalidPricesFile as exc:
+        print(f"yuxi-dash: cost_usd left null: {exc.message}", file=sys.stderr, flush=True)
+        return None
 
 
 def _threads_shown(shown: int, total: int, args: argparse.Namespace) -> str:
@@ -180,7 +217,26 @@ def _threads_shown(shown: int, total: int, args: argparse.Namespace) -> str:
     first, last = args.offset + 1, args.offset + shown
     span = f"{shown:,}" if args.offset == 0 else f"{first:,}–{last:,}"
     more = f"; --offset {last} for more" if last < total else ""
-    return f"{span} of {total:,} threads, highest summary pressure first{more}{deleted}"
+    order = "highest summary pressure first"
+    minutes = getattr(args, "crossing_within", None)
+    if minutes is not None:
+        order = f"forecast to cross 100% or 85% within {minutes:,} min, 100% first, soonest first"
+    return f"{span} of {total:,} threads, {order}{more}{deleted}"
+
+
+def _crossing_left_out(crossing: Any) -> str:
+    """With --crossing-within: the threads the forecast could not place, per reason, and
+    whether only the most pressured were forecast."""
+    if crossing is None:
+        return ""
+    said = ""
+    if crossing.left_out:
+        reasons = "; ".join(f"{note}: {n:,}" for note, n in sorted(crossing.left_out.items()))
+        said += f"\nnot listed, no forecast: {reasons}"
+    if crossing.more:
+        said += f"\nforecast only the {crossing.forecast:,} most pressured threads measured then"
+        said += " (the others were not forecast)"
+    return said
 
 
 # ---------------------------------------------------------------------------
@@ -306,6 +362,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--status",
         choices=("active", "archived", "deleted"),
         help="only this status (default: active and archived; deleted only when asked)",
+    )
+    threads.add_argument(
+        "--crossing-within",
+        type=positive_int,
+        metavar="MINUTES",
+        help="only the threads forecast to cross 100%% or 85%% of their summary threshold "
+        "within MINUTES from now, at their pace since the last compression (the time since "
+        "the newest model call is taken off; the turns stay) (the Overview's 'Crossing "
+        "within the hour'); 100%% first, soonest first; with --json, what was not listed "
+        "is a note on stderr",
     )
     add_page_flags(threads, limit=50)
     add_json_flag(threads)
