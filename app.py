@@ -2,10 +2,11 @@
 
 Run with `yuxi-dash serve` (or `streamlit run app.py`). A visitor nobody
 vouches for gets the refusal page and no navigation at all. The Operations
-group is always there (Audit log for admins only); the Memory group lists the
-memory pages that exist in app_pages/. The folder is not named pages/: Streamlit
-would take a pages/ folder beside app.py for an old-style multipage app, and a
-fresh server's first request for a page would then run that page without app.py.
+group is always there (Tuning lab for operators and admins, Audit log for admins
+only); the Memory group lists the memory pages that exist in app_pages/. The
+folder is not named pages/: Streamlit would take a pages/ folder beside app.py
+for an old-style multipage app, and a fresh server's first request for a page
+would then run that page without app.py.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ OPERATIONS = [
     ("thread_detail.py", "Thread detail", ":material/timeline:", Role.VIEWER),
     ("tool_results.py", "Offloaded tool results", ":material/description:", Role.VIEWER),
     ("compression_quality.py", "Compression quality", ":material/fact_check:", Role.VIEWER),
+    ("tuning_lab.py", "Tuning lab", ":material/tune:", Role.OPERATOR),
     ("attach_status.py", "Attached platform", ":material/link:", Role.VIEWER),
     ("alerts.py", "Alerts", ":material/notifications_active:", Role.VIEWER),
     ("audit.py", "Audit log", ":material/policy:", Role.ADMIN),

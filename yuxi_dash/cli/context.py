@@ -1,4 +1,4 @@
-"""The CLI's `context` and `compressions` commands: what the next model call of a thread
+"""The CLI's `context`, `compressions` and `costs` commands: what the next model call of a thread
 would see, and what each compression kept in view, left recoverable or lost.
 
 `build_context_view` reads the thread (an attached one from the platform's checkpointer)
@@ -9,7 +9,10 @@ compression records, newest first (`api.thread_compressions`, the API's body); a
 block per record: when, trigger and actor, tokens, the evidence per state, the cited kept
 in view ("3 of 12"), then the recoverable (`file:line`) and lost items, cited first, every
 outside string escaped. Any role may read both. Heavy modules are imported inside the
-handlers so `yuxi-dash --help` stays fast.
+handlers so `yuxi-dash --help` stays fast. `costs` prints what the recorded model calls
+cost (`costs.spend`), or their tokens and how to see dollars without a prices file.
+`tune` replays an agent's recorded threads under proposed compression settings beside the
+ones in force (`tuning.plan`; operator role, one audit row) and ends with the fields to copy.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import argparse
 import json
 from typing import Any
 
-from yuxi_dash.cli.arguments import add_page_flags
-from yuxi_dash.cli.common import CommandResult, add_json_flag
+from yuxi_dash.cli.arguments import add_page_flags, positive_int
+from yuxi_dash.cli.common import CommandResult, actor_help, add_json_flag
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.cli.guards import store_errors as _store_errors
 from yuxi_dash.cli.output import percent as _percent
@@ -294,8 +297,87 @@ def _cmd_compressions(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data, text=text)
 
 
+COSTS_ACTION = "cli.costs"  # the audit action of a refused read (a bad prices file)
+COSTS_HEADERS = {"thread": "THREAD", "user": "USER", "agent": "AGENT", "day": "DAY (UTC)"}
+
+
+def _cmd_costs(args: argparse.Namespace) -> CommandResult:
+    """The recorded model calls and their dollars per thread, user, agent or day
+    (`costs.spend`); without a prices file, tokens and the hint."""
+    from yuxi_dash.costs.prices import (
+        NO_PRICES_HINT,
+        dollars,
+        load_prices,
+        unmatched_keys,
+        unmatched_line,
+        unpriced_line,
+    )
+    from yuxi_dash.costs.spend import known_agents, limited, spend
+    from yuxi_dash.settings import get_settings
+    from yuxi_dash.store.db import session_scope
+
+    with cli_refusals(args, COSTS_ACTION, f"costs:{args.by}"):
+        prices = load_prices(get_settings())  # a bad file: one typed error, on record
+    with session_scope() as session:
+        every = spend(session, prices, args.by)
+        unmatched = unmatched_keys(prices, known_agents(session))
+    items = limited(every, args.by, args.limit)  # by day the newest, else the most spent
+    unpriced = sum(i.unpriced_calls for i in every)
+    data = {
+        "by": args.by,
+        "priced": prices is not None,
+        "hint": None if prices is not None else NO_PRICES_HINT,
+        "total": len(every),
+        "truncated": len(items) < len(every),
+        "unpriced_calls": unpriced,
+        "unmatched_keys": unmatched,
+        "rows": [item.to_dict() for item in items],
+    }
+    rows = [
+        (i.key, i.model_calls, i.input_tokens, i.output_tokens, dollars(i.cost_usd)) for i in items
+    ]
+    headers = (COSTS_HEADERS[args.by], "CALLS", "INPUT TOKENS", "OUTPUT TOKENS", "COST")
+    lines = [render_table(rows, headers) if items else "no model calls recorded"]
+    if len(items) < len(every):
+        which = "newest" if args.by == "day" else "most spent"
+        lines.append(f"the {which} {len(items):,} of {len(every):,} rows (--limit for more)")
+    lines.append(NO_PRICES_HINT if prices is None else unpriced_line(unpriced))
+    lines.append(unmatched_line(unmatched))
+    return CommandResult(data, text="\n".join(line for line in lines if line))
+
+
+def _cmd_tune(args: argparse.Namespace) -> CommandResult:
+    """Replay the agent's recorded threads under the proposed settings (`tuning.plan`)."""
+    from yuxi_dash.cli.common import command_actor, say_progress
+    from yuxi_dash.tuning.fleet import ACTION
+    from yuxi_dash.tuning.plan import run_tuning
+    from yuxi_dash.tuning.report import comparison_rows, config_lines, summary_lines
+
+    actor = command_actor(args, action=ACTION, target=f"agent:{args.agent}", default="cli")
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 10) == 0:
+            say_progress(f"replayed {done:,} of {total:,} threads")
+
+    result = run_tuning(
+        args.agent,
+        actor=actor,
+        summary_threshold_k=args.summary_threshold_k,
+        tool_result_token_limit=args.tool_result_token_limit,
+        keep_messages=args.keep_messages,
+        sample=args.sample,
+        seed=args.seed,
+        on_progress=progress,
+        workers=args.workers,
+    )
+    table = render_table(comparison_rows(result), ("FIGURE", "IN FORCE", "PROPOSED"))
+    lines = [*summary_lines(result), "", table, "", "configuration fields to copy:"]
+    lines.extend(config_lines(result.proposed.settings))
+    return CommandResult(result.to_dict(), text="\n".join(lines))
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    """Add `context` and `compressions` to the top-level parser."""
+    """Add `context`, `compressions`, `costs` and `tune` to the top-level parser."""
     context = sub.add_parser("context", help="what the next model call would see")
     context.add_argument("thread", metavar="THREAD")
     add_json_flag(context)
@@ -313,3 +395,43 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     add_page_flags(parser, limit=LIST_LIMIT, order="newest first")
     add_json_flag(parser)
     parser.set_defaults(handler=_store_errors(_cmd_compressions))
+
+    costs = sub.add_parser(
+        "costs",
+        help="what the recorded model calls cost, per thread, user, agent or day",
+        description="Recorded model calls, their tokens and dollars (YUXI_DASH_MODEL_PRICES); "
+        "by day the newest N days, oldest first, else the N most spent first.",
+    )
+    costs.add_argument("--by", choices=("thread", "user", "agent", "day"), default="agent")
+    costs.add_argument(
+        "--limit", type=positive_int, default=50, metavar="N", help="at most N rows (default 50)"
+    )
+    add_json_flag(costs)
+    costs.set_defaults(handler=_store_errors(_cmd_costs))
+
+    tune = sub.add_parser(
+        "tune",
+        help="what other compression settings would have done to an agent's recorded threads",
+        description="Replay the agent's recorded threads, ours and attached, under the "
+        "proposed settings beside the ones in force; nothing is written to any thread.",
+    )
+    tune.add_argument("--agent", required=True, metavar="AGENT")
+    tune.add_argument(
+        "--summary-threshold-k", type=int, metavar="K", help="summary_threshold: K tokens (x 1024)"
+    )
+    tune.add_argument(
+        "--tool-result-limit-tokens",
+        dest="tool_result_token_limit",
+        type=int,
+        metavar="N",
+        help="summary_tool_result_token_limit: tokens",
+    )
+    tune.add_argument(
+        "--keep-messages", type=int, metavar="M", help="summary_keep_messages: messages kept"
+    )
+    tune.add_argument("--sample", type=int, metavar="S", help="a stratified sample of S threads")
+    tune.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    tune.add_argument("--workers", type=int, default=1, help="processes replaying (default 1)")
+    tune.add_argument("--actor", metavar="NAME", help=actor_help())
+    add_json_flag(tune)
+    tune.set_defaults(handler=_store_errors(_cmd_tune))
