@@ -2,7 +2,8 @@
 
 Facts are listed as source or target in created_at order with valid/invalid
 times; the validity filter keeps facts whose [valid_at, invalid_at] window
-overlaps the chosen dates (an unknown valid_at overlaps everything).
+overlaps the chosen dates (an unknown valid_at overlaps everything). "As of" (kept in the
+URL) shows the entities written by a moment and the facts one of them had then.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.memory_review import as_of as as_of_review
 from yuxi_dash.ui.page_text import literal, md, page_count
 from yuxi_dash.ui.tables import draw_records
 
@@ -17,6 +19,10 @@ PAGE_SIZE = 50
 PAGE_KEY = "entity_page"
 
 actor, access = ui.open_memory_page("Entities", "entities")
+moment = as_of_review.moment_control()
+if moment is not None:
+    as_of_review.draw_entities(actor, access, moment)
+    st.stop()
 
 with st.container(horizontal=True):
     search = st.text_input("Search entities by name", key="entity_search").strip()

@@ -5,7 +5,10 @@ health compares the relationship-index path with the label-free count and
 offers admins an audited repair when they differ (FalkorDB drops the outgoing
 facts of internal node 0 from that index after a restart). The page opens
 with the quick check (node 0 only, under a millisecond); operators can run
-the full count, which takes seconds on a large graph, on request.
+the full count, which takes seconds on a large graph, on request. Operators can
+also count every user's suspicious retirements (facts retired by unrelated facts).
+The share of assistant-only live facts is shown for the user (a failed read is one
+line), and operators can list every user by it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import streamlit as st
 
 from yuxi_dash.access.roles import Role
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.memory_review import assistant_only as assistant_only_review
+from yuxi_dash.ui.memory_review import retirements as retirement_review
 from yuxi_dash.ui.page_text import literal, md, reason_text
 from yuxi_dash.ui.tables import draw_records
 
@@ -113,6 +118,8 @@ if not full and actor.role >= Role.OPERATOR:
 with st.expander("Relationship indexes (CALL db.indexes())"):
     st.dataframe(health["relationship_indexes"], hide_index=True)
 
+assistant_only_review.draw_share(access)  # the share of assistant-only facts
+
 if actor.role >= Role.OPERATOR:
     with st.expander("Index health of every user graph"):
         st.caption("Reads two counts per graph; gated-off users are skipped. Audited as one scan.")
@@ -134,3 +141,6 @@ if actor.role >= Role.OPERATOR:
                     "reason",
                 ],
             )
+
+retirement_review.draw_fleet_count(actor)  # operators: suspicious retirements per user
+assistant_only_review.draw_fleet(actor)  # operators: every user by assistant-only share

@@ -2,6 +2,7 @@
 
 Below the block, the same recent episodes for people: an envelope's fields, the text with
 its line breaks, cut at a word (`readable_episode`). The block itself is never reworded.
+"As of" (kept in the URL) shows the block the agent would have been handed at a moment.
 """
 
 from __future__ import annotations
@@ -10,12 +11,17 @@ import streamlit as st
 
 from yuxi_dash.memory.views.warm_context import EPISODE_CONTENT_CHARS, readable_episode
 from yuxi_dash.ui import memory as ui
+from yuxi_dash.ui.memory_review import as_of as as_of_review
 from yuxi_dash.ui.page_text import MarkdownSafe, literal, md, stamp
 
 actor, access = ui.open_memory_page("Warm context", "warm_context")
+moment = as_of_review.moment_control()
 query = st.text_input("What the user might ask", key="warm_query", max_chars=500).strip()
 if not query:
     st.info("Type a query to see the facts and recent episodes the agent would be given.")
+    st.stop()
+if moment is not None:
+    as_of_review.draw_warm_context(actor, access, query, moment)
     st.stop()
 data = ui.load_warm_context(access, query)
 st.info(literal(data["note"]), icon=":material/info:")

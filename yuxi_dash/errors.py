@@ -329,6 +329,33 @@ class ConfirmationMismatch(InvalidInput):
     code = "confirmation_mismatch"
 
 
+class InvalidMoment(InvalidInput):
+    """A moment that is not ISO 8601 (e.g. `--before` of a bulk retract)."""
+
+    code = "invalid_moment"
+
+
+class PreviewStale(CorrectionConflict):
+    """The facts a bulk correction would change are no longer the set its preview showed."""
+
+    code = "preview_stale"
+
+
+class BulkTooLarge(InvalidInput):
+    """A bulk correction over more facts than one may change at once."""
+
+    code = "bulk_too_large"
+
+
+class BulkIncomplete(YuxiDashError):
+    """A bulk correction failed and putting back what it had done failed too; the message
+    names the parent audit row whose undo finishes the job."""
+
+    code = "bulk_incomplete"
+    status_code = 500
+    exit_code = 1
+
+
 class ForgetIncomplete(YuxiDashError):
     """The check after deleting found something left."""
 
@@ -381,3 +408,11 @@ class OutboundFailed(YuxiDashError):
         self.kind = kind
         self.sent = sent
         self.http_status = http_status
+
+
+class InvalidPricesFile(YuxiDashError):
+    """The prices file (`YUXI_DASH_MODEL_PRICES`) cannot be read or is not the documented JSON."""
+
+    code = "invalid_prices_file"
+    status_code = 500
+    exit_code = 2

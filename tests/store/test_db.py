@@ -72,7 +72,7 @@ def test_migrations_up_down_up(
     )
     assert db.current_revision(url) is None
     db.upgrade(url)
-    assert db.current_revision(url) == "0011"
+    assert db.current_revision(url) == "0012"
     assert _tables(url) == TABLES
     if backend == "postgresql":  # the migration step set up the checkpointer's own tables
         assert _all_tables(url) >= CHECKPOINT_TABLES
@@ -117,7 +117,7 @@ def test_get_engine_migrates_once_and_creates_parent_dir(tmp_path: Path) -> None
     engine = db.get_engine(settings)
     assert target.exists()
     assert db.get_engine(settings) is engine
-    assert db.current_revision(settings.database_url) == "0011"
+    assert db.current_revision(settings.database_url) == "0012"
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -210,7 +210,7 @@ def test_two_processes_migrating_at_once_on_postgresql(fresh_postgres_url: str) 
     ]
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     assert [rc for _out, _err, rc in results] == [0, 0, 0], [err for _o, err, _rc in results]
-    assert db.current_revision(fresh_postgres_url) == "0011"
+    assert db.current_revision(fresh_postgres_url) == "0012"
     assert _tables(fresh_postgres_url) == TABLES
 
 

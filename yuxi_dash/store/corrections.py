@@ -1,4 +1,6 @@
-"""The `memory_corrections` rows: add one, find one by its audit row, mark one undone, list.
+"""The `memory_corrections` rows: add one, find one by its audit row, mark one undone, list
+one user's for memory as of a moment (`user_corrections`: those after a moment, oldest first,
+snapshots without their embeddings; `count_corrections` counts the others).
 
 Only `yuxi_dash.memory.support.corrections` writes here, in the same transaction as the
 correction's audit row. `mark_undone` is a compare-and-set (only a row not yet
@@ -61,3 +63,61 @@ def mark_undone(session: Session, correction_id: str, audit_id: int, at: datetim
         .execution_options(synchronize_session=False)
     )
     return bool(getattr(result, "rowcount", 0))
+
+
+# A snapshot map (fact uuid -> edge or null) without each edge's `fact_embedding`, built by the
+# database: a 1,536-dimension embedding is about 20 KB of JSON per edge, never needed here.
+_STRIPPED = {
+    "postgresql": """(SELECT coalesce(jsonb_object_agg(k, CASE WHEN jsonb_typeof(v) = 'object'
+  THEN v - 'fact_embedding' ELSE v END), '{{}}'::jsonb)
+  FROM jsonb_each(coalesce(memory_corrections."{column}"::jsonb, '{{}}'::jsonb)) AS t(k, v))""",
+    "sqlite": """(SELECT json_group_object(key, CASE WHEN type = 'object'
+  THEN json_remove(value, '$.fact_embedding') ELSE value END)
+  FROM json_each(coalesce(memory_corrections."{column}", '{{}}')))""",
+}
+HISTORY_COLUMNS = ("id", "audit_id", "at", "actor", "action", "reason", "ticket", "fact_uuid")
+
+
+def _snapshots(session: Session, column: str) -> Any:
+    dialect = session.get_bind().dialect.name
+    if dialect not in _STRIPPED:
+        return getattr(MemoryCorrection, column)  # stripped in Python by the caller
+    return sa.type_coerce(sa.literal_column(_STRIPPED[dialect].format(column=column)), sa.JSON)
+
+
+def user_corrections(
+    session: Session, user_id: str, *, after: datetime | None, limit: int
+) -> list[dict[str, Any]]:
+    """A user's first `limit` corrections and undos made after `after` (None: all), oldest
+    first (time, then audit id): `HISTORY_COLUMNS`, `before` and `after` without embeddings."""
+    query = sa.select(
+        *(getattr(MemoryCorrection, c) for c in HISTORY_COLUMNS),
+        _snapshots(session, "before").label("before"),
+        _snapshots(session, "after").label("after"),
+    ).where(MemoryCorrection.user_id == user_id)
+    if after is not None:
+        query = query.where(MemoryCorrection.at > after)
+    query = query.order_by(MemoryCorrection.at, MemoryCorrection.audit_id).limit(limit)
+    found = []
+    for row in session.execute(query).mappings():
+        item = dict(row)
+        for key in ("before", "after"):
+            snaps = item[key] or {}
+            item[key] = {
+                u: ({k: v for k, v in s.items() if k != "fact_embedding"} if s else None)
+                for u, s in snaps.items()
+            }
+        found.append(item)
+    return found
+
+
+def count_corrections(
+    session: Session, user_id: str, *, after: datetime | None = None, until: datetime | None = None
+) -> int:
+    """How many corrections and undos of the user were made after `after` and up to `until`."""
+    query = sa.select(sa.func.count()).where(MemoryCorrection.user_id == user_id)
+    if after is not None:
+        query = query.where(MemoryCorrection.at > after)
+    if until is not None:
+        query = query.where(MemoryCorrection.at <= until)
+    return int(session.scalar(query) or 0)

@@ -7,7 +7,10 @@ and writes the audit row on every render. Only after that do the cached
 loaders run; they take the `MemoryAccess` (unhashed) plus the user id and
 parameters as their cache key, so a cached result is only ever reachable
 through the door. A FalkorDB outage is one line on the memory pages and
-nothing else breaks.
+nothing else breaks. Every change of a user's memory (a correction, its undo, a
+restore, a bulk retract) calls `clear_after_correction()`: it clears these loaders and
+every loader registered with `clear_on_correction` (the fact desk, retirements, the
+assistant-only review, the look back), so no page keeps showing the memory as it was.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from yuxi_dash.flags import MemoryGates
 from yuxi_dash.memory.views import gated_views, index_views
 from yuxi_dash.memory.views.gate import MemoryAccess, gates_for, list_memory_users, open_view
 from yuxi_dash.settings import get_settings
-from yuxi_dash.ui.cache import settings_cached
+from yuxi_dash.ui.cache import SettingsCached, settings_cached
 from yuxi_dash.ui.charts import count_axis
 from yuxi_dash.ui.identity import require_actor
 from yuxi_dash.ui.page_text import MarkdownSafe, code, literal, md, reason_text
@@ -148,6 +151,23 @@ def open_memory_page(title: str, view: str) -> tuple[Actor, MemoryAccess]:
 
 def clear_memory_caches() -> None:
     for loader in _LOADERS:
+        loader.clear()
+
+
+_STALE_AFTER_CORRECTION: list[SettingsCached[..., Any]] = []  # other memory modules' loaders
+
+
+def clear_on_correction(*loaders: SettingsCached[..., Any]) -> None:
+    """Register cached loaders (`settings_cached`) that a change of memory makes stale."""
+    for loader in loaders:
+        if loader not in _STALE_AFTER_CORRECTION:
+            _STALE_AFTER_CORRECTION.append(loader)
+
+
+def clear_after_correction() -> None:
+    """The one clearing call of every correction path: every memory loader, registered too."""
+    clear_memory_caches()
+    for loader in _STALE_AFTER_CORRECTION:
         loader.clear()
 
 

@@ -30,7 +30,7 @@ from yuxi_dash.memory.views.gate import MemoryAccess, open_view
 from yuxi_dash.memory.views.gated_views import facts
 from yuxi_dash.memory.views.provenance import fact_provenance
 from yuxi_dash.ui.cache import settings_cached
-from yuxi_dash.ui.memory import clear_memory_caches, guarded, server_key
+from yuxi_dash.ui.memory import clear_after_correction, clear_on_correction, guarded, server_key
 from yuxi_dash.ui.page_text import (
     MarkdownSafe,
     code,
@@ -68,10 +68,12 @@ def _provenance(_access: MemoryAccess, user_id: str, server: str, uuid: str) -> 
     return fact_provenance(_access, uuid)
 
 
+clear_on_correction(_fact_list, _provenance)
+
+
 def clear_desk_caches() -> None:
-    _fact_list.clear()
-    _provenance.clear()
-    clear_memory_caches()
+    """Every memory page's kept reads (`ui.memory.clear_after_correction`)."""
+    clear_after_correction()
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -296,7 +298,7 @@ def _draw_undo(actor: Actor, row: dict[str, Any], fid: str) -> None:
         return
     st.session_state[RESULT_KEY] = undone
     st.session_state[RESET_KEY] = True
-    clear_desk_caches()
+    clear_after_correction()
     st.rerun()
 
 
@@ -402,5 +404,5 @@ def draw_corrections(actor: Actor, access: MemoryAccess, fact: dict[str, Any]) -
         return
     st.session_state[RESULT_KEY] = done
     st.session_state[RESET_KEY] = True
-    clear_desk_caches()
+    clear_after_correction()
     st.rerun()

@@ -23,7 +23,7 @@ import streamlit as st
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.memory.support.bundle import BundleResult, bundle_to_file
 from yuxi_dash.memory.support.forget import forget_user
-from yuxi_dash.ui.memory import clear_memory_caches, guarded
+from yuxi_dash.ui.memory import clear_after_correction, guarded
 
 BUNDLE_KEY = "memory_support_bundle"
 MIME = {"json": "application/json", "md": "text/markdown"}
@@ -112,5 +112,5 @@ def forget(actor: Actor, user_id: str, confirmation: str) -> dict[str, Any] | No
         return None
     report = guarded(lambda: forget_user(user_id, confirmation, actor=actor))
     _drop_previous()
-    clear_memory_caches()
+    clear_after_correction()
     return report.to_dict()

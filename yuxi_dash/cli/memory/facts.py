@@ -25,6 +25,7 @@ from yuxi_dash.cli.common import (
     add_actor_and_json_flags,
     command_actor,
 )
+from yuxi_dash.memory.quality.assistant_only_actions import BULK_UNDO_ACTION
 from yuxi_dash.wording import plain
 
 # The memory modules load graphiti-core: imported by the handlers that need them, so
@@ -106,8 +107,15 @@ def _correct(args: argparse.Namespace) -> CommandResult:
 
 
 def _undo(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory.support import corrections
+    from yuxi_dash.memory.support import bulk_retract, corrections
 
+    if bulk_retract.is_bulk(args.audit_id):  # a bulk retract's parent row: the whole bulk
+        actor = command_actor(args, action=BULK_UNDO_ACTION, target="memory:*", default="cli")
+        done = bulk_retract.undo_bulk_retract(args.audit_id, actor=actor, reason=args.reason)
+        text = f"undid {done['count']} retract(s) of the bulk; audit row {done['audit_id']}"
+        if done["skipped"]:
+            text += f" ({done['skipped']} fact(s) were already back as before the bulk)"
+        return CommandResult(done, text)
     actor = command_actor(args, action=UNDO_ACTION, target="memory:*", default="cli")
     data = corrections.undo_correction(args.audit_id, actor=actor, reason=args.reason or "")
     text = (

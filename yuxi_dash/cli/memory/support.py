@@ -6,9 +6,10 @@ rows are the same:
   counters and checks nothing is left; it works whether or not the memory flag is on
   (erasure is a right). A wrong `--confirm` is exit 2, a missing role exit 1, both audited
   and nothing deleted. Prints what was deleted and the audit row id (`audit_id` in --json).
-- `memory bundle USER --out FILE [--format json|md] [--episodes N]` writes the support
-  bundle to FILE (streamed; replaced only when complete) and prints its counts and the
-  audit row id. Viewer or higher; a gated-off user still gets a bundle without facts.
+- `memory bundle USER --out FILE [--format json|md] [--episodes N] [--as-of ISO]` writes
+  the support bundle to FILE (streamed; replaced only when complete) and prints its counts
+  and the audit row id. Viewer or higher; a gated-off user still gets a bundle without
+  facts. `--as-of` adds the memory as it was at that moment (`as_of` in `memory`).
 
 Registered from `cli.memory.views` (`register(memory_sub)`).
 """
@@ -55,7 +56,9 @@ def _bundle(args: argparse.Namespace) -> CommandResult:
         if out.is_dir() or not out.parent.is_dir():
             raise InvalidInput("--out must name a file in an existing directory")
     fmt = args.format or ("md" if out.suffix.lower() == ".md" else "json")
-    result = bundle_to_file(args.user, out, actor=actor, fmt=fmt, episodes=args.episodes)
+    result = bundle_to_file(
+        args.user, out, actor=actor, fmt=fmt, episodes=args.episodes, as_of=args.as_of
+    )
     data: dict[str, Any] = {**result.to_dict(), "path": str(out)}
     gated = " (memory is gated off: no facts)" if result.gated_off else ""
     text = (
@@ -87,3 +90,10 @@ def register(memory_sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--format", choices=["json", "md"], default=None, help="default: md for *.md, else json"
     )
     bundle.add_argument("--episodes", type=non_negative_int, default=20, help="newest N episodes")
+    bundle.add_argument(
+        "--as-of",
+        dest="as_of",
+        metavar="ISO",
+        default=None,
+        help="also the memory as it was at this moment (ISO date or date and time, UTC)",
+    )

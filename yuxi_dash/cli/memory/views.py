@@ -1,11 +1,12 @@
 """CLI commands: `memory stats|entities|facts|communities|ratification USER`, `flags USER`,
 `memory index-health`, `memory repair-indexes` and `memory server status|start|stop`.
+`--as-of ISO` on stats, entities and facts, and `memory diff`, are in `cli.memory.history`.
 
 Every memory command goes through `yuxi_dash.memory.views.gate.open_view`, so it
 is gated (exit 6 when LaunchDarkly says off, and no graph query runs) and
 audited under `--actor`. JSON shapes: `memory stats` prints
 {user_id, group_id, entities, episodes, communities, relates_to_edges,
-mentions_edges, ...}; `flags` prints {flag key: {value, reason}}.
+mentions_edges, ..., assistant_only_share}; `flags` prints {flag key: {value, reason}}.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from yuxi_dash.cli.common import (
     add_user_command,
     command_actor,
 )
+from yuxi_dash.cli.memory import assistant_only as assistant_only_commands
 from yuxi_dash.cli.memory import facts as fact_commands
-from yuxi_dash.cli.memory import support
+from yuxi_dash.cli.memory import history, support
+from yuxi_dash.cli.memory import retirements as retirement_commands
 from yuxi_dash.cli.output import render_table
 from yuxi_dash.errors import MemoryGatedOff
 from yuxi_dash.wording import count, plain, reason_text, stamp
@@ -54,13 +57,18 @@ def _lines(data: dict[str, Any]) -> str:
 
 
 def _stats(args: argparse.Namespace) -> CommandResult:
+    if args.as_of is not None:
+        return history.stats_as_of(args)
     from yuxi_dash.memory.views import gated_views
 
-    data = gated_views.stats(_access(args, "stats"))
+    access = _access(args, "stats")
+    data = {**gated_views.stats(access), **assistant_only_commands.stats_share(access)}
     return CommandResult(data, _lines(data))
 
 
 def _entities(args: argparse.Namespace) -> CommandResult:
+    if args.as_of is not None:
+        return history.entities_as_of(args)
     from yuxi_dash.memory.views import gated_views
 
     data = gated_views.entities(
@@ -82,6 +90,8 @@ def _entities(args: argparse.Namespace) -> CommandResult:
 
 
 def _facts(args: argparse.Namespace) -> CommandResult:
+    if args.as_of is not None:
+        return history.facts_as_of(args)
     from yuxi_dash.memory.views import gated_views
 
     access = _access(args, "facts")
@@ -213,15 +223,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     def view(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         return add_user_command(memory_sub, name, handler, help_text)
 
-    view("stats", _stats, "counts: entities, episodes, communities, directed edges, statuses")
+    stats = view(
+        "stats", _stats, "counts: entities, episodes, communities, directed edges, statuses"
+    )
+    history.add_as_of(stats)
     entities = view("entities", _entities, "entities, searchable by name")
     entities.add_argument("--search", default="", help="substring of the entity name")
     entities.add_argument("--limit", type=positive_int, default=50)
     entities.add_argument("--offset", type=non_negative_int, default=0)
+    history.add_as_of(entities)
     facts = view("facts", _facts, "facts, newest first, or one entity's facts")
     facts.add_argument("--entity", default=None, help="an entity uuid: its facts as source/target")
     facts.add_argument("--limit", type=positive_int, default=100)
     facts.add_argument("--offset", type=non_negative_int, default=0)
+    history.add_as_of(facts)
     communities = view("communities", _communities, "communities and the rebuild decision")
     communities.add_argument("--limit", type=positive_int, default=50)
     ratification = view("ratification", _ratification, "tentative facts and the next pass")
@@ -247,6 +262,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     server.set_defaults(handler=_server)
 
     fact_commands.register(memory_sub)
+    assistant_only_commands.register(memory_sub)  # assistant-only, retract-assistant-only
+    retirement_commands.register(memory_sub)  # retirements USER
+    history.register(memory_sub)  # diff USER --from --to
 
     flags = sub.add_parser(
         "flags",

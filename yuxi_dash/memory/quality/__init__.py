@@ -1,3 +1,3 @@
-"""Whether a user's memory looks right: retirements that look wrong, and memory
-written in the assistant's words rather than the user's.
+"""Whether a user's memory looks right: retirements that look wrong, and assistant-only
+facts (no provenance in the user's own words).
 """

@@ -1,10 +1,9 @@
 """The support bundle: one download for a ticket about a user's memory, streamed.
 
-`write_bundle` writes the user's flags with their reasons, every fact (status,
-validity, episode uuids, hit counter), the newest N episodes, the correction
-history, and each thread's pressure, last summary and checked tool results. JSON
-in the shape of `bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md), or
-Markdown (`bundle_render`).
+`write_bundle` writes the user's flags with their reasons, every fact (status, validity,
+episode uuids, hit counter), the newest N episodes, the correction history, and each
+thread's pressure, last summary and checked tool results: JSON as
+`bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md), or Markdown (`bundle_render`).
 
 Rules:
 - Facts are read a page at a time by keyset (`bundle_sources.iter_facts`) and
@@ -12,7 +11,8 @@ Rules:
 - Access is `open_view(user, "bundle")` (viewer or higher). A gated-off user
   still gets flags, threads and corrections, with the gate's message.
 - Every bundle is one audit row, `memory.bundle`, with counts only; bad input is
-  refused, audited, and writes nothing.
+  refused, audited, and writes nothing. `as_of` adds the memory as it was then: its
+  counts (the `as_of` object under `memory`) and every fact held then, streamed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from yuxi_dash.errors import InvalidInput, MemoryGatedOff, MemoryUnavailable, Yu
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient, get_client, hits_connection
+from yuxi_dash.memory.history import as_of as history
+from yuxi_dash.memory.history import queries as history_queries
+from yuxi_dash.memory.history.timeline import load_timeline, moment_text, parse_moment
 from yuxi_dash.memory.support.bundle_render import BundleSink, JsonSink, MarkdownSink
 from yuxi_dash.memory.support.bundle_schema import SCHEMA_ID, SCHEMA_VERSION
 from yuxi_dash.memory.support.bundle_sources import (
@@ -104,6 +107,7 @@ def write_bundle(
     hits: redis.Redis | None = None,
     fact_page: int = FACT_PAGE,
     now: datetime | None = None,
+    as_of: Any = None,
 ) -> BundleResult:
     """Write the user's bundle to `out` as it is read; audited (see the module docstring)."""
     settings = settings or get_settings()
@@ -116,6 +120,7 @@ def write_bundle(
         settings=settings,
     ):
         _check(fmt, episodes)
+        moment = None if as_of is None else parse_moment(as_of, "--as-of")
     gate_message: str | None = None
     try:
         gates = open_view(
@@ -143,11 +148,17 @@ def write_bundle(
         )
         sink.flags(gates.source, flag_entries(gates))
         memory_counts: dict[str, Any] | None = None
+        then_memory: dict[str, Any] | None = None
+        past: history.Then | None = None
         if gate_message is None:
             client = client or get_client(settings)
             graph_exists = client.graph_exists(group_id)
             if graph_exists:
                 memory_counts = queries.counts(client, group_id).to_dict()
+                if moment is not None:
+                    past, then_memory = _as_of(
+                        client, group_id, user_id, settings, moment, episodes
+                    )
                 try:
                     conn = hits or hits_connection(settings)
                 except MemoryUnavailable:
@@ -158,6 +169,7 @@ def write_bundle(
                 "gate_message": gate_message,
                 "graph_exists": graph_exists,
                 "counts": memory_counts,
+                **({"as_of": then_memory} if then_memory is not None else {}),
             }
         )
         if graph_exists and client is not None:
@@ -167,6 +179,13 @@ def write_bundle(
                 sink.fact(fact)
                 counts["facts"] += 1
         sink.facts_done(counts["facts"])
+        if past is not None and client is not None:
+            held = 0
+            sink.as_of_facts_start(past.moment.isoformat())
+            for then_fact in history.iter_facts_as_of(client, group_id, past, page=fact_page):
+                sink.as_of_fact(then_fact)
+                held += 1
+            sink.as_of_facts_done(held)
         recent = (
             recent_episodes(client, group_id, limit=episodes) if graph_exists and client else []
         )
@@ -211,6 +230,7 @@ def write_bundle(
             **counts,
             "gated_off": gate_message is not None,
             "graph_exists": graph_exists,
+            **({"as_of": moment.isoformat()} if moment is not None else {}),
         },
         settings=settings,
     )
@@ -222,6 +242,40 @@ def write_bundle(
         audit_id=audit_id,
         **counts,
     )
+
+
+def _as_of(
+    client: GraphClient,
+    group_id: str,
+    user_id: str,
+    settings: Settings,
+    moment: datetime,
+    episodes: int,
+) -> tuple[history.Then, dict[str, Any]]:
+    """`as_of` in `memory`: the counts then and the episodes written by then (the bundle's own
+    look: gated and audited as the `bundle` view); the facts are streamed later."""
+    past = history.then(client, group_id, moment, load_timeline(settings, user_id, since=moment))
+    counts = history.fact_counts(client, group_id, past)
+    written = client.ro_rows(
+        group_id,
+        history_queries.EPISODES_AS_OF,
+        {"at": moment_text(moment), "limit": max(1, episodes), "offset": 0},
+    )
+    return past, {
+        "moment": moment.isoformat(),
+        "counts": {
+            "held": counts["held"],
+            "valid": counts["valid"],
+            "retired": counts["retired"],
+            "deleted_since": len(past.gone_since()),
+        },
+        "episodes": [
+            {**row, "created_at": str(row["created_at"]) if row["created_at"] else None}
+            for row in written[:episodes]
+        ],
+        "corrections_after": len(past.timeline.after(moment)),
+        "corrections_complete": past.timeline.complete,
+    }
 
 
 def bundle_to_file(user_id: str, path: Path, **kwargs: Any) -> BundleResult:

@@ -132,6 +132,9 @@ class BundleSink(Protocol):
     def memory(self, memory: dict[str, Any]) -> None: ...
     def fact(self, fact: dict[str, Any]) -> None: ...
     def facts_done(self, count: int) -> None: ...
+    def as_of_facts_start(self, moment: str) -> None: ...
+    def as_of_fact(self, fact: dict[str, Any]) -> None: ...
+    def as_of_facts_done(self, count: int) -> None: ...
     def episodes(self, episodes: list[dict[str, Any]], limit: int) -> None: ...
     def correction(self, correction: dict[str, Any]) -> None: ...
     def corrections_done(self, count: int) -> None: ...
@@ -185,6 +188,16 @@ class JsonSink:
         self._close()
         self._field("fact_count", count)
 
+    def as_of_facts_start(self, moment: str) -> None:
+        self._open("as_of_facts")
+
+    def as_of_fact(self, fact: dict[str, Any]) -> None:
+        self._item(fact)
+
+    def as_of_facts_done(self, count: int) -> None:
+        self._close()
+        self._field("as_of_fact_count", count)
+
     def episodes(self, episodes: list[dict[str, Any]], limit: int) -> None:
         self._field("episode_limit", limit)
         self._field("episodes", episodes)
@@ -220,6 +233,18 @@ FACT_COLUMNS = (
     "expired_at",
     "hits",
     "episodes",
+    "fact",
+)
+AS_OF_COLUMNS = (
+    "uuid",
+    "source",
+    "name",
+    "target",
+    "valid_then",
+    "status_then",
+    "status_now",
+    "created_at",
+    "retired_at",
     "fact",
 )
 
@@ -301,8 +326,28 @@ class MarkdownSink:
             for key in ("entities", "episodes", "communities", "relates_to_edges", "live_facts"):
                 w(f"- {md_text(key)}: {counts.get(key, 0):,}\n")
             w("\n")
+            if memory.get("as_of"):
+                self._as_of(memory["as_of"])
         w("## Facts\n\n")
         w(_table_head(FACT_COLUMNS))
+
+    def _as_of(self, then: dict[str, Any]) -> None:
+        """`as_of` in `memory`: the memory as it was at a moment (`memory bundle --as-of`); its
+        facts come after today's ("Facts held as of")."""
+        w = self.out.write
+        counts = then["counts"]
+        w(f"## Memory as of {md_text(then['moment'])}\n\n")
+        w(
+            f"{counts['held']:,} fact(s) held then ({counts['deleted_since']:,} of them deleted "
+            f"since), {counts['valid']:,} valid in the world then; {counts['retired']:,} retired "
+            f"by then. {then['corrections_after']:,} correction(s) of ours were made after this "
+            "moment: the facts they changed are shown as they were then. Every fact held then "
+            "is listed after today's facts.\n\n"
+        )
+        w("Episodes written by then (newest first):\n\n")
+        for episode in then["episodes"]:
+            w(f"- {md_text(episode.get('created_at'))} {md_text(episode.get('name'))}\n")
+        w("\n")
 
     def fact(self, fact: dict[str, Any]) -> None:
         shown = {
@@ -314,6 +359,18 @@ class MarkdownSink:
 
     def facts_done(self, count: int) -> None:
         self.out.write(f"\n{count:,} fact(s).\n\n")
+
+    def as_of_facts_start(self, moment: str) -> None:
+        self.out.write(f"## Facts held as of {md_text(moment)}\n\n")
+        self.out.write(_table_head(AS_OF_COLUMNS))
+
+    def as_of_fact(self, fact: dict[str, Any]) -> None:
+        cells = [fact.get(c) for c in AS_OF_COLUMNS]
+        cells = [("yes" if c else "no") if isinstance(c, bool) else c for c in cells]
+        self.out.write(_row(cells, AS_OF_COLUMNS))
+
+    def as_of_facts_done(self, count: int) -> None:
+        self.out.write(f"\n{count:,} fact(s) held then.\n\n")
 
     def episodes(self, episodes: list[dict[str, Any]], limit: int) -> None:
         w = self.out.write

@@ -146,6 +146,22 @@ MEMORY = _obj(
         "counts": {"type": ["object", "null"]},
     }
 )
+# `memory bundle --as-of ISO`: the memory as it was then (optional: only in such bundles);
+# every fact held then is streamed in the top-level `as_of_facts` (AS_OF_FACTS_FIELDS).
+AS_OF = _obj(
+    {
+        "moment": _STR,
+        "counts": _obj({"held": _INT, "valid": _INT, "retired": _INT, "deleted_since": _INT}),
+        "episodes": {"type": "array", "items": {"type": "object"}},
+        "corrections_after": _INT,
+        "corrections_complete": {"type": "boolean"},
+    }
+)
+MEMORY["properties"]["as_of"] = AS_OF
+AS_OF_FACTS_FIELDS = {
+    "as_of_facts": {"type": "array", "items": {"type": "object"}},
+    "as_of_fact_count": _INT,
+}
 
 BUNDLE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -172,3 +188,4 @@ BUNDLE_SCHEMA: dict[str, Any] = {
         }
     ),
 }
+BUNDLE_SCHEMA["properties"].update(AS_OF_FACTS_FIELDS)  # optional: only with --as-of

@@ -4,28 +4,26 @@
 `undo_correction(audit_id, actor=...)`; `fact_corrections(access, uuid)` reads them. A write:
 1. checks input, role, user and gate in one audited block (`correction_rules`);
 2. reads the fact through `memory.graph.fact_writer` on the user's own graph;
-3. in one transaction holding the fact's lock (PostgreSQL advisory lock, SQLite write lock;
-   too long is `fact_busy`): the fact read and the action checked again, the audit row (ids
-   only), the graph write, the edges read back, the `memory_corrections` row (edges before
-   and after, reason). A failed commit puts the edges back;
+3. in one transaction holding the fact's lock (`fact_locks`; too long is `fact_busy`): the
+   fact read and the action checked again, the audit row (ids only), the graph write, the
+   edges read back, the `memory_corrections` row (edges before and after, reason). A failed
+   commit puts the edges back;
 4. clears the fact's Redis hit counter after a retract or reject.
 
-An undo restores exactly the edges a correction found (a superseding fact is deleted). Its
-author may undo; another operator needs admin and a reason (`not_your_correction`,
-`reason_required`). Refused: `already_undone`, `not_undoable` (an undo), `stale_fact`.
+An undo restores exactly the edges a correction found (a superseding fact is deleted): its
+author, or an admin with a reason (`not_your_correction`, `reason_required`). Refused:
+`already_undone`, `not_undoable`, `stale_fact`. `batch_audit_id`: the bulk it is part of.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid as uuid_lib
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import redis
 import sqlalchemy as sa
 from graphiti_core.driver.falkordb_driver import FalkorDriver
 from graphiti_core.edges import EntityEdge
@@ -36,34 +34,26 @@ from yuxi_dash.access.roles import Actor, Role, require_role
 from yuxi_dash.errors import (
     AlreadyUndone,
     CorrectionNotFound,
-    FactBusy,
     FactNotFound,
     IndexDrift,
     InvalidInput,
-    MemoryGatedOff,
     NotUndoable,
     NotYourCorrection,
     StaleFact,
-    UserNotFound,
 )
 from yuxi_dash.flags import FlagEvaluator
 from yuxi_dash.memory.graph import correction_rules as rules
-from yuxi_dash.memory.graph.client import GraphClient, get_client
+from yuxi_dash.memory.graph.client import GraphClient
 from yuxi_dash.memory.graph.fact_writer import FactWriter, delete_edge, load_edge, save_edge
+from yuxi_dash.memory.support.fact_locks import fact_lock, open_graph
+from yuxi_dash.memory.support.fact_locks import snap as _snap
 from yuxi_dash.memory.views import provenance_queries as pq
-from yuxi_dash.memory.views.gate import (
-    MemoryAccess,
-    audit_target,
-    gate_message,
-    gates_for,
-    group_for,
-    view_refusals,
-)
+from yuxi_dash.memory.views.gate import MemoryAccess, audit_target, view_refusals
 from yuxi_dash.memory.views.provenance import hits_conn_for
 from yuxi_dash.memory.views.ratification import HITS_TTL_SECONDS, hits_key
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import corrections as rows
-from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session, session_scope
+from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import MemoryCorrection
 
 log = logging.getLogger(__name__)
@@ -72,15 +62,6 @@ ACTION_PREFIX = "memory."
 UNDO_ACTION = "memory.undo"
 HISTORY_LIMIT = 50
 _SHOWN = ("audit_id", "at", "actor", "action", "reason", "ticket", "undoes_id")
-_SAVE_BOOKKEEPING = ("source_uuid", "target_uuid")  # graphiti-core's save adds these
-
-
-def _snap(edge: EntityEdge | None) -> dict[str, Any] | None:
-    if edge is None:
-        return None
-    snap = rules.snapshot(edge)
-    snap["attributes"] = {k: v for k, v in snap["attributes"].items() if k not in _SAVE_BOOKKEEPING}
-    return snap
 
 
 def _door(
@@ -93,14 +74,7 @@ def _door(
 ) -> tuple[str, GraphClient]:
     """Role, user id, gate, graph: the checks every correction and undo make first."""
     require_role(actor, Role.OPERATOR, action=what)
-    group_id = group_for(user_id)
-    gates = gates_for(user_id, settings=settings, evaluator=evaluator)
-    if not gates.memory_on:
-        raise MemoryGatedOff(gate_message(gates))
-    client = client or get_client(settings)
-    if not client.graph_exists(group_id):
-        raise UserNotFound(f"no memory graph for user {user_id}")
-    return group_id, client
+    return open_graph(user_id, settings, evaluator, client)
 
 
 def _missing(client: GraphClient, group_id: str, fact: str, user_id: str) -> Exception:
@@ -113,11 +87,6 @@ def _missing(client: GraphClient, group_id: str, fact: str, user_id: str) -> Exc
     return FactNotFound(f"no fact {fact} in {user_id}'s memory")
 
 
-def _hits_before(conn: redis.Redis, user_id: str, fact: str) -> int:
-    value = conn.get(hits_key(user_id, fact))
-    return int(value) if value is not None else 0
-
-
 @dataclass
 class _Plan:
     """What one correction will do, decided under the fact's lock."""
@@ -126,26 +95,6 @@ class _Plan:
     changes: dict[str, EntityEdge | None]
     audit: dict[str, Any]
     row: dict[str, Any]
-
-
-@contextmanager
-def _fact_lock(settings: Settings, group_id: str, fact: str) -> Iterator[Any]:
-    """One transaction holding the lock of one fact of one graph until it commits (module doc)."""
-    wait = settings.lock_timeout_seconds
-    try:
-        with locked_session(settings, wait_seconds=wait) as session:
-            if not is_sqlite(session):
-                session.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                    {"key": f"memory-fact:{group_id}:{fact}"},
-                )
-            yield session
-    except sa.exc.OperationalError as exc:
-        if is_lock_failure(exc):
-            raise FactBusy(
-                f"fact {fact} is being corrected by another operator; try again shortly"
-            ) from exc
-        raise
 
 
 async def _write(
@@ -161,7 +110,7 @@ async def _write(
     written = False
     decided: _Plan | None = None
     try:
-        with _fact_lock(settings, group_id, fact) as session:
+        with fact_lock(settings, group_id, fact) as session:
             decided = await plan()
             audit_id = record_audit(session=session, **decided.audit)
             assert audit_id is not None
@@ -204,8 +153,9 @@ def correct(
     evaluator: FlagEvaluator | None = None,
     client: GraphClient | None = None,
     now: datetime | None = None,
+    batch_audit_id: int | None = None,
 ) -> dict[str, Any]:
-    """Apply one correction (see the module doc); returns ids, the edges before and after."""
+    """Apply one correction (see the module doc; `batch_audit_id`: the bulk it is part of)."""
     settings = settings or get_settings()
     audit_action = ACTION_PREFIX + (action if action in rules.ACTIONS else "correct")
     target = audit_target(user_id)
@@ -224,12 +174,12 @@ def correct(
         group_id, client = _door(user_id, actor, settings, evaluator, client, f"{action} a fact")
         writer = FactWriter(settings, group_id, handle=client.handle)
         correction_id = str(uuid_lib.uuid4())
-        moment = now or rules.utc_now()
         conn = hits_conn_for(settings, client)
         try:
 
             async def job(driver: FalkorDriver) -> tuple[int, _Plan, dict[str, Any]]:
                 async def plan() -> _Plan:
+                    moment = now or rules.utc_now()  # under the lock: the row's `at` too
                     edge = await load_edge(driver, fact)
                     if edge is None:
                         raise _missing(client, group_id, fact, user_id)
@@ -253,6 +203,7 @@ def correct(
                         "action": action,
                         "ticket": ref,
                         "new_fact_uuid": next((u for u in changes if u != fact), None),
+                        "batch_audit_id": batch_audit_id,
                     }
                     return _Plan(
                         before=before,
@@ -266,6 +217,7 @@ def correct(
                         },
                         row={
                             "id": correction_id,
+                            "at": moment,
                             "actor": actor.id,
                             "user_id": user_id,
                             "group_id": group_id,
@@ -273,7 +225,8 @@ def correct(
                             "action": action,
                             "reason": why,
                             "ticket": ref,
-                            "hits_before": _hits_before(conn, user_id, fact),
+                            "hits_before": int(conn.get(hits_key(user_id, fact)) or 0),
+                            "batch_audit_id": batch_audit_id,
                         },
                     )
 
@@ -339,6 +292,7 @@ def undo_correction(
     evaluator: FlagEvaluator | None = None,
     client: GraphClient | None = None,
     now: datetime | None = None,
+    batch_audit_id: int | None = None,
 ) -> dict[str, Any]:
     """Put back exactly the edges the correction of audit row `audit_id` found (module doc)."""
     settings = settings or get_settings()
@@ -411,6 +365,7 @@ def undo_correction(
                                 "group_id": group_id,
                                 "correction_id": correction_id,
                                 "action": rules.UNDO,
+                                "batch_audit_id": batch_audit_id,
                             },
                         },
                         row={
@@ -424,6 +379,7 @@ def undo_correction(
                             "ticket": original["ticket"],
                             "hits_before": 0,
                             "undoes_id": original["id"],
+                            "batch_audit_id": batch_audit_id,
                         },
                     )
 

@@ -48,6 +48,10 @@ VIEWS = frozenset(
         "index_health",
         "provenance",
         "bundle",
+        "assistant_only",  # assistant-only facts (memory.quality.assistant_only)
+        "retirements",
+        "as_of",  # memory as of a moment (memory.history.as_of)
+        "diff",  # what changed between two moments (memory.history.diff)
     }
 )
 COMMUNITY_VIEWS = frozenset({"communities"})

@@ -6,7 +6,10 @@ by its uuid through the relationship index first (fast), and when the index
 does not have it, by a label-free scan whose filter (`toString(e.uuid)`) no
 index can serve. After a FalkorDB restart the index loses the outgoing edges
 of internal node 0, usually the user, so a miss on the index path is never
-taken as "no such fact" (docs/operations.md, the index drift).
+taken as "no such fact" (docs/operations.md, the index drift). The other statements
+never touch the relationship index: they start from an entity found by its node index
+or scan edges label-free, and compare edge properties through `toString` (no index
+serves it; FalkorDB's range index also returns wrong rows for `<`/`<=` on string times).
 """
 
 from __future__ import annotations
@@ -38,27 +41,32 @@ RETURN ep.uuid AS uuid, ep.name AS name, ep.source AS source,
 """
 
 # The newer fact on the same source, name and target that became valid at or after
-# this one stopped being valid (how Graphiti's contradiction step invalidates a fact).
+# this one stopped being valid (how Graphiti's contradiction step invalidates a fact):
+# a traversal from the source entity, edge properties compared as text.
 INVALIDATED_BY = """
-MATCH (a:Entity {uuid: $source})-[f:RELATES_TO]->(b:Entity {uuid: $target})
-WHERE f.name = $name AND f.uuid <> $uuid AND f.valid_at >= $invalid_at
+MATCH (a:Entity {uuid: $source})-[f:RELATES_TO]->(b)
+WHERE toString(b.uuid) = $target AND toString(f.name) = $name
+  AND toString(f.uuid) <> $uuid AND toString(f.valid_at) >= $invalid_at
 RETURN f.uuid AS uuid, left(f.fact, 500) AS fact, f.valid_at AS valid_at,
-       f.created_at AS created_at, f.episodes AS episodes
+       f.created_at AS created_at, f.episodes[..$episodes] AS episodes
 ORDER BY valid_at, uuid
 LIMIT 5
 """
 
-FACT_SUMMARY = """
-MATCH (a)-[f:RELATES_TO {uuid: $uuid}]->(b)
+# Facts by uuid, where no end is known (a successor named by superseded_by): one
+# label-free scan for all of them.
+FACT_SUMMARIES = """
+MATCH (a)-[f:RELATES_TO]->(b)
+WHERE toString(f.uuid) IN $uuids
 RETURN f.uuid AS uuid, left(f.fact, 500) AS fact, f.valid_at AS valid_at,
-       f.created_at AS created_at, f.episodes AS episodes
-LIMIT 1
+       f.created_at AS created_at, f.episodes[..$episodes] AS episodes,
+       a.name AS source, f.name AS name, b.name AS target
 """
 
 # Facts retired in the same batch: same expired_at, touching this fact's source or target.
 SAME_BATCH = """
 MATCH (n:Entity {uuid: $node})-[f:RELATES_TO]-()
-WHERE f.expired_at = $expired_at AND f.uuid <> $uuid
+WHERE toString(f.expired_at) = $expired_at AND toString(f.uuid) <> $uuid
 RETURN DISTINCT f.uuid AS uuid, startNode(f).name AS source, f.name AS name,
        endNode(f).name AS target, left(f.fact, 300) AS fact, f.invalid_at AS invalid_at,
        f.status AS status
@@ -110,13 +118,21 @@ def invalidated_by(
         "target": target,
         "name": name,
         "invalid_at": invalid_at,
+        "episodes": MAX_EPISODES,
     }
     return client.ro_rows(group_id, INVALIDATED_BY, params)
 
 
+def fact_summaries(client: GraphClient, group_id: str, uuids: list[str]) -> dict[str, Row]:
+    """uuid -> the fact's text, times, episodes and end names (one label-free scan)."""
+    if not uuids:
+        return {}
+    params = {"uuids": list(dict.fromkeys(uuids)), "episodes": MAX_EPISODES}
+    return {str(row["uuid"]): row for row in client.ro_rows(group_id, FACT_SUMMARIES, params)}
+
+
 def fact_summary(client: GraphClient, group_id: str, fact_uuid: str) -> Row | None:
-    rows = client.ro_rows(group_id, FACT_SUMMARY, {"uuid": fact_uuid})
-    return rows[0] if rows else None
+    return fact_summaries(client, group_id, [fact_uuid]).get(fact_uuid)
 
 
 def same_batch(

@@ -1,3 +1,3 @@
 """The memory pages' review parts: memory as of a moment, retirements that look wrong,
-and memory in the assistant's words.
+and assistant-only facts.
 """
