@@ -130,6 +130,7 @@ def test_batched_and_per_thread_scans_project_identical_rows(
             assert latest is not None
             usage = dict(latest.values.get("token_usage") or {})
             usage["next_llm_input_tokens"] = int(usage["next_llm_input_tokens"]) + 100
+            usage.update(model="gpt-test", output_tokens=42)  # as the middleware records them
             owner.write(
                 thread_id,
                 {"token_usage": usage if bump else {}},
@@ -163,3 +164,10 @@ def test_batched_and_per_thread_scans_project_identical_rows(
             .order_by(UsageSnapshotRow.id.desc())
         ).first()
     assert tokens is not None and tokens > 100  # measured on the state's messages
+    with db.session_scope(batched) as session:
+        call = session.execute(
+            sa.select(UsageSnapshotRow.model, UsageSnapshotRow.output_tokens)
+            .where(UsageSnapshotRow.thread_id == "plat-cool")
+            .order_by(UsageSnapshotRow.id.desc())
+        ).first()
+    assert call is not None and tuple(call) == ("gpt-test", 42)  # the same in both paths (dump)

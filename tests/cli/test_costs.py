@@ -153,7 +153,7 @@ def test_calls_no_entry_prices_are_counted_and_model_keys_named(
     (row,) = data["rows"]
     assert code == 0 and row["key"] == thread_id and row["cost_usd"] is None
     assert data["unpriced_calls"] == row["model_calls"] == row["unpriced_calls"] > 0
-    assert data["unmatched_keys"] == ["gpt-4.1"]  # a model key: the rows name no model yet
+    assert data["unmatched_keys"] == ["gpt-4.1"]  # a model key no recorded call names
     assert main(["costs"]) == 0
     text = capsys.readouterr().out
     assert f"{row['model_calls']:,} model calls have no price" in text

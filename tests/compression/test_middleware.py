@@ -180,3 +180,39 @@ def test_a_trigger_above_the_window_is_refused_and_names_the_unit(workdir: Workd
         )
     with pytest.raises(InvalidInput, match="positive"):
         summary_trigger(context_window=8_000, summary_trigger_tokens=0)
+
+
+def test_each_call_records_its_reported_model_and_output_tokens(workdir: Workdir) -> None:
+    long_name = "m" * 200
+    script = iter(
+        [
+            AIMessage(
+                "",
+                tool_calls=[{"name": "query_kb", "args": {"q": "q0"}, "id": "c0"}],
+                response_metadata={"model_name": "gpt-test"},
+                usage_metadata={"input_tokens": 90, "output_tokens": 17, "total_tokens": 107},
+            ),
+            AIMessage("answer 0", response_metadata={"model": long_name}),
+            AIMessage("answer 1"),
+        ]
+    )
+    agent = create_agent(
+        scripted_model(script),
+        [query_kb_tool(lambda q: "short answer")],
+        middleware=context_compression_middleware(
+            workdir=workdir, context_window=200_000, summary_threshold_k=100
+        ),
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("question 0")]}, CONFIG)
+    usages = [
+        snapshot.values[TOKEN_USAGE_KEY]
+        for snapshot in reversed(list(agent.get_state_history(CONFIG)))
+        if TOKEN_USAGE_KEY in snapshot.values
+    ]
+    calls = {(u["model"], u["output_tokens"], u["llm_input_tokens"]) for u in usages}
+    assert ("gpt-test", 17, 90) in calls  # the provider's figures, as reported
+    assert any(u["model"] == "m" * 128 and u["output_tokens"] is None for u in usages)
+    agent.invoke({"messages": [HumanMessage("question 1")]}, CONFIG)
+    latest = agent.get_state(CONFIG).values[TOKEN_USAGE_KEY]
+    assert latest["model"] is None and latest["output_tokens"] is None  # nothing reported

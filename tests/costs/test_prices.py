@@ -121,7 +121,7 @@ def test_keys_matching_no_agent_are_named_not_star_nor_agents() -> None:
     assert unmatched_keys(prices, {"coder", "faq"}) == ["Coder", "gpt-4.1"]  # keys match exactly
     assert unmatched_keys(None, {"coder"}) == []
     line = unmatched_line(["Coder", "gpt-4.1"])
-    assert line.endswith(": Coder, gpt-4.1") and "model keys take effect" in line
+    assert line.endswith(": Coder, gpt-4.1") and "recorded model" in line
     assert unmatched_line([]) == ""
 
 

@@ -77,3 +77,32 @@ def test_an_unpriced_agent_saves_tokens_without_dollars(db_url: str) -> None:
         savings = compression_savings(session, star_free, "t-saved")
     assert [s.tokens_avoided for s in savings] == [42_000, 48_000]
     assert [s.saved_usd for s in savings] == [None, None]
+
+
+def test_calls_after_a_compression_are_priced_by_their_recorded_model(db_url: str) -> None:
+    _seed("t-saved")
+    prices = parse_prices(
+        json.dumps(
+            {
+                "agent-s": {"input_per_million": 2, "output_per_million": 8},
+                "gpt-test": {"input_per_million": 5, "output_per_million": 20},
+            }
+        )
+    )
+    with session_scope() as session:
+        session.execute(  # the calls at 12 and 20 name their model; 10 and 39 do not
+            sa.update(UsageSnapshotRow)
+            .where(
+                UsageSnapshotRow.thread_id == "t-saved",
+                UsageSnapshotRow.measured_at.in_(
+                    [T0 + timedelta(minutes=12), T0 + timedelta(minutes=20)]
+                ),
+            )
+            .values(model="gpt-test")
+        )
+    with session_scope() as session:
+        first, second = compression_savings(session, prices, "t-saved")
+    assert (first.model_calls_after, first.tokens_avoided) == (4, 42_000)
+    # 2 calls x 10,500 at $5/M and 2 calls x 10,500 at the agent's $2/M
+    assert first.saved_usd == 0.147
+    assert second.saved_usd == 0.096  # its calls name no model: the agent's price

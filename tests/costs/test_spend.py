@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+import sqlalchemy as sa
 
-from yuxi_dash.costs.prices import ModelPrices, parse_prices
+from yuxi_dash.costs.prices import ModelPrices, parse_prices, unmatched_keys
 from yuxi_dash.costs.spend import (
     known_agents,
     limited,
+    matched_names,
     spend,
     spend_per_agent_day,
     thread_costs,
@@ -199,3 +201,76 @@ def test_by_day_a_limit_keeps_the_newest_days(db_url: str, prices: ModelPrices) 
     assert [d.key for d in newest] == ["2026-12-04", "2026-12-05", "2026-12-06"]  # oldest first
     assert newest == limited(every, "day", 3) and limited(every, "day", 9) == every
     assert [t.key for t in top] == ["t-long"]  # other views keep the most spent
+
+
+def test_a_call_is_priced_by_its_recorded_model_before_its_agent(db_url: str) -> None:
+    """Recorded model and output tokens win; rows without them keep the agent and estimate."""
+    table = {
+        **PRICES,
+        "gpt-test": {"input_per_million": 10, "output_per_million": 30},
+        "claude-x": {"input_per_million": 1, "output_per_million": 2},
+    }
+    prices = parse_prices(json.dumps(table))
+    with session_scope() as session:
+        session.add(Conversation(thread_id="t-m", user_id="u1", agent_slug="alpha"))
+        session.flush()
+        # model, output tokens as reported, llm_input_tokens, next_llm_input_tokens
+        for minute, (model, out, inp, nxt) in enumerate(
+            [
+                ("gpt-test", 250, 1_000, 1_100),  # reported: 250 out, not the 100 estimated
+                ("gpt-test", None, 2_000, 2_300),  # model reported, tokens not: 300 estimated
+                ("claude-x", 40, 3_000, 3_500),
+                (None, None, 4_000, 4_600),  # an old row: the agent's price, 600 estimated
+                ("unlisted", 7, 5_000, 5_000),  # a model with no key: the agent's price
+            ]
+        ):
+            session.add(
+                UsageSnapshotRow(
+                    thread_id="t-m",
+                    measured_at=DAY1 + timedelta(minutes=minute),
+                    llm_input_tokens=inp,
+                    next_llm_input_tokens=nxt,
+                    context_window=200_000,
+                    context_usage_ratio=0.0,
+                    summary_trigger_tokens=100_000,
+                    summary_pressure_ratio=0.0,
+                    source="model_call",
+                    model=model,
+                    output_tokens=out,
+                )
+            )
+    hand = (
+        _cost(table["gpt-test"], 1_000, 250)
+        + _cost(table["gpt-test"], 2_000, 300)
+        + _cost(table["claude-x"], 3_000, 40)
+        + _cost(ALPHA, 4_000, 600)
+        + _cost(ALPHA, 5_000, 7)
+    )
+    with session_scope() as session:
+        (row,) = spend(session, prices, "thread")
+        by_day = spend_per_agent_day(session, prices, top=frozenset({"alpha"}))
+        costs = thread_costs(session, prices, ["t-m"])
+    assert (row.model_calls, row.input_tokens) == (5, 15_000)
+    assert row.output_tokens == 250 + 300 + 40 + 600 + 7
+    assert row.cost_usd == float(hand) and row.unpriced_calls == 0
+    assert costs == {"t-m": float(hand)}
+    assert [(r.agent, r.cost_usd) for r in by_day] == [("alpha", float(hand))]
+
+
+def test_a_model_key_some_call_records_is_matched(db_url: str) -> None:
+    table = {
+        "gpt-test": {"input_per_million": 1, "output_per_million": 1},
+        "gpt-none": {"input_per_million": 1, "output_per_million": 1},
+    }
+    prices = parse_prices(json.dumps(table))
+    _seed()
+    with session_scope() as session:
+        session.execute(
+            sa.update(UsageSnapshotRow)
+            .where(UsageSnapshotRow.thread_id == "t-b1")
+            .values(model="gpt-test")
+        )
+    with session_scope() as session:
+        assert matched_names(session, prices) == frozenset({"alpha", "beta", "gpt-test"})
+        assert unmatched_keys(prices, matched_names(session, prices)) == ["gpt-none"]
+        assert matched_names(session, None) == frozenset({"alpha", "beta"})

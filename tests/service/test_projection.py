@@ -185,3 +185,31 @@ def test_a_forged_saved_result_header_indexes_no_file_but_the_one_it_names(
         )
     assert indexed == sorted([("t-alice", secret.path), ("t-mallory", own.path)])
     assert refused == ["thread:t-mallory"] * 4
+
+
+def test_each_call_row_holds_its_model_and_output_tokens_old_entries_null(db_url: str) -> None:
+    checkpoint = seed_thread()
+    history: list[Any] = [HumanMessage("q", id="h1")]
+    calls = [
+        {},  # an entry from before the middleware reported them
+        {"model": "gpt-test", "output_tokens": 17},
+        {"model": "claude-x", "output_tokens": None},
+    ]
+    for step, call in enumerate(calls):
+        history = [*history, AIMessage(f"a{step}", id=f"a{step}")]
+        usage = {**_usage(4000 + step * 1000, f"2026-11-01T09:0{step}:00+00:00"), **call}
+        checkpoint = write_state(
+            "t1", {"messages": history, TOKEN_USAGE_KEY: usage}, expected_checkpoint_id=checkpoint
+        ).checkpoint_id
+    with service.thread_lock("t1") as (session, conv):
+        assert conv is not None
+        conv.checkpoint_id = None
+        project_thread(session, conv, state_store())
+    query = sa.select(
+        UsageSnapshotRow.next_llm_input_tokens,
+        UsageSnapshotRow.model,
+        UsageSnapshotRow.output_tokens,
+    ).order_by(UsageSnapshotRow.measured_at)
+    with session_scope() as session:
+        rows = [tuple(row) for row in session.execute(query)]
+    assert rows == [(4000, None, None), (5000, "gpt-test", 17), (6000, "claude-x", None)]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from langchain_core.messages import AIMessage, HumanMessage
 
 from tests.service.builders import seed_thread
 from yuxi_dash import service
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
+from yuxi_dash.errors import ImpossibleUsage, InvalidInput
 from yuxi_dash.service.projection import project_thread
+from yuxi_dash.service.usage_writes import reported_call
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation, UsageSnapshotRow
 from yuxi_dash.store.thread_store import load_state, state_store, write_state
@@ -49,3 +52,18 @@ def test_the_snapshot_row_the_current_usage_and_the_checkpoint_agree(db_url: str
         assert getattr(conv, name) == value, name
     assert (row.context_usage_ratio, row.summary_pressure_ratio) == (1.0, 0.85)
     assert row.source == "model_call" and row.measured_at.isoformat().startswith("2026-11-01T09")
+
+
+def test_a_reported_call_is_kept_as_stated_or_refused() -> None:
+    assert reported_call(None) == {"model": None, "output_tokens": None}
+    assert reported_call({"llm_input_tokens": 5}) == {"model": None, "output_tokens": None}
+    long = "<b>" + "m" * 200
+    assert reported_call({"model": long, "output_tokens": 0}) == {
+        "model": long[:128],  # stored as received, bounded
+        "output_tokens": 0,
+    }
+    for bad in (-1, 2**31, 1.5, True, "7"):
+        with pytest.raises(ImpossibleUsage):
+            reported_call({"output_tokens": bad})
+    with pytest.raises(InvalidInput):
+        reported_call({"model": "gpt\x00"})

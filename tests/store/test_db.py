@@ -72,7 +72,7 @@ def test_migrations_up_down_up(
     )
     assert db.current_revision(url) is None
     db.upgrade(url)
-    assert db.current_revision(url) == "0012"
+    assert db.current_revision(url) == "0013"
     assert _tables(url) == TABLES
     if backend == "postgresql":  # the migration step set up the checkpointer's own tables
         assert _all_tables(url) >= CHECKPOINT_TABLES
@@ -117,7 +117,7 @@ def test_get_engine_migrates_once_and_creates_parent_dir(tmp_path: Path) -> None
     engine = db.get_engine(settings)
     assert target.exists()
     assert db.get_engine(settings) is engine
-    assert db.current_revision(settings.database_url) == "0012"
+    assert db.current_revision(settings.database_url) == "0013"
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -210,7 +210,7 @@ def test_two_processes_migrating_at_once_on_postgresql(fresh_postgres_url: str) 
     ]
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     assert [rc for _out, _err, rc in results] == [0, 0, 0], [err for _o, err, _rc in results]
-    assert db.current_revision(fresh_postgres_url) == "0012"
+    assert db.current_revision(fresh_postgres_url) == "0013"
     assert _tables(fresh_postgres_url) == TABLES
 
 
@@ -290,3 +290,48 @@ def test_upgrade_moves_legacy_thread_states_into_checkpoints(
         summary.content,
         "q2",
     ]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_0013_adds_the_call_model_and_output_tokens_as_null_for_old_rows(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'calls.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    db.upgrade(url, "0012")
+    engine = db.create_engine_for_url(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO conversations (thread_id, user_id, agent_slug, title, status, "
+                    "created_at, updated_at, last_activity_at, llm_input_tokens, "
+                    "next_llm_input_tokens, context_window, context_usage_ratio, "
+                    "summary_trigger_tokens, summary_pressure_ratio, summary_active) VALUES "
+                    "('old', 'u1', 'a', '', 'active', :at, :at, :at, 0, 0, 0, 0, 0, 0, false)"
+                ),
+                {"at": "2026-11-01 00:00:00"},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO usage_snapshots (thread_id, measured_at, llm_input_tokens, "
+                    "next_llm_input_tokens, context_window, context_usage_ratio, "
+                    "summary_trigger_tokens, summary_pressure_ratio, summary_active, source) "
+                    "VALUES ('old', :at, 10, 12, 100, 0.1, 50, 0.24, false, 'model_call')"
+                ),
+                {"at": "2026-11-01 00:00:00"},
+            )
+        db.upgrade(url)
+        with engine.connect() as conn:
+            row = conn.execute(sa.text("SELECT model, output_tokens FROM usage_snapshots")).one()
+        assert tuple(row) == (None, None)
+        db.downgrade(url, "0012")
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("usage_snapshots")}
+        assert "model" not in columns and "output_tokens" not in columns
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM usage_snapshots")).scalar() == 1
+    finally:
+        engine.dispose()

@@ -312,7 +312,7 @@ def _cmd_costs(args: argparse.Namespace) -> CommandResult:
         unmatched_line,
         unpriced_line,
     )
-    from yuxi_dash.costs.spend import known_agents, limited, spend
+    from yuxi_dash.costs.spend import limited, matched_names, spend
     from yuxi_dash.settings import get_settings
     from yuxi_dash.store.db import session_scope
 
@@ -320,7 +320,7 @@ def _cmd_costs(args: argparse.Namespace) -> CommandResult:
         prices = load_prices(get_settings())  # a bad file: one typed error, on record
     with session_scope() as session:
         every = spend(session, prices, args.by)
-        unmatched = unmatched_keys(prices, known_agents(session))
+        unmatched = unmatched_keys(prices, matched_names(session, prices))
     items = limited(every, args.by, args.limit)  # by day the newest, else the most spent
     unpriced = sum(i.unpriced_calls for i in every)
     data = {

@@ -44,6 +44,7 @@ from yuxi_dash.compression.engine import (
     model_messages,
 )
 from yuxi_dash.compression.state_format import (
+    MODEL_NAME_MAX,
     TOKEN_USAGE_KEY,
     CompressedContextState,
     context_state,
@@ -194,6 +195,9 @@ class TokenUsageMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):
     really sent. ``llm_input_tokens`` is what the provider reported, or the
     engine's count when it reports nothing; ``next_llm_input_tokens`` is the
     count of what the next call sends (this input plus the answer).
+    ``model`` is the answer's ``response_metadata`` ``model_name`` (or ``model``),
+    cut to `MODEL_NAME_MAX` characters; ``output_tokens`` its ``usage_metadata``
+    output tokens. Both are None when the provider does not report them.
     ``measured_at`` is ``clock()`` (default: now, in UTC).
     """
 
@@ -233,7 +237,11 @@ class TokenUsageMiddleware(AgentMiddleware[CompressedContextState, Any, Any]):
             summary_trigger_tokens=self.trigger_tokens,
             summary_active=bool(sent) and is_summary_message(sent[0]),
         )
-        usage = {**snapshot.to_dict(), "measured_at": self.clock().isoformat()}
+        usage = {
+            **snapshot.to_dict(),
+            **reported_call(response.result),
+            "measured_at": self.clock().isoformat(),
+        }
         return ExtendedModelResponse(
             model_response=response, command=Command(update={TOKEN_USAGE_KEY: usage})
         )
@@ -244,6 +252,21 @@ def _reported_input_tokens(messages: Sequence[BaseMessage]) -> int | None:
         if isinstance(message, AIMessage) and message.usage_metadata:
             return int(message.usage_metadata.get("input_tokens") or 0) or None
     return None
+
+
+def reported_call(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+    """The answer's model name and output tokens as its provider reported them (else None)."""
+    for message in messages:
+        if isinstance(message, AIMessage):
+            meta = message.response_metadata or {}
+            name = meta.get("model_name") or meta.get("model")
+            out = message.usage_metadata.get("output_tokens") if message.usage_metadata else None
+            whole = isinstance(out, int) and not isinstance(out, bool)
+            return {
+                "model": name[:MODEL_NAME_MAX] if isinstance(name, str) and name else None,
+                "output_tokens": out if whole else None,
+            }
+    return {"model": None, "output_tokens": None}
 
 
 def context_compression_middleware(

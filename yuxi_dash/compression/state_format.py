@@ -8,8 +8,8 @@ A thread's state is a LangGraph checkpoint of a ``langchain.agents.create_agent`
   (``cutoff_index``, ``summary_message``, ``file_path``, ``created_at_index``);
 - ``_summarization_session_id``: the id naming the history file;
 - ``token_usage``: the usage snapshot of the latest model call or compression
-  (``summary_pressure_ratio``, ``context_usage_ratio``, ``summary_trigger_tokens``,
-  ``summary_active``, ...), as the token-usage middleware keeps it.
+  (``summary_pressure_ratio``, ``summary_trigger_tokens``, ..., and a call's reported
+  ``model``, at most `MODEL_NAME_MAX` characters, and ``output_tokens``, else None).
 
 This module converts between those values and the engine's ``ThreadContextState``, and
 builds the state update a change amounts to.
@@ -28,6 +28,7 @@ from yuxi_dash.compression.thread_state import SummaryEvent, ThreadContextState
 SUMMARIZATION_EVENT_KEY = "_summarization_event"
 SUMMARIZATION_SESSION_ID_KEY = "_summarization_session_id"
 TOKEN_USAGE_KEY = "token_usage"
+MODEL_NAME_MAX = 128  # characters of a reported model name kept (`usage_snapshots.model`)
 
 
 class CompressedContextState(AgentState[Any]):

@@ -4,8 +4,9 @@ The file is one JSON object. Each key is a model name, an agent name or ``*``; e
 ``{"input_per_million": number, "output_per_million": number}`` in dollars (both required,
 finite, not negative; no other field). No prices are shipped: without the setting there is
 no `ModelPrices` and callers show tokens only. Lookup (`ModelPrices.price_for`): the model
-name, then the agent name, then ``*``; keys match exactly. The usage rows do not record their
-model yet, so only agent keys and ``*`` match today: `unmatched_keys` names the others.
+name a call recorded, then the agent name, then ``*``; keys match exactly. Calls recorded
+before calls named their model match agent keys and ``*`` only. `unmatched_keys` names the
+keys that match no agent and no recorded model.
 
 Rules: the path comes only from the setting; at most `MAX_PRICES_FILE_BYTES` are read; any
 fault (missing, too big, not UTF-8, not JSON, wrong shape) is one `InvalidPricesFile` whose
@@ -34,7 +35,7 @@ FIELDS = ("input_per_million", "output_per_million")
 TOKENS_PER_MILLION = Decimal(1_000_000)
 NO_PRICES_HINT = f"set {SETTING} to a prices file to see dollars"
 UNPRICED_ADVICE = "add their agent's name or `*` to the prices file"
-UNMATCHED_ADVICE = "model keys take effect once calls record their model"
+UNMATCHED_ADVICE = "a model key prices the calls that record that exact model name"
 
 
 def unpriced_line(calls: int) -> str:
@@ -46,12 +47,15 @@ def unpriced_line(calls: int) -> str:
 
 
 def unmatched_line(keys: Collection[str]) -> str:
-    """The one line naming the prices file's keys that match no agent ("" for none)."""
+    """The one line naming the prices file's keys that match no agent or recorded model."""
     if not keys:
         return ""
     shown = ", ".join(key[:60] for key in list(keys)[:10])
     more = f" and {len(keys) - 10:,} more" if len(keys) > 10 else ""
-    return f"Prices file keys matching no agent (priced nothing; {UNMATCHED_ADVICE}): {shown}{more}"
+    return (
+        "Prices file keys matching no agent or recorded model "
+        f"(priced nothing; {UNMATCHED_ADVICE}): {shown}{more}"
+    )
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,8 @@ def prices_file_stamp(settings: Settings) -> tuple[str, int, int] | None:
 
 
 def unmatched_keys(prices: ModelPrices | None, agents: Collection[str]) -> list[str]:
-    """The keys that are neither ``*`` nor one of ``agents``, sorted: models or typos, which
-    price nothing until the usage rows record their model."""
+    """The keys that are neither ``*`` nor one of ``agents`` (the agents and recorded models,
+    `spend.matched_names`), sorted: models no call recorded, or typos; they price nothing."""
     if prices is None:
         return []
     return sorted(key for key in prices.prices if key != ANY_KEY and key not in agents)

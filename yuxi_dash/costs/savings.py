@@ -6,17 +6,20 @@ Formula, per compression record (`store.compressions`) of a thread, oldest first
 ``model_calls_after`` = the thread's recorded model calls (`spend.MODEL_CALL_SOURCES`)
 measured at or after the compression's time and before the next compression's (none next:
 up to now); ``tokens_avoided = tokens_saved_per_call × model_calls_after``;
-``saved_usd`` = those tokens priced as input at the thread's agent's price (None without
-prices, or with no entry for the agent and no ``*``).
+``saved_usd`` = those tokens priced as input, each call's at its recorded model's price,
+else its thread's agent's, else ``*``'s (`ModelPrices.price_for`; None without prices, or
+when no call after it has a price).
 
 Rules: one query per thread (the next compression's time by a window function, the calls
-counted by a join), nothing per compression.
+counted by a join and grouped by their model), nothing per compression.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -80,6 +83,7 @@ def compression_savings(
             following.c.before_tokens,
             following.c.after_tokens,
             following.c.agent,
+            call.model,
             sa.func.count(call.id).label("calls"),
         )
         .select_from(following)
@@ -91,25 +95,39 @@ def compression_savings(
             following.c.before_tokens,
             following.c.after_tokens,
             following.c.agent,
+            call.model,
         )
         .order_by(following.c.at, following.c.id)
     )
-    savings = []
+    rows: dict[int, Any] = {}  # compression id -> its first row (the compression's fields)
+    calls: dict[int, int] = {}
+    dollars: dict[int, Decimal | None] = {}
     for row in session.execute(query):
-        price = prices.price_for(None, row.agent) if prices is not None else None
+        key = int(row.id)
+        rows.setdefault(key, row)
         per_call = max(0, int(row.before_tokens) - int(row.after_tokens))
-        avoided = per_call * int(row.calls)
+        calls[key] = calls.get(key, 0) + int(row.calls)
+        price = prices.price_for(row.model, row.agent) if prices is not None else None
+        held = dollars.get(key)
+        if price is not None:
+            dollars[key] = (held or Decimal(0)) + price.exact_cost(per_call * int(row.calls), 0)
+        else:
+            dollars[key] = held
+    savings = []
+    for key, row in rows.items():
+        per_call = max(0, int(row.before_tokens) - int(row.after_tokens))
+        cost = dollars[key]
         savings.append(
             CompressionSaving(
-                compression_id=int(row.id),
+                compression_id=key,
                 at=row.at,
                 trigger=str(row.trigger),
                 before_tokens=int(row.before_tokens),
                 after_tokens=int(row.after_tokens),
                 tokens_saved_per_call=per_call,
-                model_calls_after=int(row.calls),
-                tokens_avoided=avoided,
-                saved_usd=price.cost(avoided, 0) if price is not None else None,
+                model_calls_after=calls[key],
+                tokens_avoided=per_call * calls[key],
+                saved_usd=float(cost) if cost is not None else None,
             )
         )
     return savings

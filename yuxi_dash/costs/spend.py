@@ -1,18 +1,18 @@
 """What the recorded model calls cost: per thread, user, agent and day (`spend`), per listed
 thread (`thread_costs`), per agent and day (`spend_per_agent_day`), per bounded agent label
-for `/metrics` (`spend_per_agent_label`); the agents a price key can match (`known_agents`).
+for `/metrics` (`spend_per_agent_label`); the agents and recorded models (`matched_names`).
 
 A recorded model call is a `usage_snapshots` row of source ``model_call`` or
-``auto_compaction`` (the call the compaction ran in); a manual compression's row is not a
-call. Its input tokens are ``llm_input_tokens``; its output tokens what the answer added to
-the next input (``next_llm_input_tokens - llm_input_tokens``, 0 when not more). The rows do
-not name their model, so a call is priced by its thread's agent, then ``*``.
+``auto_compaction`` (not ``manual_compression``). Its input tokens are ``llm_input_tokens``;
+its output tokens the provider's (``output_tokens``) when recorded, else an estimate: what
+the answer added to the next input (``next_llm_input_tokens - llm_input_tokens``, 0 when not
+more). It is priced by its recorded ``model``, then its agent, then ``*`` (`price_for`).
 
-Rules: one GROUP BY query per view, grouped by the view's key and the agent (the price's
-key), then priced and summed exactly (`Decimal`). Without prices every ``cost_usd`` is None;
-a call no entry prices counts in ``unpriced_calls``, not in ``cost_usd`` (None when no call
-of the row is priced). Deleted threads count: their calls were paid for. A view limited to
-N rows keeps the most spent, or for days the newest N (`limited`).
+Rules: one GROUP BY query per view (its key, the agent and the model: the price's keys),
+then priced and summed exactly (`Decimal`). Without prices every ``cost_usd`` is None; a
+call no entry prices counts in ``unpriced_calls``, not in ``cost_usd`` (None when no call of
+the row is priced). Deleted threads count: their calls were paid for. A view limited to N
+rows keeps the most spent, or for days the newest N (`limited`).
 """
 
 from __future__ import annotations
@@ -69,11 +69,22 @@ def known_agents(session: Session) -> frozenset[str]:
     return frozenset(session.scalars(sa.select(Conversation.agent_slug).distinct()))
 
 
+def matched_names(session: Session, prices: ModelPrices | None) -> frozenset[str]:
+    """`known_agents` and the prices file's keys some recorded call names as its model."""
+    agents = known_agents(session)
+    keys = sorted(set(prices.prices) - agents) if prices is not None else []
+    if not keys:
+        return agents
+    named = sa.select(UsageSnapshotRow.model).where(UsageSnapshotRow.model.in_(keys)).distinct()
+    return agents | frozenset(str(name) for name in session.scalars(named))
+
+
 def output_tokens_column() -> sa.ColumnElement[int]:
-    """A call's output tokens: what its answer added to the next input, never below 0."""
+    """A call's output tokens: the provider's when recorded, else what its answer added to
+    the next input, never below 0."""
     row = UsageSnapshotRow
     added = row.next_llm_input_tokens - row.llm_input_tokens
-    return sa.case((added > 0, added), else_=0)
+    return sa.func.coalesce(row.output_tokens, sa.case((added > 0, added), else_=0))
 
 
 def day_column(session: Session) -> sa.ColumnElement[str]:
@@ -91,19 +102,21 @@ def day_column(session: Session) -> sa.ColumnElement[str]:
 def _calls_query(
     keys: Sequence[sa.ColumnElement[Any]], agent: QueryableAttribute[str]
 ) -> sa.Select[Any]:
-    """SUM of the calls' tokens grouped by ``keys`` and the agent, calls joined to threads."""
+    """SUM of the calls' tokens grouped by ``keys``, the agent and the model, calls joined to
+    threads."""
     row = UsageSnapshotRow
     return (
         sa.select(
             *keys,
             agent.label("agent"),
+            row.model.label("model"),
             sa.func.count().label("calls"),
             sa.func.coalesce(sa.func.sum(row.llm_input_tokens), 0).label("input_tokens"),
             sa.func.coalesce(sa.func.sum(output_tokens_column()), 0).label("output_tokens"),
         )
         .join(Conversation, Conversation.thread_id == row.thread_id)
         .where(row.source.in_(MODEL_CALL_SOURCES))
-        .group_by(*keys, agent)
+        .group_by(*keys, agent, row.model)
     )
 
 
@@ -115,11 +128,12 @@ class _Sum:
     cost: Decimal = Decimal(0)
     priced_calls: int = 0
 
-    def add(self, prices: ModelPrices | None, agent: str, calls: int, inp: int, out: int) -> None:
+    def add(self, prices: ModelPrices | None, row: Any) -> None:
+        calls, inp, out = int(row.calls), int(row.input_tokens), int(row.output_tokens)
         self.calls += calls
         self.input_tokens += inp
         self.output_tokens += out
-        price = prices.price_for(None, agent) if prices is not None else None
+        price = prices.price_for(row.model, row.agent) if prices is not None else None
         if price is not None:
             self.cost += price.exact_cost(inp, out)
             self.priced_calls += calls
@@ -137,7 +151,7 @@ def _summed(rows: Iterable[Any], prices: ModelPrices | None, key_of: Any) -> dic
     sums: dict[Any, _Sum] = {}
     for row in rows:
         entry = sums.setdefault(key_of(row), _Sum())
-        entry.add(prices, row.agent, int(row.calls), int(row.input_tokens), int(row.output_tokens))
+        entry.add(prices, row)
     return sums
 
 
@@ -221,7 +235,8 @@ def spend_per_agent_day(
     since: datetime | None = None,
 ) -> list[AgentDaySpend]:
     """Per UTC day and agent label (the ``top`` agents, then ``other``: `store.labels`), the
-    recorded calls and their cost (priced by each real agent, then summed per label)."""
+    recorded calls and their cost (priced by each call's model or real agent, then summed per
+    label)."""
     day = day_column(session).label("day")
     label = agent_label_column(top).label("label")
     query = _calls_query([day, label], Conversation.agent_slug)
@@ -246,8 +261,8 @@ def spend_per_agent_label(
     session: Session, prices: ModelPrices | None, *, top: Collection[str]
 ) -> list[Spend]:
     """Every recorded call per agent label (the ``top`` agents, then ``other``: `store.labels`),
-    priced by each real agent: what `/metrics` counts. Ordered by label. Grouped by agent in
-    SQL and labelled here (no CASE per row); it reads every recorded call (bench/costs.py)."""
+    priced by each call's model or real agent: what `/metrics` counts. Ordered by label. Grouped
+    by agent and model in SQL and labelled here (no CASE per row); it reads every recorded call (bench/costs.py)."""
     rows = session.execute(_calls_query([], Conversation.agent_slug))
     sums = _summed(rows, prices, lambda row: agent_label(str(row.agent), top))
     return [

@@ -3,8 +3,8 @@
 The checkpoint is the truth; our rows are a projection that can be made again and write
 nothing twice. `project_thread` reads the checkpoints newer than
 `conversations.checkpoint_id` and, in the caller's transaction:
-- adds a `usage_snapshots` row per checkpoint whose `token_usage` changed (a state with no
-  usage is measured with the agent's settings);
+- adds a `usage_snapshots` row (with the call's model and output tokens, if stated) per
+  checkpoint whose `token_usage` changed (no usage: measured with the agent's settings);
 - moves the current usage to the newest snapshot and records the newest checkpoint id;
 - indexes the saved tool results (each header held to its writer's namespace,
   `service.saved_results`) and appends new messages to the chat record, as first written;
@@ -44,7 +44,12 @@ from yuxi_dash.service.bulk_rows import given_rows, insert_rows
 from yuxi_dash.service.compression_records import compression_row, new_event
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows, load_projected
 from yuxi_dash.service.saved_results import audit_refusals, index_saved_results, owned_results
-from yuxi_dash.service.usage_writes import move_current_usage, set_current_usage, snapshot_row
+from yuxi_dash.service.usage_writes import (
+    move_current_usage,
+    reported_call,
+    set_current_usage,
+    snapshot_row,
+)
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
 from yuxi_dash.store.compressions import insert_records
@@ -281,9 +286,12 @@ def _snapshot(
     *,
     source: str,
     measured_at: datetime,
+    usage: Any = None,
 ) -> None:
-    """A `usage_snapshots` row, and the thread's current usage moved to it (as `apply_usage`)."""
-    writes.snapshots.append(snapshot_row(conv, figures, source=source, measured_at=measured_at))
+    """A `usage_snapshots` row (model and output tokens as ``usage`` reports them), and the
+    thread's current usage moved to it (as `apply_usage`)."""
+    row = snapshot_row(conv, figures, source=source, measured_at=measured_at)
+    writes.snapshots.append({**row, **reported_call(usage)})
     move_current_usage(conv, figures, source=source, measured_at=measured_at)
 
 
@@ -324,6 +332,7 @@ def project_checkpoints(
                 usage,
                 source=_source(previous, checkpoint.values),
                 measured_at=_measured_at(checkpoint.values, checkpoint),
+                usage=checkpoint.values.get(TOKEN_USAGE_KEY),
             )
             snapshots += 1
         # the messages this step added, as first written (a tool result before its offload)

@@ -7,6 +7,9 @@ transaction (`apply_usage`); an import sets the current usage alone
 the `tool_results` index, `append_chat` extends the chat record, and
 `merged_token_usage` is the checkpoint's `token_usage` after a compress: the
 per-call context figures a compression makes stale are dropped, the rest kept.
+`reported_call` is a call's model name and output tokens as its ``token_usage``
+states them (None when not stated; a NUL in the name is `InvalidInput`, output
+tokens not whole or past 32 bits `ImpossibleUsage`).
 All of them run inside a caller's `thread_lock`.
 """
 
@@ -19,7 +22,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from yuxi_dash.errors import InvalidInput
+from yuxi_dash import validation
+from yuxi_dash.compression.state_format import MODEL_NAME_MAX
+from yuxi_dash.errors import ImpossibleUsage, InvalidInput
 from yuxi_dash.files.workdir import SavedFile
 from yuxi_dash.store.models import (
     SNAPSHOT_SOURCES,
@@ -41,6 +46,7 @@ PER_CALL_USAGE_FIELDS = frozenset(
         "context_breakdown",
         "context_window_used",
         "last_call",
+        "model",
     }
 )
 
@@ -80,7 +86,22 @@ def snapshot_row(
         "summary_pressure_ratio": figures.summary_pressure_ratio,
         "summary_active": figures.summary_active,
         "source": source,
+        "model": None,
+        "output_tokens": None,
     }
+
+
+def reported_call(usage: Any) -> dict[str, Any]:
+    """``model`` and ``output_tokens`` of a `usage_snapshots` row from a ``token_usage`` value."""
+    if not isinstance(usage, Mapping):
+        return {"model": None, "output_tokens": None}
+    name, out = usage.get("model"), usage.get("output_tokens")
+    model = validation.text(name, "a model name") if isinstance(name, str) else None
+    if out is not None and (
+        not isinstance(out, int) or isinstance(out, bool) or not 0 <= out <= validation.INT32_MAX
+    ):
+        raise ImpossibleUsage("token_usage output_tokens must be a whole number in 32 bits")
+    return {"model": model[:MODEL_NAME_MAX] if model else None, "output_tokens": out}
 
 
 def move_current_usage(

@@ -198,6 +198,8 @@ class UsageSnapshotRow(Base):
     summary_pressure_ratio: Mapped[float] = mapped_column(sa.Float)
     summary_active: Mapped[bool] = mapped_column(sa.Boolean, default=False)
     source: Mapped[str] = mapped_column(sa.String(24), default="model_call")
+    model: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)  # as reported
+    output_tokens: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)  # as reported
 
 
 class ChatMessage(Base):

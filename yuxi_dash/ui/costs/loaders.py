@@ -5,7 +5,7 @@ file's path, mtime and size in its key, so an edited file is read again at once)
 returns picklable data (dicts, DataFrames), as `ui.loaders` does. The prices file is read
 inside the loader: a bad one is returned as ``error`` (its one-line message) so the page
 says what to fix and still shows the tokens. ``unmatched`` names the file's keys that are
-neither ``*`` nor an agent of the database (`costs.prices.unmatched_keys`).
+neither ``*`` nor an agent or recorded model of the database (`costs.prices.unmatched_keys`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 
 from yuxi_dash.costs.prices import ModelPrices, load_prices, prices_file_stamp, unmatched_keys
 from yuxi_dash.costs.savings import compression_savings
-from yuxi_dash.costs.spend import known_agents, spend, spend_per_agent_day
+from yuxi_dash.costs.spend import matched_names, spend, spend_per_agent_day
 from yuxi_dash.errors import InvalidPricesFile
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store.db import session_scope
@@ -55,15 +55,15 @@ def _fleet_spend(database_url: str, prices_stamp: PricesStamp, since: datetime) 
     with session_scope(settings) as session:
         top = top_agents(session, settings.label_agents_max)
         days = spend_per_agent_day(session, prices, top=top, since=since)
-        unmatched = unmatched_keys(prices, known_agents(session))
+        unmatched = unmatched_keys(prices, matched_names(session, prices))
     frame = pd.DataFrame([d.to_dict() for d in days], columns=DAY_COLUMNS)
     return {"priced": prices is not None, "error": error, "unmatched": unmatched, "days": frame}
 
 
 def fleet_spend(since: datetime) -> dict[str, Any]:
     """{"priced", "error": a bad prices file's message or None, "unmatched": keys matching no
-    agent, "days": a frame of `DAY_COLUMNS`, one row per UTC day and agent label, calls
-    measured at ``since`` or later}."""
+    agent or recorded model, "days": a frame of `DAY_COLUMNS`, one row per UTC day and agent
+    label, calls measured at ``since`` or later}."""
     return _fleet_spend(*_key(), since)
 
 
@@ -73,7 +73,7 @@ def _thread_cost(database_url: str, prices_stamp: PricesStamp, thread_id: str) -
     with session_scope(get_settings()) as session:
         rows = spend(session, prices, "thread", thread_id=thread_id)
         savings = compression_savings(session, prices, thread_id)
-        unmatched = unmatched_keys(prices, known_agents(session))
+        unmatched = unmatched_keys(prices, matched_names(session, prices))
     return {
         "priced": prices is not None,
         "error": error,
