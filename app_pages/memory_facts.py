@@ -53,8 +53,6 @@ draw_records(dups["same_fact_text"])
 st.markdown(md("**Mirrored edges** (A→B and B→A, same name) — {} pair(s)", len(dups["mirrored"])))
 draw_records(dups["mirrored"])
 
-st.divider()
 retirement_review.draw_retirements(actor, access)  # retired facts and what retired them
 
-st.divider()
 assistant_only_review.draw_assistant_only(actor, access)  # assistant-only facts; bulk retract

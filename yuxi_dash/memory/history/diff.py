@@ -8,9 +8,8 @@ at `start` and at `end` (held: see `memory.history.timeline`):
   change a fact in place; so does the platform's ratification, tentative -> active).
 - who: a correction of ours in between (its audit row, actor, action, reason); else for
   a fact added, the episode that wrote it (the fact's first episode); for a fact
-  graphiti-core retired, the episode it was ingesting then: the latest one written in the
-  15 minutes up to the expiry (`inferred`: graphiti-core does not record it; the window
-  read of `memory.views.retiring_episode`, without its facts); for a ratification,
+  graphiti-core retired, the latest episode of the 15 minutes up to the expiry (`inferred`;
+  `memory.views.retiring_episode`'s window read, without its facts); for a ratification,
   the platform (`by` kind `ratification`).
 Facts our corrections touched after `start` are decided from the correction rows, the others
 in one label-free, read-only pass. Lists are cut at `limit` each; the counts are whole.

@@ -196,12 +196,12 @@ def draw_facts(actor: Actor, access: MemoryAccess, moment: datetime) -> None:
     gone = len(data["deleted_since"])
     st.caption(
         md(
-            "{:,} fact(s) held then, {:,} of them valid in the world then; {:,} retired by then.",
+            "{:,} fact(s) held then, {:,} of them valid in the world then; {:,} retired by then.{}",
             data["total"],
             data["valid_then"],
             data["retired_by_then"],
+            md(" {:,} of them deleted since (listed last).", gone) if gone else "",
         )
-        + (md(" {:,} of them deleted since (listed last).", gone) if gone else "")
     )
     _corrected_caption(data)
     last = page_count(data["listed"], PAGE_SIZE)

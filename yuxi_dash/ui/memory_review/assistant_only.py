@@ -83,7 +83,7 @@ def draw_share(access: MemoryAccess) -> None:
     st.metric(
         "Assistant-only facts",
         share_text(data["assistant_only_share"]),
-        help=RULE,
+        help=md(RULE),
     )
     st.caption(
         md(
@@ -125,7 +125,7 @@ def draw_fleet(actor: Actor) -> None:
 # --- the Facts page ----------------------------------------------------------------
 def draw_assistant_only(actor: Actor, access: MemoryAccess) -> None:
     st.subheader("Assistant-only facts")
-    st.caption(RULE)
+    st.caption(md(RULE))
     if not st.toggle("Show only the assistant-only facts", key=SHOW_KEY):
         return
     look = guarded(lambda: open_view(access.user_id, VIEW, actor=actor))
@@ -241,7 +241,7 @@ def _draw_bulk(actor: Actor, user_id: str) -> None:
             st.text_input("Reason (at least 3 words)", key=REASON_KEY)
             st.text_input("Ticket (optional)", key=TICKET_KEY, placeholder="SUP-1234")
             st.button(
-                f"Retract {preview['count']:,} fact(s)",
+                md("Retract {:,} fact(s)", preview["count"]),
                 key="assistant_only_retract",
                 type="primary",
                 on_click=_retract,

@@ -63,7 +63,7 @@ def _setting_input(column: Any, label: str, name: str, agent: dict[str, Any]) ->
     low, high = AGENT_INT_RANGES[name]
     return int(
         column.number_input(
-            label,
+            literal(label),
             min_value=low,
             max_value=high,
             value=min(high, max(low, int(agent[name]))),
@@ -121,7 +121,7 @@ def run_slice(run: TuningRun) -> None:
 
 def _progress(run: TuningRun) -> None:
     share = run.done / run.total if run.total else 1.0
-    st.progress(share, text=f"Replayed {run.done:,} of {run.total:,} threads")
+    st.progress(share, text=md("Replayed {:,} of {:,} threads", run.done, run.total))
 
 
 def draw_running(run: TuningRun) -> None:
