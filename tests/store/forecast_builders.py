@@ -27,7 +27,8 @@ def grow(
     user_id: str = "u1",
 ) -> None:
     """One snapshot per next-input figure, ``every`` apart, the newest at ``last_at``; the
-    thread (and its agent, able to compress) is created on first use."""
+    thread (and its agent, able to compress) is created on first use. Checks that the
+    thread's current usage is then the last figure, measured at ``last_at``."""
     with session_scope() as session:
         conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
         if conv is None:
@@ -43,3 +44,6 @@ def grow(
                 summary_active=False,
             )
             apply_usage(session, conv, figures, source=source, measured_at=first + every * i)
+        if tokens:
+            assert conv.next_llm_input_tokens == tokens[-1], "apply_usage moved no usage"
+            assert conv.usage_measured_at == last_at, "the newest snapshot is not the last"

@@ -33,7 +33,8 @@ def simulated_fleet(
     capabilities: tuple[str, ...] = ("context_compression",),
     settings: Settings | None = None,
 ) -> list[str]:
-    """``threads`` threads of ``turns`` turns of the tiny agent; their ids."""
+    """``threads`` threads of ``turns`` turns of the tiny agent; their ids, each checked to be
+    projected with its recorded model calls."""
     settings = settings or get_settings()
     with session_scope(settings) as session:
         upsert_agent(
@@ -47,7 +48,16 @@ def simulated_fleet(
             summary_tool_result_token_limit=LIMIT,
         )
     report = simulate(settings, threads=threads, turns=turns, seed=seed, agent_slug=AGENT)
-    return [thread.thread_id for thread in report.threads]
+    ids = [thread.thread_id for thread in report.threads]
+    assert len(ids) == threads, f"the simulator played {len(ids)} of {threads} threads"
+    with session_scope(settings) as session:
+        recorded = session.scalar(
+            sa.select(sa.func.count(sa.distinct(UsageSnapshotRow.thread_id))).where(
+                UsageSnapshotRow.thread_id.in_(ids)
+            )
+        )
+    assert recorded == threads, "every played thread is projected with its model calls"
+    return ids
 
 
 def recorded_summaries(thread_id: str) -> tuple[list[int], list[int]]:
