@@ -24,25 +24,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import audited_refusals
-from yuxi_dash.access.roles import Actor, Role, require_role
-from yuxi_dash.errors import InvalidMoment, MemoryGatedOff, YuxiDashError
+from yuxi_dash.access.roles import Actor
+from yuxi_dash.errors import InvalidMoment
 from yuxi_dash.flags import FlagEvaluator
-from yuxi_dash.memory.graph.client import GraphClient, Row, get_client
+from yuxi_dash.memory.graph.client import GraphClient, Row
 from yuxi_dash.memory.quality import assistant_only_queries as aoq
 from yuxi_dash.memory.quality.assistant_only_actions import SCAN_ACTION, VIEW
 from yuxi_dash.memory.views.gate import (
     MemoryAccess,
-    gates_for,
     graph_for,
-    list_memory_users,
-    open_view,
+    look_at_every_user,
     view_refusals,
 )
 from yuxi_dash.memory.views.gated_views import parse_envelope
 from yuxi_dash.memory.views.provenance import episode_words
 from yuxi_dash.memory.views.ratification import parse_time
-from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.settings import Settings
 
 LIST_LIMIT = 200
 MAX_LIST = 500
@@ -371,32 +368,17 @@ def assistant_only_fleet(
 
     A gated-off user is listed as such and not read; each user read is one audited look
     (`open_view`). A user whose read fails is listed with the error's code."""
-    settings = settings or get_settings()
-    with audited_refusals(
-        actor=actor.id,
+    rows, total = look_at_every_user(
+        VIEW,
+        lambda access, graph: assistant_only_share(access, client=graph),
+        actor=actor,
         action=SCAN_ACTION,
-        target="memory:*",
-        detail={"via": actor.via},
+        purpose="list every user's assistant-only share",
+        limit=limit,
         settings=settings,
-    ):
-        require_role(actor, Role.OPERATOR, action="list every user's assistant-only share")
-        validation.non_negative(limit, "limit")
-    client = client or get_client(settings)
-    users, total = list_memory_users(limit=limit, client=client)
-    rows: list[dict[str, Any]] = []
-    for user_id in users:
-        row: dict[str, Any] = {"user_id": user_id, "gated_off": False, "error": None}
-        try:
-            if not gates_for(user_id, settings=settings, evaluator=evaluator).memory_on:
-                rows.append({**row, "gated_off": True})
-                continue
-            access = open_view(user_id, VIEW, actor=actor, settings=settings, evaluator=evaluator)
-            row.update(assistant_only_share(access, client=client))
-        except MemoryGatedOff:
-            row["gated_off"] = True
-        except YuxiDashError as exc:
-            row["error"] = exc.code
-        rows.append(row)
+        evaluator=evaluator,
+        client=client,
+    )
     rows.sort(
         key=lambda r: (
             r.get("assistant_only_share") is None,
@@ -404,4 +386,4 @@ def assistant_only_fleet(
             r["user_id"],
         )
     )
-    return {"users": rows, "total": total, "truncated": total > len(users)}
+    return {"users": rows, "total": total, "truncated": total > limit}

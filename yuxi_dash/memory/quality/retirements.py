@@ -23,22 +23,17 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from yuxi_dash import validation
-from yuxi_dash.access.audit import audited_refusals
-from yuxi_dash.access.roles import Actor, Role, require_role
-from yuxi_dash.errors import MemoryGatedOff, UserNotFound, YuxiDashError
+from yuxi_dash.access.roles import Actor
 from yuxi_dash.flags import FlagEvaluator
-from yuxi_dash.memory.graph.client import GraphClient, Row, get_client
+from yuxi_dash.memory.graph.client import GraphClient, Row
 from yuxi_dash.memory.graph.correction_rules import INVALIDATED_STATUSES
 from yuxi_dash.memory.quality import retirement_queries as rq
 from yuxi_dash.memory.views import provenance_queries as pq
 from yuxi_dash.memory.views import retiring_episode
 from yuxi_dash.memory.views.gate import (
     MemoryAccess,
-    gates_for,
     graph_for,
-    list_memory_users,
-    open_view,
+    look_at_every_user,
 )
 from yuxi_dash.memory.views.ratification import parse_time
 from yuxi_dash.settings import Settings, get_settings
@@ -343,46 +338,27 @@ def retirement_counts(
     user read goes through `open_view(user, "retirements")`, one audit row each.
     """
     settings = settings or get_settings()
-    with audited_refusals(
-        actor=actor.id,
+
+    def count(access: MemoryAccess, graph: GraphClient) -> dict[str, Any]:
+        graph_for(access, graph)
+        rows = classify(graph, access.group_id, settings, access.user_id)
+        return {
+            "retired": len(rows),
+            "suspicious": sum(1 for r in rows if r["suspicious"]),
+            "by_correction": sum(1 for r in rows if r["kind"] == "correction"),
+            "by_graphiti": sum(1 for r in rows if r["kind"] == "graphiti"),
+        }
+
+    results, _ = look_at_every_user(
+        VIEW,
+        count,
+        actor=actor,
         action=SCAN_ACTION,
-        target="memory:*",
-        detail={"via": actor.via},
+        purpose="count every user's retirements",
+        limit=limit,
         settings=settings,
-    ):
-        require_role(actor, Role.OPERATOR, action="count every user's retirements")
-        validation.non_negative(limit, "limit")
-    client = client or get_client(settings)
-    users, _ = list_memory_users(limit=limit, client=client)
-    results: list[dict[str, Any]] = []
-    for user_id in users:
-        gates = gates_for(user_id, settings=settings, evaluator=evaluator)
-        if not gates.memory_on:
-            results.append({"user_id": user_id, "gated_off": True, "reason": gates.memory.reason})
-            continue
-        try:
-            access = open_view(user_id, VIEW, actor=actor, settings=settings, evaluator=evaluator)
-            graph_for(access, client)
-        except (MemoryGatedOff, UserNotFound):  # turned off, or gone, since the list was read
-            continue
-        try:
-            rows = classify(client, access.group_id, settings, user_id)
-        except YuxiDashError as exc:  # one slow or broken graph: a row, the others still count
-            results.append(
-                {"user_id": user_id, "gated_off": False, "reason": None, "error": exc.code}
-            )
-            continue
-        results.append(
-            {
-                "user_id": user_id,
-                "gated_off": False,
-                "reason": None,
-                "retired": len(rows),
-                "suspicious": sum(1 for r in rows if r["suspicious"]),
-                "by_correction": sum(1 for r in rows if r["kind"] == "correction"),
-                "by_graphiti": sum(1 for r in rows if r["kind"] == "graphiti"),
-                "error": None,
-            }
-        )
+        evaluator=evaluator,
+        client=client,
+    )
     results.sort(key=lambda r: (r["gated_off"], -(r.get("suspicious") or 0), r["user_id"]))
     return results

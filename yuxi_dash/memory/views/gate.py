@@ -11,14 +11,17 @@ configure LaunchDarkly when no source is configured, on the CLI and on the pages
 alike. It hands out the `MemoryAccess` every data function needs; `graph_for`
 checks a view's own inputs (search text, uuids, pages) with
 `yuxi_dash.validation` before any query and audits a refusal there.
-`list_memory_users` reads only graph names, never a user's memory.
+`list_memory_users` reads only graph names, never a user's memory; `look_at_every_user`
+is the fleet views' one loop (operators; gated-off users listed, never read; a look each).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yuxi_dash import validation
 from yuxi_dash.access.audit import audited_refusals, record_audit
@@ -222,3 +225,54 @@ def list_memory_users(
     users = [u for g in client.list_graphs() if (u := user_id_from_group(g)) is not None]
     matched = [u for u in users if needle in u.lower()] if needle else users
     return matched[:limit], len(matched)
+
+
+def look_at_every_user(
+    view: str,
+    read: Callable[[MemoryAccess, GraphClient], dict[str, Any]],
+    *,
+    actor: Actor,
+    action: str,
+    purpose: str,
+    limit: int,
+    settings: Settings | None = None,
+    evaluator: FlagEvaluator | None = None,
+    client: GraphClient | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """One row per user graph (up to `limit`), and how many graphs there are.
+
+    Operators and admins only, checked and audited under `action` (`purpose` names it in
+    the refusal). A gated-off user is a row (`gated_off`, `reason`) and is never read; a
+    user whose gate closed or graph went since the list was read is left out; each other
+    user is one `open_view(user, view)` look, and `read(access, client)` fills its row. A
+    read that fails is a row with the error's code, so one slow graph never fails the rest.
+    """
+    settings = settings or get_settings()
+    with audited_refusals(
+        actor=actor.id,
+        action=action,
+        target="memory:*",
+        detail={"via": actor.via},
+        settings=settings,
+    ):
+        require_role(actor, Role.OPERATOR, action=purpose)
+        validation.non_negative(limit, "limit")
+    client = client or get_client(settings)
+    users, total = list_memory_users(limit=limit, client=client)
+    rows: list[dict[str, Any]] = []
+    for user_id in users:
+        row: dict[str, Any] = {"user_id": user_id, "gated_off": False, "reason": None}
+        gates = gates_for(user_id, settings=settings, evaluator=evaluator)
+        if not gates.memory_on:
+            rows.append({**row, "gated_off": True, "reason": gates.memory.reason})
+            continue
+        try:
+            access = open_view(user_id, view, actor=actor, settings=settings, evaluator=evaluator)
+        except (MemoryGatedOff, UserNotFound):
+            continue
+        try:
+            row.update(read(access, client), error=None)
+        except YuxiDashError as exc:
+            row["error"] = exc.code
+        rows.append(row)
+    return rows, total
