@@ -111,6 +111,8 @@ def test_the_overview_shows_the_share_and_lists_the_fleet(
 ) -> None:
     at = memory_pages("memory_overview.py", WORDS_USER)
     assert not at.exception
+    assert "Assistant-only facts" not in {m.label for m in at.metric}  # read on request
+    at = at.toggle(key="assistant_only_share_show").set_value(True).run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Assistant-only facts"] == "38.5%"
     assert "5 of 13 live facts have no provenance in the user's own words" in _text(at)
@@ -160,7 +162,7 @@ def test_a_failed_share_read_is_one_line_and_the_overview_goes_on(
         raise MemoryQueryTimeout("the graph query ran out of time")
 
     monkeypatch.setattr(assistant_only, "count_bases", times_out)
-    at = memory_pages("memory_overview.py", WORDS_USER)
+    at = memory_pages("memory_overview.py", WORDS_USER, assistant_only_share_show=True)
     assert not at.exception
     assert "Fact index health" in [s.value for s in at.subheader]
     assert "Assistant-only facts" not in {m.label for m in at.metric}

@@ -1,7 +1,7 @@
 """Assistant-only facts, drawn: the overview's share and fleet list, the Facts
 page's assistant-only facts and their bulk retract.
 
-- `draw_share(access)`: the chosen user's share of live facts whose only provenance is
+- `draw_share(access)`: on request, the chosen user's share of live facts whose only provenance is
   assistant or tool text (read under the overview's own audited look); a failed read is one
   line and the page goes on.
 - `draw_fleet(actor)`: operators and admins, on request: every user graph by that share
@@ -42,6 +42,7 @@ from yuxi_dash.ui.page_text import error_line, literal, md, reason_text, stamp
 from yuxi_dash.ui.tables import draw_records
 
 SHOW_KEY = "assistant_only_show"
+SHARE_KEY = "assistant_only_share_show"
 BEFORE_KEY = "assistant_only_before"
 REASON_KEY = "assistant_only_reason"
 TICKET_KEY = "assistant_only_ticket"
@@ -75,6 +76,11 @@ def clear_assistant_only_caches() -> None:
 
 # --- the overview ----------------------------------------------------------------
 def draw_share(access: MemoryAccess) -> None:
+    """The user's share, on request: it reads every live fact and its episodes (seconds on a
+    large memory), so the overview does not pay for it on every open."""
+    if not st.toggle("Count the assistant-only facts", key=SHARE_KEY):
+        st.caption("Assistant-only facts: reads every live fact of the user, on request.")
+        return
     try:
         data = _share(access, access.user_id, server_key())
     except YuxiDashError as exc:
