@@ -163,6 +163,58 @@ def test_attach_status_page_gives_the_missing_index_statement_until_it_exists(
     assert not [i for i in at.info if "checkpoint_id" in i.value] and not list(at.code)
 
 
+def test_attach_status_page_says_what_the_index_would_save_on_this_platform(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+) -> None:
+    for thread_id in ("p-one", "p-two", "p-three"):
+        put_checkpoint(attached.owner_conninfo, thread_id, values())
+    with psycopg.connect(attached.owner_conninfo, autocommit=True) as conn:
+        conn.execute("ANALYZE checkpoints")  # the catalog's estimate the saving is measured on
+    assert main(["attach", "scan"]) == 0
+    put_checkpoint(attached.owner_conninfo, "p-four", values())
+    assert main(["attach", "scan"]) == 0  # incremental: one checkpoint in the window of four
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    [saving] = [c.value for c in at.caption if "saved per scan" in c.value]
+    assert "That query read about 3 checkpoints for the" in saving, saving
+    assert "a day at one scan every" in saving
+    [last] = [c.value for c in at.caption if c.value.startswith("The last scan projected")]
+    assert "1 threads" in last
+
+
+def test_attach_status_page_shows_a_running_scans_progress(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+) -> None:
+    from yuxi_dash.attach import source_label
+    from yuxi_dash.store.models import ScanWatermark, utcnow
+
+    progress = {
+        "threads_done": 250,
+        "threads_total": 1000,
+        "checkpoints_done": 5000,
+        "checkpoints_total": 20000,
+        "seconds": 5.0,
+        "started_at": utcnow().isoformat(),
+        "updated_at": utcnow().isoformat(),
+        "finished": False,
+    }
+    with session_scope() as session:
+        session.add(ScanWatermark(source=source_label(attached.reader_conninfo), progress=progress))
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    [bar] = at.get("progress")
+    assert bar.proto.value == 25
+    assert bar.proto.text == (
+        "Scanning: 250 of 1,000 threads (5,000 of 20,000 checkpoints) · 50 threads/s · "
+        "about 15 s left"
+    )
+    assert any("as each batch is projected" in c.value for c in at.caption)
+
+
 def test_the_cli_says_a_thread_is_attached(
     demo_env: Settings, attached: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:

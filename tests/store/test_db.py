@@ -72,7 +72,7 @@ def test_migrations_up_down_up(
     )
     assert db.current_revision(url) is None
     db.upgrade(url)
-    assert db.current_revision(url) == "0013"
+    assert db.current_revision(url) == "0014"
     assert _tables(url) == TABLES
     if backend == "postgresql":  # the migration step set up the checkpointer's own tables
         assert _all_tables(url) >= CHECKPOINT_TABLES
@@ -117,7 +117,7 @@ def test_get_engine_migrates_once_and_creates_parent_dir(tmp_path: Path) -> None
     engine = db.get_engine(settings)
     assert target.exists()
     assert db.get_engine(settings) is engine
-    assert db.current_revision(settings.database_url) == "0013"
+    assert db.current_revision(settings.database_url) == "0014"
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
@@ -210,7 +210,7 @@ def test_two_processes_migrating_at_once_on_postgresql(fresh_postgres_url: str) 
     ]
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     assert [rc for _out, _err, rc in results] == [0, 0, 0], [err for _o, err, _rc in results]
-    assert db.current_revision(fresh_postgres_url) == "0013"
+    assert db.current_revision(fresh_postgres_url) == "0014"
     assert _tables(fresh_postgres_url) == TABLES
 
 
@@ -333,5 +333,37 @@ def test_0013_adds_the_call_model_and_output_tokens_as_null_for_old_rows(
         assert "model" not in columns and "output_tokens" not in columns
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM usage_snapshots")).scalar() == 1
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_0014_adds_scan_progress_and_window_size_as_null_for_old_rows(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'scan.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    db.upgrade(url, "0013")
+    engine = db.create_engine_for_url(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO scan_watermarks (source, checkpoint_id, scanned_at, threads) "
+                    "VALUES ('pg:1', 'c1', :at, 3)"
+                ),
+                {"at": "2026-11-01 00:00:00"},
+            )
+        db.upgrade(url)
+        with engine.connect() as conn:
+            row = conn.execute(
+                sa.text(
+                    "SELECT checkpoint_id, progress, window_rows, table_rows FROM scan_watermarks"
+                )
+            ).one()
+        assert tuple(row) == ("c1", None, None, None)
     finally:
         engine.dispose()

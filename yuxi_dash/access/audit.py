@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.resources import AUDIT_WRITER, get_resources
@@ -110,6 +111,39 @@ def record_audit(
         entry_id = entry.id
     log.info("audit %s %s", action, outcome)  # the target names a user or thread: not logged
     return entry_id
+
+
+def record_audits(
+    session: Session,
+    *,
+    actor: str,
+    action: str,
+    outcome: str,
+    rows: list[tuple[str, dict[str, Any]]],
+) -> int:
+    """Append one audit row per (target, detail) in ONE statement of the caller's session.
+
+    The same rules as `record_audit`; for a projection that refuses many items at once.
+    Returns the rows written.
+    """
+    from yuxi_dash.store.models import AuditEntry
+
+    if not rows:
+        return 0
+    session.execute(
+        sa.insert(AuditEntry),
+        [
+            {
+                "actor": storable(str(actor), 256),
+                "action": storable(str(action), 64),
+                "target": storable(str(target), 256),
+                "outcome": storable(str(outcome), 32),
+                "detail": sanitize_detail(detail),
+            }
+            for target, detail in rows
+        ],
+    )
+    return len(rows)
 
 
 def complete_audit(

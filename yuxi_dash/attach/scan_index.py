@@ -13,6 +13,8 @@ saver's schema). The platform owns its tables: nothing is created here;
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
 from yuxi_dash.attach.platform_store import PlatformStore, connect, unavailable
@@ -31,6 +33,31 @@ SELECT EXISTS (
 ) AS present
 """
 _PARAMS = {"table": "checkpoints", "column": "checkpoint_id"}
+# the catalog's estimate of the table's rows (-1 or 0 before the table was first analyzed)
+TABLE_ROWS_SQL = """
+SELECT c.reltuples::bigint AS estimate FROM pg_class c WHERE c.oid = to_regclass(%(table)s)
+"""
+
+
+def _fetch_one(conninfo: str, store: PlatformStore | None, sql: str) -> tuple[Any, ...] | None:
+    """The first row of a catalog query, on ``store``'s pool or a read-only connection."""
+    if store is not None:
+        rows = store.fetch(sql, _PARAMS)
+        return tuple(rows[0].values()) if rows else None
+    try:
+        with connect(conninfo) as conn, conn.cursor() as cursor:
+            cursor.execute(sql, _PARAMS)
+            row = cursor.fetchone()
+    except psycopg.Error as exc:
+        raise unavailable(exc, conninfo) from None
+    return tuple(row) if row else None
+
+
+def checkpoint_table_rows(conninfo: str, store: PlatformStore | None = None) -> int | None:
+    """The catalog's estimate of the platform's ``checkpoints`` rows; None when it has none."""
+    row = _fetch_one(conninfo, store, TABLE_ROWS_SQL)
+    estimate = int(row[0]) if row and row[0] is not None else -1
+    return estimate if estimate > 0 else None
 
 
 def has_checkpoint_index(conninfo: str, store: PlatformStore | None = None) -> bool:
@@ -38,12 +65,5 @@ def has_checkpoint_index(conninfo: str, store: PlatformStore | None = None) -> b
 
     Asked on ``store``'s pool when given, else on a read-only connection of its own.
     """
-    if store is not None:
-        return bool(store.fetch(INDEX_SQL, _PARAMS)[0]["present"])
-    try:
-        with connect(conninfo) as conn, conn.cursor() as cursor:
-            cursor.execute(INDEX_SQL, _PARAMS)
-            row = cursor.fetchone()
-    except psycopg.Error as exc:
-        raise unavailable(exc, conninfo) from None
+    row = _fetch_one(conninfo, store, INDEX_SQL)
     return bool(row and row[0])

@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 import psycopg
 import sqlalchemy as sa
@@ -35,14 +36,14 @@ from yuxi_dash.attach.platform_store import (
     attach_conninfo,
     connect,
     opened_platform_store,
-    platform_store,
     source_label,
     unavailable,
 )
 from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
-from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally, run_batch
+from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
-from yuxi_dash.attach.scan_index import has_checkpoint_index
+from yuxi_dash.attach.scan_index import checkpoint_table_rows, has_checkpoint_index
+from yuxi_dash.attach.scan_workers import ScanProgress, project_stretches
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
@@ -58,9 +59,8 @@ WHERE checkpoint_ns = '' AND checkpoint_id > %(floor)s
 GROUP BY thread_id
 """
 _FLAGS_SHOWN = 20
-BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
-WORKERS = 4  # batches projected at once on PostgreSQL (SQLite has one writer: one at a time)
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
+PROGRESS_EVERY = 2.0  # seconds between two saves of a running scan's progress
 _LOOKUP_CHUNK = 1000
 _FUTURE_REASON = "its newest checkpoint id is dated ahead of the platform database's clock"
 
@@ -231,10 +231,12 @@ def _save_watermark(
     source: str,
     checkpoint_id: str,
     platform_id: str | None = None,
-    cost: tuple[bool, float] | None = None,
+    cost: tuple[bool, float, int, int | None] | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> int:
-    """Store the watermark (and the platform scanned, and ``cost``: whether it has the
-    checkpoint_id index, the window query's ms); returns the attached threads we hold."""
+    """Store the watermark (and the platform scanned; ``cost``: whether it has the checkpoint_id
+    index, the window query's ms, the checkpoints in the window and in the table; ``progress``:
+    `_progress_row`); returns the attached threads we hold."""
     for attempt in (1, 2):
         try:
             with session_scope(settings) as session:
@@ -247,7 +249,11 @@ def _save_watermark(
                 if platform_id is not None:
                     row.platform_id = platform_id
                 if cost is not None:
-                    row.checkpoint_index, row.window_query_ms = cost
+                    row.checkpoint_index, row.window_query_ms, row.window_rows, row.table_rows = (
+                        cost
+                    )
+                if progress is not None:
+                    row.progress = progress
                 row.scanned_at = utcnow()
                 row.threads = threads
                 return threads
@@ -255,6 +261,36 @@ def _save_watermark(
             if attempt == 2:
                 raise
     return 0  # pragma: no cover - the loop returns or raises
+
+
+def _progress_row(progress: ScanProgress, started: datetime, *, finished: bool) -> dict[str, Any]:
+    """What the Attached platform page reads of a scan's progress (`attach.status`)."""
+    return {
+        "threads_done": progress.threads_done,
+        "threads_total": progress.threads_total,
+        "checkpoints_done": progress.checkpoints_done,
+        "checkpoints_total": progress.checkpoints_total,
+        "seconds": round(progress.seconds, 3),
+        "started_at": started.isoformat(),
+        "updated_at": utcnow().isoformat(),
+        "finished": finished,
+    }
+
+
+def _save_progress(settings: Settings, source: str, progress: dict[str, Any]) -> None:
+    """Store a running scan's progress on its watermark row (made when there is none yet)."""
+    for attempt in (1, 2):
+        try:
+            with session_scope(settings) as session:
+                row = session.get(ScanWatermark, source)
+                if row is None:
+                    session.add(ScanWatermark(source=source, progress=progress))
+                else:
+                    row.progress = progress
+                return
+        except sa.exc.IntegrityError:  # another scanner stored the first row at the same time
+            if attempt == 2:
+                raise
 
 
 def _next_watermark(before: str, reached: str | None, tally: Tally, cap: str) -> str:
@@ -274,7 +310,7 @@ def scan(
     *,
     full: bool = False,
     should_stop: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[ScanProgress], None] | None = None,
     together: bool = True,
     accept_new_platform: bool = False,
     actor: str = SCAN_ACTOR,
@@ -307,6 +343,7 @@ def scan(
     seen = changed_threads(conninfo, floor=floor, store=opened)
     query_seconds = time.perf_counter() - query_started
     indexed = has_checkpoint_index(conninfo, opened)  # once per scan (attach.scan_index)
+    table_rows = None if indexed else checkpoint_table_rows(conninfo, opened)
     tally = Tally()
     with session_scope(settings) as session:
         projected = _projected(session, [t.thread_id for t in seen])
@@ -339,41 +376,42 @@ def scan(
     reached: str | None = None
     stopped = False
     platform_id = identity.platform_id
+    begun = utcnow()
+    shown = ScanProgress(0, len(changed), 0, sum(t.checkpoints for t in changed), 0.0)
+    saved_at = time.monotonic()
+
+    def on_progress(now: ScanProgress) -> None:
+        nonlocal shown, saved_at
+        shown = now
+        if progress is not None:
+            progress(now)
+        if time.monotonic() - saved_at >= PROGRESS_EVERY:
+            saved_at = time.monotonic()
+            _save_progress(settings, source, _progress_row(now, begun, finished=False))
+
     if changed:
-        store = platform_store(settings)
-        batches = [changed[i : i + BATCH] for i in range(0, len(changed), BATCH)]
-        workers = 1 if is_sqlite(settings.database_url) else min(WORKERS, len(batches))
+        _save_progress(settings, source, _progress_row(shown, begun, finished=False))
         unsaved = 0
-        with ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan") as pool:
-            futures = [
-                pool.submit(run_batch, settings, store, b, missing, should_stop, together=together)
-                for b in batches
-            ]
-            try:
-                for done, (batch, future_result) in enumerate(zip(batches, futures, strict=True)):
-                    result = future_result.result()  # in order: every batch before it is done
-                    if result is None:
-                        stopped = True
-                        continue
-                    tally.merge(result)
-                    if stopped:
-                        continue  # done after an earlier batch stopped: the watermark waits
-                    reached = batch[-1].newest
-                    unsaved += len(batch)
-                    if unsaved >= SAVE_EVERY:
-                        unsaved = 0
-                        _save_watermark(
-                            settings, source, _next_watermark(before, reached, tally, cap)
-                        )
-                        if progress is not None:
-                            finished = sum(len(b) for b in batches[: done + 1])
-                            progress(f"projected {finished:,} of {len(changed):,} threads")
-            except BaseException:
-                for pending in futures:
-                    pending.cancel()
-                if reached is not None:
+        stretches = project_stretches(
+            settings, changed, missing, should_stop, together=together, on_progress=on_progress
+        )
+        try:
+            for stretch, result in stretches:
+                if result is None:
+                    stopped = True
+                    continue
+                tally.merge(result)
+                if stopped:
+                    continue  # done after an earlier stretch stopped: the watermark waits
+                reached = stretch[-1].newest
+                unsaved += len(stretch)
+                if unsaved >= SAVE_EVERY:
+                    unsaved = 0
                     _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
-                raise
+        except BaseException:
+            if reached is not None:
+                _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
+            raise
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
     quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
@@ -388,8 +426,10 @@ def scan(
     _touch_seen(settings, [t.thread_id for t in seen], revived, platform_id)
     deleted = mark_deleted(settings, [t.thread_id for t in seen]) if full and not stopped else 0
     watermark = _next_watermark(before, reached, tally, cap)
-    cost = (indexed, round(query_seconds * 1000, 1))
-    attached = _save_watermark(settings, source, watermark, platform_id, cost)
+    window = sum(t.checkpoints for t in seen)
+    cost = (indexed, round(query_seconds * 1000, 1), window, table_rows)
+    finished = _progress_row(shown, begun, finished=not stopped)
+    attached = _save_watermark(settings, source, watermark, platform_id, cost, finished)
     report = ScanReport(
         source=source,
         watermark_before=stored.checkpoint_id if stored is not None else "",

@@ -4,26 +4,31 @@
 source label (host, port and database, never the URL), the platform it was
 last scanned as, the watermark and when, the attached threads, and the
 quarantined and flagged threads (`attach.quarantine`), their strings printable,
-and the last scan's cost: its window query's time and whether the platform's
-``checkpoints`` has an index led by ``checkpoint_id`` (`attach.scan_index`).
+the last scan's cost: its window query's time and whether the platform's
+``checkpoints`` has an index led by ``checkpoint_id`` (`attach.scan_index`), and what that
+index would save (`index_saving_ms`), and the running or last scan's progress.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
 from yuxi_dash.attach.platform_store import attach_conninfo, source_label
 from yuxi_dash.attach.quarantine import QuarantineEntry, entries
 from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
+from yuxi_dash.attach.scan_workers import ScanProgress
 from yuxi_dash.attach.scanner import read_watermark
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.models import Conversation, utcnow
 from yuxi_dash.store.origin import attached_rows
+
+RUNNING_SECONDS = 120.0  # a scan whose progress has not moved for longer is not running
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,36 @@ class AttachStatus(Record):
     problems: list[QuarantineEntry] = field(default_factory=list)
     checkpoint_index: bool | None = None  # None: no scan has read it yet
     window_query_ms: float | None = None  # the last scan's window query
+    window_rows: int | None = None  # the checkpoints in that window
+    table_rows: int | None = None  # the platform's checkpoints (the catalog's estimate)
+    progress: ScanProgress | None = None  # the running or last scan's projection
+    progress_finished: bool = True
+    progress_at: datetime | None = None  # when the progress was last stored
+
+    @property
+    def index_saving_ms(self) -> float | None:
+        """What the index would save per scan: the window query reads the window's rows instead
+        of the whole table (measured on the last scan; None without the figures)."""
+        if self.checkpoint_index is not False or self.window_query_ms is None:
+            return None
+        if self.window_rows is None or not self.table_rows:
+            return None
+        return self.window_query_ms * max(0.0, 1.0 - self.window_rows / self.table_rows)
+
+    @property
+    def index_saving_seconds_a_day(self) -> float | None:
+        """`index_saving_ms` over a day of scans every ``scan_seconds``."""
+        saving = self.index_saving_ms
+        if saving is None or self.scan_seconds <= 0:
+            return None
+        return saving / 1000 * 86_400 / self.scan_seconds
+
+    @property
+    def scan_running(self) -> bool:
+        """A scan's projection is under way (its progress moved within `RUNNING_SECONDS`)."""
+        if self.progress is None or self.progress_finished or self.progress_at is None:
+            return False
+        return (utcnow() - self.progress_at).total_seconds() <= RUNNING_SECONDS
 
     @property
     def create_index_statement(self) -> str | None:
@@ -65,8 +100,10 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             )
             or 0
         )
-    source = watermark = platform_id = indexed = query_ms = None
-    scanned_at = None
+    source = watermark = platform_id = indexed = query_ms = window = table = None
+    scanned_at = progress_at = None
+    progress: ScanProgress | None = None
+    finished = True
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
         row = read_watermark(settings, source)
@@ -75,6 +112,9 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             scanned_at = row.scanned_at
             platform_id = row.platform_id
             indexed, query_ms = row.checkpoint_index, row.window_query_ms
+            window, table = row.window_rows, row.table_rows
+            if row.progress:
+                progress, finished, progress_at = _progress(row.progress)
     return AttachStatus(
         configured=settings.attach_configured,
         source=source,
@@ -86,4 +126,22 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
         problems=entries(settings, source),
         checkpoint_index=indexed,
         window_query_ms=query_ms,
+        window_rows=window,
+        table_rows=table,
+        progress=progress,
+        progress_finished=finished,
+        progress_at=progress_at,
     )
+
+
+def _progress(stored: dict[str, Any]) -> tuple[ScanProgress, bool, datetime | None]:
+    """A stored progress row (`attach.scanner._progress_row`) as the page reads it."""
+    progress = ScanProgress(
+        threads_done=int(stored.get("threads_done", 0)),
+        threads_total=int(stored.get("threads_total", 0)),
+        checkpoints_done=int(stored.get("checkpoints_done", 0)),
+        checkpoints_total=int(stored.get("checkpoints_total", 0)),
+        seconds=float(stored.get("seconds", 0.0)),
+    )
+    at = stored.get("updated_at")
+    return progress, bool(stored.get("finished", True)), datetime.fromisoformat(at) if at else None

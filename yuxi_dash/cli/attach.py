@@ -18,6 +18,9 @@ query's time and the one statement the owner can run. Neither ever prints the co
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from yuxi_dash.cli.common import (
     EXIT_FAILURE,
@@ -28,6 +31,25 @@ from yuxi_dash.cli.common import (
     say_progress,
 )
 from yuxi_dash.cli.guards import store_errors
+
+if TYPE_CHECKING:
+    from yuxi_dash.attach.scan_workers import ScanProgress
+
+PROGRESS_EVERY = 2.0  # seconds between two progress lines of a long scan
+
+
+def progress_printer(every: float = PROGRESS_EVERY) -> Callable[[ScanProgress], None]:
+    """A scan's progress on stderr: a line every ``every`` seconds, and the last one."""
+    last = -every
+
+    def show(progress: ScanProgress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= every or progress.threads_done >= progress.threads_total:
+            last = now
+            say_progress(progress.line())
+
+    return show
 
 
 def _cmd_scan(args: argparse.Namespace) -> CommandResult:
@@ -40,7 +62,7 @@ def _cmd_scan(args: argparse.Namespace) -> CommandResult:
     report = scan(
         settings,
         full=args.full,
-        progress=say_progress,
+        progress=progress_printer(),
         accept_new_platform=args.accept_new_platform,
         actor=actor,
     )
@@ -99,6 +121,9 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
     endpoint = platform_label(settings.platform_url or "") if settings.platform_configured else None
     data["compress_endpoint"] = endpoint
     data["create_index_statement"] = status.create_index_statement
+    data["index_saving_ms"] = status.index_saving_ms
+    data["index_saving_seconds_a_day"] = status.index_saving_seconds_a_day
+    data["scan_running"] = status.scan_running
     attached = status.attached_threads
     if not status.configured:
         text = f"no platform attached (YUXI_DASH_ATTACH_CHECKPOINTER unset); {attached:,} attached"
@@ -114,13 +139,23 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         if endpoint
         else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
     )
+    if status.scan_running and status.progress is not None:
+        text += "\na scan is running: " + status.progress.line()
     if status.create_index_statement:
         took = f"{status.window_query_ms:g} ms" if status.window_query_ms is not None else "-"
         text += (
             "\nthe platform's checkpoints table has no index on checkpoint_id: the last scan's "
-            f"window query took {took}; the platform owner can run: "
-            + status.create_index_statement
+            f"window query took {took}"
         )
+        if status.index_saving_ms is not None and status.index_saving_seconds_a_day is not None:
+            text += (
+                f", reading about {status.table_rows or 0:,} checkpoints for the "
+                f"{status.window_rows or 0:,} in its window; with the index it reads only "
+                f"those: up to {status.index_saving_ms:,.1f} ms saved per scan, "
+                f"{status.index_saving_seconds_a_day:,.0f} s of the platform database's time "
+                "a day at this scan interval"
+            )
+        text += "; the platform owner can run: " + status.create_index_statement
     for entry in status.problems:
         text += (
             f"\n{entry.action} {entry.thread} at {entry.checkpoint_id or '-'}: "

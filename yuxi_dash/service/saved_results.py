@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import record_audit
+from yuxi_dash.access.audit import record_audits
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import tool_result_relpath
@@ -131,13 +131,14 @@ def owned_results(
 
 
 def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
-    """One audit row per refused header, in the projection's transaction."""
-    for thread_id, why in refused:
-        record_audit(
-            actor=PROJECTION_ACTOR,
-            action=REFUSE_ACTION,
-            target=f"thread:{thread_id}",
-            outcome="refused",
-            detail={"code": REFUSED_CODE, "reason": why},
-            session=session,
-        )
+    """One audit row per refused header, in the projection's transaction (one statement)."""
+    record_audits(
+        session,
+        actor=PROJECTION_ACTOR,
+        action=REFUSE_ACTION,
+        outcome="refused",
+        rows=[
+            (f"thread:{thread_id}", {"code": REFUSED_CODE, "reason": why})
+            for thread_id, why in refused
+        ],
+    )

@@ -235,6 +235,9 @@ class ScanWatermark(Base):
     platform_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)  # "<id>/<db>"
     checkpoint_index: Mapped[bool | None] = mapped_column(sa.Boolean, nullable=True)  # None: unread
     window_query_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    window_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # in the window
+    table_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # estimated
+    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)  # scan_progress
 
 
 class AttachQuarantine(Base):

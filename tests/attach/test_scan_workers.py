@@ -1,0 +1,142 @@
+"""A scan on worker processes projects what a scan on threads projects; progress; a stop resumes.
+
+A real platform (a `create_agent` graph on LangGraph's PostgresSaver) is attached
+by two dashboards, each with its own PostgreSQL database: one projects on spawned
+worker processes (`scan_workers.PROCESS_MIN` lowered so four threads qualify),
+the other on threads. Every projected row is the same. A scan stopped after its
+first stretch leaves the rest for the next one, which projects only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.attach.test_projector import counts, dump
+from tests.attach.test_scan import ROUND_ONE
+from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
+from tests.fixtures.platform import Platform
+from yuxi_dash.attach import scan_workers
+from yuxi_dash.attach.scan_workers import ScanProgress
+from yuxi_dash.attach.scanner import read_watermark, scan
+from yuxi_dash.cli.attach import progress_printer
+from yuxi_dash.settings import Settings, get_settings
+from yuxi_dash.store import db
+from yuxi_dash.store.models import Conversation
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+def two_dashboards(attached: Platform) -> Iterator[tuple[Settings, Settings]]:
+    """Two empty PostgreSQL dashboards attached to the same platform."""
+    urls = [_create_database(ADMIN_URL), _create_database(ADMIN_URL)]
+    base = get_settings()
+    try:
+        pair = tuple(base.model_copy(update={"database_url": url}) for url in urls)
+        for settings in pair:
+            db.get_engine(settings)  # migrated before the scan
+        yield pair  # type: ignore[misc]
+    finally:
+        db.forget_engines()
+        for url in urls:
+            _drop_database(ADMIN_URL, url)
+
+
+def _projected(settings: Settings) -> int:
+    with db.session_scope(settings) as session:
+        return int(session.scalar(sa.select(sa.func.count()).select_from(Conversation)) or 0)
+
+
+def test_worker_processes_project_the_rows_threads_project(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    on_processes, on_threads = two_dashboards
+    pools: list[int] = []
+
+    class CountedPool(ProcessPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pools.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(scan_workers, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(scan_workers, "PROCESS_MIN", 2)
+    monkeypatch.setattr(scan_workers, "CHUNK", 2)
+    attached.run(ROUND_ONE)
+    seen: list[ScanProgress] = []
+    by_processes = scan(on_processes, progress=seen.append)
+    assert pools == [1]  # the four threads went to worker processes
+    monkeypatch.setattr(scan_workers, "PROCESS_MIN", 10_000)
+    by_threads = scan(on_threads)
+    assert len(pools) == 1
+    assert by_processes.projected == 4 and by_processes.failed == 0
+    assert counts(by_processes) == counts(by_threads)
+    rows = dump(on_processes)
+    assert rows == dump(on_threads)
+    assert all(rows[table] for table in rows)
+    # one progress report per stretch of two, in order, ending at the whole
+    assert [p.threads_done for p in seen] == [2, 4]
+    assert (
+        seen[-1].checkpoints_done
+        == seen[-1].checkpoints_total
+        == by_processes.checkpoints_in_window
+    )
+    stored = read_watermark(on_processes, by_processes.source)
+    assert stored is not None and stored.progress is not None
+    assert stored.progress["finished"] is True
+    assert (stored.progress["threads_done"], stored.progress["threads_total"]) == (4, 4)
+
+
+def test_a_stopped_first_scan_resumes_with_the_threads_it_left(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _ = two_dashboards
+    monkeypatch.setattr(scan_workers, "BATCH", 1)  # four stretches of one thread, one at a time
+    monkeypatch.setattr(scan_workers, "WORKERS", 1)
+    attached.run(ROUND_ONE)
+    asked: list[int] = []
+
+    def stop_after_two() -> bool:
+        asked.append(1)
+        return _projected(settings) >= 2
+
+    first = scan(settings, should_stop=stop_after_two)
+    assert first.stopped and 2 <= first.projected < 4
+    stored = read_watermark(settings, first.source)
+    assert stored is not None and stored.progress is not None
+    assert stored.progress["finished"] is False
+    second = scan(settings)
+    assert not second.stopped
+    assert second.projected == 4 - first.projected  # only the ones left are read
+    assert _projected(settings) == 4
+
+
+def test_progress_says_the_rate_and_the_time_left() -> None:
+    start = ScanProgress(0, 1_000, 0, 20_000, 0.0)
+    assert start.seconds_left is None and start.rate == 0.0
+    assert "time left unknown" in start.line()
+    half = ScanProgress(500, 1_000, 10_000, 20_000, 5.0)
+    assert half.rate == 100.0 and half.seconds_left == 5.0 and half.fraction == 0.5
+    assert half.line() == (
+        "projected 500 of 1,000 threads (10,000 of 20,000 checkpoints) · "
+        "100 threads/s · about 5 s left"
+    )
+
+
+def test_the_cli_prints_a_progress_line_at_most_every_interval_and_the_last(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    show = progress_printer(every=3600.0)
+    for done in (10, 20, 30):
+        show(ScanProgress(done, 30, done, 30, 1.0))
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2  # the first, then the last (the middle one came too soon)
+    assert "10 of 30 threads" in err[0] and "30 of 30 threads" in err[1]
