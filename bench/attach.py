@@ -9,7 +9,10 @@ order, the parent chain and pending writes re-pointed, a user id per thread in
 the metadata), so each clone is a real checkpoint history that `get_state`
 reads. The dashboard's own tables live in a second throw-away database. Then:
 
-(a) the first scan (`yuxi_dash.attach.scan`): every thread projected;
+(a) the first scan (`yuxi_dash.attach.scan`): every thread projected, its time per
+    thread (flat as the platform grows), on worker processes from
+    `scan_workers.PROCESS_MIN` threads; with --compare-workers (a') the same scan
+    the other way (threads or processes) into a second new dashboard;
 (b) an incremental scan after --moved threads moved by one checkpoint each
     (a real `update_state` through the platform's saver);
 (b-turn) the same after --moved other threads each took a real agent turn
@@ -55,7 +58,7 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 
 from bench.dbs import create_database, drop_database, psycopg_conninfo  # noqa: E402
 from tests.compression.agents import query_kb_tool, research_script, scripted_model  # noqa: E402
-from yuxi_dash.attach import scan  # noqa: E402
+from yuxi_dash.attach import scan, scan_workers  # noqa: E402
 from yuxi_dash.attach.checkpoint_clock import checkpoint_time, floor_id  # noqa: E402
 from yuxi_dash.attach.platform_store import PlatformStore, close_platform_stores  # noqa: E402
 from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL  # noqa: E402
@@ -249,6 +252,24 @@ def full_read(conninfo: str, thread_ids: list[str]) -> float:
         store.close()
 
 
+def first_scan_the_other_way(settings: Settings, on_processes: bool) -> float:
+    """The first scan again into a new dashboard, on threads if (a) ran on processes or the
+    other way round; its seconds."""
+    url = create_database(ADMIN_URL, "yuxi_bench_dash")
+    kept = scan_workers.PROCESS_MIN
+    scan_workers.PROCESS_MIN = 10**9 if on_processes else 1
+    try:
+        other = settings.model_copy(update={"database_url": url})
+        db.get_engine(other)
+        report = scan(other)
+        assert report.failed == 0, report
+        return report.seconds
+    finally:
+        scan_workers.PROCESS_MIN = kept
+        db.forget_engines()
+        drop_database(ADMIN_URL, url)
+
+
 def explain_platform_query(conninfo: str, floor: str) -> list[str]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         rows = conn.execute(
@@ -301,6 +322,11 @@ def main() -> None:
         "--keep-platform", action="store_true", help="keep the platform database for --platform"
     )
     parser.add_argument("--build-only", action="store_true", help="build the platform, keep it")
+    parser.add_argument(
+        "--compare-workers",
+        action="store_true",
+        help="run the first scan again the other way (threads or worker processes), side by side",
+    )
     args = parser.parse_args()
 
     reuse = args.platform is not None
@@ -340,12 +366,21 @@ def main() -> None:
             return
         db.get_engine(settings)  # migrate the dashboard's database before timing anything
 
+        on_processes = len(thread_ids) >= scan_workers.PROCESS_MIN and (os.cpu_count() or 1) > 1
         first = scan(settings)
         print(
             f"(a) first scan: {first.seconds:.1f} s: {first.projected:,} threads projected, "
             f"{first.checkpoints_read:,} checkpoints read (query {first.query_seconds * 1000:.0f} ms)"
+            f"; {first.seconds / first.projected * 1000:.2f} ms a thread, on "
+            + (f"{os.cpu_count()} worker processes" if on_processes else "threads")
         )
         assert first.projected == len(thread_ids) and first.failed == 0, first
+        if args.compare_workers:
+            other = first_scan_the_other_way(settings, on_processes)
+            print(
+                f"(a') the same first scan on {'threads' if on_processes else 'processes'}: "
+                f"{other:.1f} s; {other / first.seconds:.2f}x the time of (a)"
+            )
 
         moved = random.Random(11).sample(thread_ids, args.moved)
         move_threads(conninfo, moved)
@@ -387,7 +422,12 @@ def main() -> None:
         verdict = "meets" if ratio >= 50 else "MISSES"
         print(f"ratio full read / incremental scan: {ratio:.0f}x ({verdict} the 50x target)")
         print(f"ratio full read / incremental scan after real turns: {full / turn.seconds:.0f}x")
-        print(f"first scan vs full read: {first.seconds / full:.1f}x the full read")
+        print(
+            f"first scan vs full read: {first.seconds / full:.1f}x the full read "
+            f"({'meets' if first.seconds <= 2 * full else 'MISSES'} the 2x target); "
+            f"{first.seconds / len(thread_ids) * 10_000:.1f} s at this rate for 10,000 threads "
+            f"({'meets' if first.seconds / len(thread_ids) * 10_000 <= 15 else 'MISSES'} 15 s)"
+        )
 
         print("platform scan query plan (window after the incremental scan):")
         for line in explain_platform_query(conninfo, second.floor):

@@ -1,16 +1,15 @@
-"""The langgraph internals `yuxi_dash.attach.batch` reads, checked by name on the installed version.
+"""What `yuxi_dash.attach.batch` assumes of langgraph, checked on the installed version.
 
-batch.py calls private parts of langgraph (`pregel._checkpoint.channels_from_checkpoint`,
-`pregel._io.read_channels`, `Pregel._migrate_checkpoint`, `Pregel._prepare_state_snapshot`,
-`Pregel.stream_channels_asis`, the Postgres saver's `_load_writes`, the serializer's
-`_unpack_ext_hook`) and the saver's table layout. pyproject.toml pins langgraph to the
-range these ran with; an upgrade that changes one fails here, naming it. The graph is a
-real LangGraph graph on LangGraph's own in-memory saver.
+batch.py reads the saver's tables in plain SQL (their layout, from the saver's own
+migrations), takes a checkpoint's stored stream channels (`Pregel.stream_channels_asis`)
+as its state values, and decodes blobs with the serializer's `_unpack_ext_hook` (through
+`store.checkpoint_serde`, the one private part left). pyproject.toml pins langgraph to
+the range these ran with; an upgrade that changes one fails here, naming it. The graph is
+a real LangGraph graph on LangGraph's own in-memory saver.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import re
 import tomllib
@@ -27,8 +26,6 @@ from langgraph.checkpoint.postgres import base as postgres_base
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from packaging.requirements import Requirement
-
-from yuxi_dash.attach import batch
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG: Any = {"configurable": {"thread_id": "internals"}}
@@ -74,42 +71,16 @@ def test_the_installed_langgraph_is_in_the_pinned_range() -> None:
     )
 
 
-def test_channels_from_checkpoint_and_read_channels_give_the_state_values(graph: Any) -> None:
-    saver = graph.checkpointer
-    saved = saver.get_tuple(CONFIG)
-    checkpoint = copy.deepcopy(saved.checkpoint)
-    with internal("Pregel._migrate_checkpoint(checkpoint)"):
-        graph._migrate_checkpoint(checkpoint)
-    with internal("langgraph.pregel._checkpoint.channels_from_checkpoint"):
-        channels, _ = batch.channels_from_checkpoint(
-            graph.channels, checkpoint, saver=saver, config=saved.config
-        )
-    with internal("langgraph.pregel._io.read_channels on Pregel.stream_channels_asis"):
-        values = batch.read_channels(channels, graph.stream_channels_asis)
-    assert values == graph.get_state(CONFIG).values, (
-        "langgraph internals channels_from_checkpoint + read_channels no longer give get_state's values"
-    )
-
-
-def test_prepare_state_snapshot_gives_get_states_snapshot(graph: Any) -> None:
+def test_a_checkpoints_stored_stream_channels_are_get_states_values(graph: Any) -> None:
+    """batch.py reads a checkpoint without writes of no task as its stored values, kept to the
+    graph's stream channels (the public `Pregel.stream_channels_asis`)."""
     saved = graph.checkpointer.get_tuple(CONFIG)
-    with internal("Pregel._prepare_state_snapshot(config, saved, saver=)"):
-        snapshot = graph._prepare_state_snapshot(saved.config, saved, saver=graph.checkpointer)
-    state = graph.get_state(CONFIG)
-    assert (snapshot.values, snapshot.next) == (state.values, state.next), (
-        "langgraph internal Pregel._prepare_state_snapshot no longer gives get_state's snapshot"
-    )
-
-
-def test_the_postgres_savers_load_writes_reads_the_rows_batch_selects() -> None:
-    """batch.ROWS_SQL aggregates each write as [task_id, channel, type, blob, task_path, idx]."""
-    serde = JsonPlusSerializer()
-    kind, blob = serde.dumps_typed([HumanMessage("pending")])
-    row = [batch.NULL_TASK_ID.encode(), b"messages", kind.encode(), blob, b"", b"0"]
-    with internal("BasePostgresSaver._load_writes(rows of six bytes columns)"):
-        loaded = postgres_base.BasePostgresSaver(serde=serde)._load_writes([row])
-    assert loaded == [(batch.NULL_TASK_ID, "messages", [HumanMessage("pending")])], (
-        "langgraph internal BasePostgresSaver._load_writes reads the write rows differently"
+    stream = graph.stream_channels_asis
+    names = {stream} if isinstance(stream, str) else set(stream)
+    stored = {k: v for k, v in saved.checkpoint["channel_values"].items() if k in names}
+    assert not saved.pending_writes
+    assert stored == graph.get_state(CONFIG).values, (
+        "a checkpoint's stored stream channels are no longer get_state's values"
     )
 
 

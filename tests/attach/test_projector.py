@@ -171,3 +171,49 @@ def test_batched_and_per_thread_scans_project_identical_rows(
             .order_by(UsageSnapshotRow.id.desc())
         ).first()
     assert call is not None and tuple(call) == ("gpt-test", 42)  # the same in both paths (dump)
+
+
+def test_a_thread_with_writes_of_no_task_is_read_alone_and_projects_the_same_rows(
+    db_url: str,
+    second_database: str,
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writes of no task change the state's values (get_state applies them): the batch does
+    not rebuild that, it hands the thread to the per-thread path, langgraph's public API."""
+    from yuxi_dash.attach.batch import NULL_TASK_ID
+
+    batched = get_settings()
+    per_thread = batched.model_copy(update={"database_url": second_database})
+    db.get_engine(per_thread)
+    alone: list[str] = []
+    one = projector.project_one
+
+    def spy(settings: Settings, store: Any, thread: projector.ChangedThread, tally: Any) -> None:
+        alone.append(thread.thread_id)
+        one(settings, store, thread, tally)
+
+    monkeypatch.setattr(projector, "project_one", spy)
+    attached.run(ROUND_ONE[:2])
+    owner = open_postgres_store(attached.owner_conninfo, setup=False)
+    try:
+        latest = owner.latest("plat-cool")
+        assert latest is not None
+        usage = dict(latest.values["token_usage"])
+        usage["next_llm_input_tokens"] = int(usage["next_llm_input_tokens"]) + 500
+        config: Any = {
+            "configurable": {
+                "thread_id": "plat-cool",
+                "checkpoint_ns": "",
+                "checkpoint_id": latest.checkpoint_id,
+            }
+        }
+        owner.saver.put_writes(config, [("token_usage", usage)], NULL_TASK_ID)
+    finally:
+        owner.close()
+    first_batched = scan(batched)
+    assert alone == ["plat-cool"]  # the other thread went through the batch
+    first_alone = scan(per_thread, together=False)
+    assert counts(first_batched) == counts(first_alone)
+    assert first_batched.projected == 2 and first_batched.failed == 0
+    assert dump(batched) == dump(per_thread)

@@ -1,18 +1,18 @@
 """Reading many platform threads' new checkpoints in a few queries, as `ProjectionReader` reads one.
 
-`read_new_checkpoints(store, since)` reads a scan batch's threads from the checkpoint each
-was projected up to, in two or three read-only queries (`ROWS_SQL`, then `BLOBS_SQL`). Each
-thread comes back as `project_thread` would get it: folded as `attach.reader.fold` folds and
-split at the projected checkpoint (`service.projection.split_since`).
-
-Rules: each blob is fetched and decoded once, only where needed (`_plan`); of the projected
+`read_new_checkpoints(store, since)` reads a batch's threads from the checkpoint each was
+projected up to, in three read-only queries (`ROWS_SQL`, then `BLOBS_SQL` twice), each as
+`project_thread` would get it: folded as `attach.reader.fold` folds, split at the projected
+checkpoint (`service.projection.split_since`).
+Each blob is fetched and decoded once, only where needed (`_plan`); of the projected
 checkpoint only ``token_usage`` and the summary event are read. A thread comes back as None
 when this read cannot stand in for the per-thread one (its projected checkpoint pruned, a
-checkpoint in the saver's format before version 4, a blob refused by
-`store.checkpoint_serde`); the scanner projects those alone. This uses pinned langgraph
-internals: `tests/attach/test_projector.py` compares its rows with the per-thread path's,
-`tests/attach/test_batch_internals.py` names each internal. What that buys over the public
-API (`ProjectionReader` per thread) on a first scan: `bench/attach_batch.py`.
+checkpoint in the saver's format before version 4 or with writes of no task, a blob refused
+by `store.checkpoint_serde`); the scanner projects those alone, through langgraph's public
+reading API. Plain SQL over the saver's tables; a checkpoint's values are its stored stream
+channels. `tests/attach/test_projector.py` compares its rows with the per-thread path's,
+`tests/attach/test_batch_internals.py` what it assumes of langgraph (`bench/attach_batch.py`:
+what it buys over the public API per thread).
 """
 
 from __future__ import annotations
@@ -22,27 +22,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
-from langgraph.pregel._checkpoint import channels_from_checkpoint
-from langgraph.pregel._io import read_channels
-
 from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.reader import fold
 from yuxi_dash.compression.state_format import SUMMARIZATION_EVENT_KEY, TOKEN_USAGE_KEY
 from yuxi_dash.errors import CheckpointRefused
 from yuxi_dash.service.projection import split_since, usage_from_values
 from yuxi_dash.store.checkpoint_serde import strict
-from yuxi_dash.store.checkpointer import ThreadCheckpoint, checkpoint_of
+from yuxi_dash.store.checkpointer import ThreadCheckpoint
 
 # the checkpoints of the batch from each thread's projected one on, with their writes of no task
 ROWS_SQL = """
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint,
     c.metadata,
-    (SELECT array_agg(array[cw.task_id::text::bytea, cw.channel::bytea, cw.type::bytea, cw.blob,
-                            convert_to(cw.task_path, 'UTF8'), cw.idx::text::bytea])
-     FROM checkpoint_writes cw
-     WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
-       AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s) AS pending_writes
+    EXISTS (SELECT 1 FROM checkpoint_writes cw
+            WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
+              AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s)
+      AS pending_writes
 FROM checkpoints c
 JOIN unnest(%(threads)s::text[], %(since)s::text[]) AS wanted(w_thread, w_since)
   ON wanted.w_thread = c.thread_id
@@ -94,22 +89,16 @@ def read_new_checkpoints(
         grouped[str(row["thread_id"])].append(row)
     blobs = _Blobs(store)
     reads: dict[str, ThreadRead | None] = {}
-    whole: dict[str, list[dict[str, Any]]] = {}  # every checkpoint read whole, then folded
     folded: dict[str, list[dict[str, Any]]] = {}  # folded (usage, summary), then the kept read
     for thread_id, found in grouped.items():
-        if not _readable(since[thread_id], found):
-            reads[thread_id] = None
-        elif any(row["pending_writes"] for row in found):
-            whole[thread_id] = found  # writes that change the values: every channel, every row
+        if not _readable(since[thread_id], found) or any(row["pending_writes"] for row in found):
+            reads[thread_id] = None  # writes of no task change the values: read it alone
         else:
             folded[thread_id] = found
-    # one query for what is read anyway: every blob of the threads read whole, the usage of every
-    # other checkpoint (what folding compares) and, where nothing is folded away (a thread that
-    # moved by one step), every small channel too; the messages wait for `_plan`
-    blobs.fetch(
-        [(t, row, None) for t, found in whole.items() for row in found]
-        + [(t, row, _first_read(found, row)) for t, found in folded.items() for row in found]
-    )
+    # one query for what is read anyway: the usage of every checkpoint (what folding compares)
+    # and, where nothing is folded away (a thread that moved by one step), every small channel
+    # too; the messages wait for `_plan`
+    blobs.fetch([(t, row, _first_read(found, row)) for t, found in folded.items() for row in found])
     plans: dict[str, list[tuple[dict[str, Any], frozenset[str] | None]]] = {}
     for thread_id, found in folded.items():
         try:
@@ -117,24 +106,13 @@ def read_new_checkpoints(
         except CheckpointRefused:
             reads[thread_id] = None  # alone, it is refused and audited as a thread
     blobs.fetch([(t, row, channels) for t, plan in plans.items() for row, channels in plan])
-    for thread_id, found in whole.items():
-        try:
-            checkpoints = [c for c in (blobs.checkpoint(thread_id, row) for row in found) if c]
-        except CheckpointRefused:
-            reads[thread_id] = None
-            continue
-        reads[thread_id] = _thread_read(
-            since[thread_id], len(found), list(fold(checkpoints, since[thread_id]))
-        )
     for thread_id, plan in plans.items():
         try:
             kept = [blobs.checkpoint(thread_id, row, channels) for row, channels in plan]
         except CheckpointRefused:
             reads[thread_id] = None
             continue
-        reads[thread_id] = _thread_read(
-            since[thread_id], len(folded[thread_id]), [c for c in kept if c]
-        )
+        reads[thread_id] = _thread_read(since[thread_id], len(folded[thread_id]), kept)
     return reads
 
 
@@ -225,6 +203,8 @@ class _Blobs:
         self.asked: set[tuple[str, str, str]] = set()  # fetched, found or not
         self.decoded: dict[tuple[str, str, str], Any] = {}
         self.built: dict[tuple[int, bytes], Any] = {}  # encoded object -> the object (`_load`)
+        stream = store.graph.stream_channels_asis  # the channels a state snapshot's values hold
+        self.stream = frozenset([stream] if isinstance(stream, str) else stream)
 
     def fetch(self, wanted: list[tuple[str, Mapping[str, Any], Collection[str] | None]]) -> None:
         """Fetch the blobs of (thread, checkpoint row, those channels or every one) not fetched yet."""
@@ -300,62 +280,25 @@ class _Blobs:
 
     def checkpoint(
         self, thread_id: str, row: Mapping[str, Any], only: Collection[str] | None = None
-    ) -> ThreadCheckpoint | None:
+    ) -> ThreadCheckpoint:
         """The checkpoint of one saver row, as ``get_state_history`` gives it (``only``: those channels).
 
-        A checkpoint without writes of no task is read straight from its
-        channels (`channels_from_checkpoint` + `read_channels` on the graph's
-        stream channels: the values the snapshot states): the next tasks
-        ``_prepare_state_snapshot`` also works out are never looked at. One
-        with such writes goes through the whole snapshot (they change the values).
+        Its values are the graph's stream channels among the checkpoint's stored values (a
+        channel with no value left out, as the snapshot leaves it out). Only rows without
+        writes of no task come here (`read_new_checkpoints`), in the saver's current format
+        (`_readable`): for them the snapshot's values are the stored ones.
         """
-        saver = self.store.saver
-        graph = self.store.graph
-        config: Any = {
-            "configurable": {
-                "thread_id": row["thread_id"],
-                "checkpoint_ns": row["checkpoint_ns"],
-                "checkpoint_id": row["checkpoint_id"],
-            }
-        }
-        checkpoint = cast(
-            Checkpoint, {**row["checkpoint"], "channel_values": self._values(thread_id, row, only)}
+        values = self._values(thread_id, row, only)
+        metadata = dict(row["metadata"] or {})
+        stamp = row["checkpoint"].get("ts")
+        created = datetime.fromisoformat(stamp) if stamp else None
+        return ThreadCheckpoint(
+            thread_id=thread_id,
+            checkpoint_id=str(row["checkpoint_id"]),
+            values={k: v for k, v in values.items() if k in self.stream},
+            created_at=created.astimezone(UTC) if created else None,
+            step=int(metadata.get("step", 0) or 0),
+            source=str(metadata.get("source", "")),
+            parent_checkpoint_id=row["parent_checkpoint_id"] or None,
+            metadata=metadata,
         )
-        if only is not None:  # a channel with a version and no value would be rebuilt from history
-            named = checkpoint["channel_versions"]
-            checkpoint["channel_versions"] = {k: v for k, v in named.items() if k in only}
-        if not row["pending_writes"]:
-            graph._migrate_checkpoint(checkpoint)
-            channels, _ = channels_from_checkpoint(
-                graph.channels, checkpoint, saver=saver, config=config
-            )
-            metadata = dict(row["metadata"] or {})
-            created = datetime.fromisoformat(checkpoint["ts"]) if checkpoint.get("ts") else None
-            return ThreadCheckpoint(
-                thread_id=thread_id,
-                checkpoint_id=str(row["checkpoint_id"]),
-                values={  # a channel not read is left out (an empty one would read as [])
-                    k: v
-                    for k, v in read_channels(channels, graph.stream_channels_asis).items()
-                    if only is None or k in only
-                },
-                created_at=created.astimezone(UTC) if created else None,
-                step=int(metadata.get("step", 0) or 0),
-                source=str(metadata.get("source", "")),
-                parent_checkpoint_id=row["parent_checkpoint_id"] or None,
-                metadata=metadata,
-            )
-        parent: Any = None
-        if row["parent_checkpoint_id"]:
-            parent = {"configurable": {**config["configurable"]}}
-            parent["configurable"]["checkpoint_id"] = row["parent_checkpoint_id"]
-        # the saver's _load_checkpoint_tuple, from the blobs fetched once
-        saved = CheckpointTuple(
-            config,
-            checkpoint,
-            row["metadata"],
-            parent,
-            saver._load_writes(row["pending_writes"]),  # type: ignore[attr-defined]
-        )
-        snapshot = graph._prepare_state_snapshot(saved.config, saved, saver=saver)
-        return checkpoint_of(thread_id, snapshot)

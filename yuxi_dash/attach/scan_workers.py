@@ -30,7 +30,7 @@ from yuxi_dash.store.db import is_sqlite
 
 BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on threads (PostgreSQL)
-PROCESS_MIN = 2_000  # changed threads from which a scan projects on worker processes
+PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker processes
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
 
 
