@@ -42,9 +42,8 @@ with st.form("bundle"):
     )
     episodes = st.number_input("Newest episodes", min_value=0, max_value=100, value=20)
     prepare = st.form_submit_button("Prepare bundle")
-if prepare:
-    with st.spinner("Writing the bundle…"):
-        support.prepare_bundle(actor, user_id, str(fmt), int(episodes))
+if prepare:  # a progress bar shows the facts written while it runs
+    support.prepare_bundle(actor, user_id, str(fmt), int(episodes))
 prepared = support.prepared_bundle(user_id)
 if prepared is not None:
     result = prepared.result

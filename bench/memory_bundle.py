@@ -9,7 +9,7 @@ is that work's alone (VmHWM):
 
 - the bundle: `memory.support.bundle.write_bundle` to a JSON file (gate, audit, facts a
   page at a time by keyset on the uuid, episodes, threads), as the dashboard
-  process would run it;
+  process would run it, with a progress callback as the page and the CLI pass;
 - the raw dump: one `MATCH (s)-[e:RELATES_TO]->(t) RETURN ...` of the same
   columns, every row at once, written as JSON lines.
 
@@ -96,6 +96,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
     td.update(td.flag("graphiti-communities-enabled").variation_for_all(False))
     evaluator = FlagEvaluator.from_test_data(settings, td)
     out = work / "bundle.json"
+    reports: list[float] = []
     before = status_mb("VmRSS")  # the libraries a dashboard process has loaded anyway
     started = time.perf_counter()
     result = bundle_to_file(
@@ -105,6 +106,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
         settings=settings,
         evaluator=evaluator,
         fact_page=page,
+        progress=lambda step: reports.append(step.fraction),
     )
     seconds = time.perf_counter() - started
     evaluator.close()
@@ -116,6 +118,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
                 "bytes": out.stat().st_size,
                 "peak_mb": hwm_mb(),
                 "before_mb": before,
+                "progress_reports": len(reports),
             }
         )
     )
@@ -194,7 +197,8 @@ def main() -> None:
             f"{bundle['seconds']:.1f} s, {bundle['bytes'] / 1e6:.0f} MB of JSON, "
             f"peak RSS {bundle['peak_mb']:.0f} MB (target < 500 MB: "
             f"{500 / bundle['peak_mb']:.1f}x headroom; {bundle['before_mb']:.0f} MB before "
-            f"the bundle, grown {bundle['peak_mb'] - bundle['before_mb']:.0f} MB)"
+            f"the bundle, grown {bundle['peak_mb'] - bundle['before_mb']:.0f} MB; "
+            f"{int(bundle['progress_reports'])} progress reports)"
         )
         print(
             f"raw Cypher dump, {int(raw['facts']):,} facts in one result: {raw['seconds']:.1f} s, "

@@ -95,6 +95,25 @@ def test_bundle_writes_json_and_markdown(cli_env, capsys, tmp_path: Path, graph_
     assert md.read_text().startswith("# Support bundle: alice_chen")
 
 
+def test_bundle_progress_goes_to_stderr(cli_env, capsys, tmp_path: Path, graph_client) -> None:
+    out = tmp_path / "alice.json"
+    code = main(["memory", "bundle", "alice_chen", "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)  # stdout is the result and nothing else
+    assert code == 0 and data["facts"] > 0
+    lines = captured.err.splitlines()
+    facts = f"{data['facts']:,}"
+    assert lines[0] == f"yuxi-dash: bundle: 0 of {facts} facts (0%)…"
+    assert f"yuxi-dash: bundle: {facts} of {facts} facts" in "\n".join(lines)
+    assert [line.split(" (")[0] for line in lines[-4:]] == [
+        "yuxi-dash: bundle: episodes",
+        "yuxi-dash: bundle: corrections",
+        "yuxi-dash: bundle: threads",
+        "yuxi-dash: bundle: done",
+    ]
+    assert lines[-1] == "yuxi-dash: bundle: done (100%)…"
+
+
 def test_bundle_refuses_a_missing_directory(cli_env, capsys, tmp_path: Path) -> None:
     code, data = run(
         capsys, "memory", "bundle", "alice_chen", "--out", str(tmp_path / "no" / "b.json")

@@ -12,7 +12,11 @@ from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import REDIS_URL, SupportUsers, unique_user
 from yuxi_dash.memory.graph.groups import derive_group_id
 from yuxi_dash.settings import get_settings
-from yuxi_dash.ui.memory_support import BUNDLE_TTL_SECONDS, bundle_dir, sweep_bundles
+from yuxi_dash.ui.memory_support import (
+    BUNDLE_TTL_SECONDS,
+    bundle_dir,
+    sweep_bundles,
+)
 
 
 @pytest.fixture
@@ -39,6 +43,7 @@ def test_prepare_and_download_a_bundle(memory_pages, graph_client) -> None:
     assert [(r.action, r.outcome) for r in rows] == [("memory.bundle", "ok"), ("memory.view", "ok")]
     caption = next(c.value for c in at.caption if "tool results" in c.value)
     assert caption.startswith(f"{facts:,} facts") and caption.endswith(f"audit row {rows[0].id}")
+    assert not at.get("progress")  # the progress bar goes once the bundle is written
     (download,) = at.get("download_button")
     assert download.proto.label == "Download bundle"
     prepared = at.session_state["memory_support_bundle"]

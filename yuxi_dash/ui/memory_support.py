@@ -5,8 +5,9 @@ bundle into a temporary file (one per session, the previous one removed) and
 hands back its path; the page's download button reads the file only when
 clicked, so a big bundle is not held by the script run. The files live in a
 private directory (`bundle_dir`, mode 0700) and any older than BUNDLE_TTL is
-removed on the next prepare, so a bundle of a closed session does not linger. `forget` is admin
-only here and again in the service. Errors are one line (`guarded`).
+removed on the next prepare, so a bundle of a closed session does not linger. While it is
+written a progress bar shows the facts done of the total, then each section, then goes.
+`forget` is admin only here and again in the service. Errors are one line (`guarded`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 import streamlit as st
 
 from yuxi_dash.access.roles import Actor, Role
-from yuxi_dash.memory.support.bundle import BundleResult, bundle_to_file
+from yuxi_dash.memory.support.bundle import BundleProgress, BundleResult, bundle_to_file
 from yuxi_dash.memory.support.forget import forget_user
 from yuxi_dash.ui.memory import clear_after_correction, guarded
+from yuxi_dash.ui.page_text import md
 
 BUNDLE_KEY = "memory_support_bundle"
 MIME = {"json": "application/json", "md": "text/markdown"}
@@ -68,8 +70,17 @@ def _drop_previous() -> None:
         previous.path.unlink(missing_ok=True)
 
 
+SECTION_TEXT = {
+    "episodes": "the recent episodes",
+    "corrections": "the corrections",
+    "threads": "the threads",
+    "done": "done",
+}
+
+
 def prepare_bundle(actor: Actor, user_id: str, fmt: str, episodes: int) -> PreparedBundle:
-    """Write the user's bundle to a temp file (audited by the service); kept in the session."""
+    """Write the user's bundle to a temp file (audited by the service), with a progress bar
+    while it is written; kept in the session."""
     _drop_previous()
     sweep_bundles()
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed at once; the path is kept
@@ -77,13 +88,27 @@ def prepare_bundle(actor: Actor, user_id: str, fmt: str, episodes: int) -> Prepa
     )
     handle.close()
     path = Path(handle.name)
+    bar = st.progress(0.0, text="Writing the bundle…")
+
+    def show(step: BundleProgress) -> None:  # facts done of the total, then each section
+        bar.progress(
+            step.fraction,
+            text=md("Writing the bundle: {:,} of {:,} facts", step.facts, step.facts_total)
+            if step.section in ("facts", "as_of_facts")
+            else md("Writing the bundle: {}", SECTION_TEXT.get(step.section, step.section)),
+        )
+
     try:
         result = guarded(
-            lambda: bundle_to_file(user_id, path, actor=actor, fmt=fmt, episodes=episodes)
+            lambda: bundle_to_file(
+                user_id, path, actor=actor, fmt=fmt, episodes=episodes, progress=show
+            )
         )
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+    finally:
+        bar.empty()
     prepared = PreparedBundle(
         path=path,
         file_name=f"support-bundle-{user_id}.{fmt}",

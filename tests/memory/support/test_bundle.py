@@ -7,9 +7,11 @@ offloaded tool results in the real workdir, the LaunchDarkly Files source.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,15 @@ from yuxi_dash import sources
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import Workdir
-from yuxi_dash.memory.support.bundle import BUNDLE_ACTION, bundle_to_file, write_bundle
+from yuxi_dash.memory.support.bundle import (
+    BUNDLE_ACTION,
+    BundleProgress,
+    bundle_to_file,
+    write_bundle,
+)
 from yuxi_dash.memory.support.bundle_render import md_code, md_text
 from yuxi_dash.memory.support.bundle_schema import BUNDLE_SCHEMA
-from yuxi_dash.memory.support.bundle_sources import FACTS_AFTER
+from yuxi_dash.memory.support.bundle_sources import FACTS_AFTER, collector_paused
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
 
@@ -251,6 +258,69 @@ def test_refusals_write_nothing_and_are_audited(bundle_env, user_id, kwargs, act
     ]
 
 
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_progress_only_grows_and_reaches_the_total(bundle_env, graph_client, fmt: str) -> None:
+    steps: list[BundleProgress] = []
+    _, result = build(fmt, fact_page=7, episodes=5, progress=steps.append)
+    facts = graph_client.ro_value("user_alice_chen", LABEL_FREE_COUNT)
+    assert result.facts == facts > 7 * 2  # several pages
+    fractions = [s.fraction for s in steps]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert [s.facts for s in steps] == sorted(s.facts for s in steps)
+    fact_steps = [s for s in steps if s.section == "facts"]
+    assert [s.facts for s in fact_steps] == [*range(0, facts, 7), facts]  # one per page
+    assert all(s.facts_total == facts for s in steps)
+    assert [s.section for s in steps[len(fact_steps) :]] == [
+        "episodes",
+        "corrections",
+        "threads",
+        "done",
+    ]
+    assert (steps[-1].episodes, steps[-1].episodes_total) == (result.episodes, 5)
+
+
+def test_gated_off_progress_still_ends_done(bundle_env) -> None:
+    steps: list[BundleProgress] = []
+    build(user_id="dmitri_ivanov", progress=steps.append)
+    assert steps[0].facts_total == 0 and steps[-1].section == "done"
+    assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
+
+
+def test_the_page_size_does_not_change_the_bundle(bundle_env) -> None:
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    for fmt in ("json", "md"):
+        pages = [build(fmt, fact_page=size, now=now)[0] for size in (3, 5000)]
+        assert pages[0] == pages[1]
+
+
+def test_the_collector_is_restored_after_a_page() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a failed read")
+    assert gc.isenabled()
+
+
+def test_overlapping_pauses_bring_the_collector_back_when_the_last_ends() -> None:
+    assert gc.isenabled()
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()  # a second bundle's page, read at the same time
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second page is still being read
+    second.__exit__(None, None, None)
+    assert gc.isenabled()  # never left off by the order they ended in
+
+
 def test_bundle_to_file_leaves_no_partial_file(bundle_env, tmp_path: Path) -> None:
     target = tmp_path / "b.json"
     with pytest.raises(InvalidInput):
@@ -259,6 +329,24 @@ def test_bundle_to_file_leaves_no_partial_file(bundle_env, tmp_path: Path) -> No
     result = bundle_to_file(USER, target, actor=VIEWER)
     assert json.loads(target.read_text())["fact_count"] == result.facts
     assert list(tmp_path.glob(".b.json.*")) == []
+
+
+class StopTheScript(BaseException):
+    """What Streamlit raises in a page's script thread when the user stops or reruns it."""
+
+
+def test_a_bundle_stopped_from_its_progress_callback_is_audited(bundle_env, tmp_path) -> None:
+    def stop(step: BundleProgress) -> None:
+        if step.facts:
+            raise StopTheScript
+
+    target = tmp_path / "b.json"
+    with pytest.raises(StopTheScript):
+        bundle_to_file(USER, target, actor=VIEWER, fact_page=7, progress=stop)
+    assert list(tmp_path.glob("*b.json*")) == []  # no bundle, no partial file
+    rows = memory_audit(bundle_env, USER)
+    assert (rows[0].action, rows[0].outcome) == (BUNDLE_ACTION, "failed")
+    assert rows[0].detail["code"] == "StopTheScript"
 
 
 def test_fact_pages_stay_off_the_relationship_index(bundle_env, graph_client) -> None:

@@ -14,7 +14,7 @@ from tests.fixtures.graph import memory_audit
 from tests.memory.history.conftest import BETWEEN
 from yuxi_dash.access.roles import Actor, Role
 from yuxi_dash.errors import InvalidInput
-from yuxi_dash.memory.support.bundle import BUNDLE_ACTION, write_bundle
+from yuxi_dash.memory.support.bundle import BUNDLE_ACTION, BundleProgress, write_bundle
 from yuxi_dash.memory.support.bundle_schema import BUNDLE_SCHEMA
 from yuxi_dash.settings import get_settings
 
@@ -64,10 +64,23 @@ def test_the_bundle_holds_the_memory_as_it_was(env: DeskGraph) -> None:
 def test_the_bundle_streams_every_fact_held_then_a_page_at_a_time(env: DeskGraph) -> None:
     """Pages of 2 facts (as of 09:05:30: six held) give every fact once, in uuid order."""
     out = io.StringIO()
-    write_bundle(DESK_USER, out, actor=VIEWER, as_of=BETWEEN.isoformat(), fact_page=2)
+    steps: list[BundleProgress] = []
+    write_bundle(
+        DESK_USER,
+        out,
+        actor=VIEWER,
+        as_of=BETWEEN.isoformat(),
+        fact_page=2,
+        progress=steps.append,
+    )
     bundle = json.loads(out.getvalue())
     jsonschema.validate(bundle, BUNDLE_SCHEMA)
     assert [f["uuid"] for f in bundle["as_of_facts"]] == sorted(env.facts.values())
+    # progress counts today's facts and those held then against one total, and only grows
+    total = bundle["fact_count"] + bundle["as_of_fact_count"]
+    assert [s.facts for s in steps if s.section == "as_of_facts"] == [6, 8, 10, 12]
+    assert all(s.facts_total == total for s in steps) and steps[-1].fraction == 1.0
+    assert [s.fraction for s in steps] == sorted(s.fraction for s in steps)
 
 
 def test_a_bad_moment_writes_nothing_and_is_audited(env: DeskGraph) -> None:

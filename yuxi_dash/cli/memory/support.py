@@ -9,7 +9,8 @@ rows are the same:
 - `memory bundle USER --out FILE [--format json|md] [--episodes N] [--as-of ISO]` writes
   the support bundle to FILE (streamed; replaced only when complete) and prints its counts
   and the audit row id. Viewer or higher; a gated-off user still gets a bundle without
-  facts. `--as-of` adds the memory as it was at that moment (`as_of` in `memory`).
+  facts. `--as-of` adds the memory as it was then (`as_of` in `memory`). Progress lines
+  (facts done of the total per page, then each section) go to stderr, the result to stdout.
 
 Registered from `cli.memory.views` (`register(memory_sub)`).
 """
@@ -18,16 +19,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yuxi_dash.cli.common import (
     CommandResult,
     Handler,
     add_user_command,
     command_actor,
+    say_progress,
 )
 from yuxi_dash.cli.guards import cli_refusals
 from yuxi_dash.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from yuxi_dash.memory.support.bundle import BundleProgress
 
 
 def _forget(args: argparse.Namespace) -> CommandResult:
@@ -46,6 +51,15 @@ def _forget(args: argparse.Namespace) -> CommandResult:
     return CommandResult(report, text)
 
 
+def say_bundle_progress(step: BundleProgress) -> None:
+    """One stderr line per page of facts and per later section of a bundle."""
+    done = f"{step.fraction:.0%}"
+    if step.section in ("facts", "as_of_facts"):
+        say_progress(f"bundle: {step.facts:,} of {step.facts_total:,} facts ({done})")
+    else:
+        say_progress(f"bundle: {step.section.replace('_', ' ')} ({done})")
+
+
 def _bundle(args: argparse.Namespace) -> CommandResult:
     from yuxi_dash.memory.support.bundle import BUNDLE_ACTION, bundle_to_file
 
@@ -57,7 +71,13 @@ def _bundle(args: argparse.Namespace) -> CommandResult:
             raise InvalidInput("--out must name a file in an existing directory")
     fmt = args.format or ("md" if out.suffix.lower() == ".md" else "json")
     result = bundle_to_file(
-        args.user, out, actor=actor, fmt=fmt, episodes=args.episodes, as_of=args.as_of
+        args.user,
+        out,
+        actor=actor,
+        fmt=fmt,
+        episodes=args.episodes,
+        as_of=args.as_of,
+        progress=say_bundle_progress,
     )
     data: dict[str, Any] = {**result.to_dict(), "path": str(out)}
     gated = " (memory is gated off: no facts)" if result.gated_off else ""

@@ -1,24 +1,25 @@
 """The support bundle: one download for a ticket about a user's memory, streamed.
 
 `write_bundle` writes the user's flags with their reasons, every fact (status, validity,
-episode uuids, hit counter), the newest N episodes, the correction history, and each
-thread's pressure, last summary and checked tool results: JSON as
-`bundle_schema.BUNDLE_SCHEMA` (docs/support-bundle.md), or Markdown (`bundle_render`).
+episode uuids, hit counter), the newest N episodes, the correction history, and each thread's
+pressure, last summary and checked tool results: JSON as `bundle_schema.BUNDLE_SCHEMA`
+(docs/support-bundle.md), or Markdown (`bundle_render`).
 
 Rules:
-- Facts are read a page at a time by keyset (`bundle_sources.iter_facts`) and
-  written as they come; `bundle_to_file` renames a complete temporary file.
-- Access is `open_view(user, "bundle")` (viewer or higher). A gated-off user
-  still gets flags, threads and corrections, with the gate's message.
-- Every bundle is one audit row, `memory.bundle`, with counts only; bad input is
-  refused, audited, and writes nothing. `as_of` adds the memory as it was then: its
-  counts (the `as_of` object under `memory`) and every fact held then, streamed.
+- Facts are read a page at a time by keyset (`bundle_sources.iter_fact_pages`) and
+  written as they come; `bundle_to_file` renames a complete temporary file. `progress`
+  gets a `BundleProgress` per page of facts and per section (a fraction that only grows).
+- Access is `open_view(user, "bundle")` (viewer or higher); a gated-off user gets flags,
+  threads and corrections, with the gate's message.
+- One audit row per bundle, `memory.bundle`, counts only; bad input is refused, audited,
+  writes nothing. `as_of` adds the memory then (`as_of` in `memory`), every fact held then.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +44,7 @@ from yuxi_dash.memory.support.bundle_sources import (
     MAX_EPISODES,
     flag_entries,
     iter_corrections,
-    iter_facts,
+    iter_fact_pages,
     iter_threads,
     recent_episodes,
 )
@@ -82,6 +83,52 @@ class BundleResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class BundleProgress:
+    """How far a bundle is: the section being written, facts and episodes done of their totals.
+
+    `facts_total` is the graph's fact count read before the facts (facts and, with `as_of`,
+    the facts held then); `fraction` counts each fact as one step and each later section
+    (episodes, corrections, threads) as one, so it only grows and is 1.0 at "done".
+    """
+
+    section: str  # "facts", "as_of_facts", "episodes", "corrections", "threads" or "done"
+    facts: int
+    facts_total: int
+    episodes: int
+    episodes_total: int
+    fraction: float
+
+
+ProgressCallback = Callable[[BundleProgress], None]
+_LATER_STEPS = 3  # episodes, corrections, threads
+
+
+class _Progress:
+    """Counts a bundle's steps and reports them to the caller's callback, if any."""
+
+    def __init__(self, callback: ProgressCallback | None, episodes_total: int) -> None:
+        self.callback = callback
+        self.facts = self.facts_total = self.episodes = self.later = 0
+        self.episodes_total = episodes_total
+
+    def report(self, section: str) -> None:
+        if self.callback is None:
+            return
+        total = max(self.facts_total, self.facts) + _LATER_STEPS
+        fraction = 1.0 if section == "done" else (self.facts + self.later) / total
+        self.callback(
+            BundleProgress(
+                section=section,
+                facts=self.facts,
+                facts_total=max(self.facts_total, self.facts),
+                episodes=self.episodes,
+                episodes_total=self.episodes_total,
+                fraction=min(1.0, fraction),
+            )
+        )
+
+
 def _sink(fmt: str, out: TextIO) -> BundleSink:
     return JsonSink(out) if fmt == "json" else MarkdownSink(out)
 
@@ -108,6 +155,7 @@ def write_bundle(
     fact_page: int = FACT_PAGE,
     now: datetime | None = None,
     as_of: Any = None,
+    progress: ProgressCallback | None = None,
 ) -> BundleResult:
     """Write the user's bundle to `out` as it is read; audited (see the module docstring)."""
     settings = settings or get_settings()
@@ -134,6 +182,7 @@ def write_bundle(
     counts = {"facts": 0, "episodes": 0, "corrections": 0, "threads": 0, "tool_results": 0}
     graph_exists = False
     sink = _sink(fmt, out)
+    steps = _Progress(progress, episodes)
     conn: redis.Redis | None = None
     try:
         sink.header(
@@ -172,37 +221,53 @@ def write_bundle(
                 **({"as_of": then_memory} if then_memory is not None else {}),
             }
         )
+        steps.facts_total = int((memory_counts or {}).get("relates_to_edges", 0))
+        if then_memory is not None:
+            steps.facts_total += int(then_memory["counts"]["held"])
+        steps.report("facts")
         if graph_exists and client is not None:
-            for fact in iter_facts(
+            for page in iter_fact_pages(
                 client, group_id, user_id=user_id, hits_conn=conn, page_size=fact_page
             ):
-                sink.fact(fact)
-                counts["facts"] += 1
+                sink.facts(page)
+                counts["facts"] += len(page)
+                steps.facts += len(page)
+                steps.report("facts")
         sink.facts_done(counts["facts"])
         if past is not None and client is not None:
             held = 0
             sink.as_of_facts_start(past.moment.isoformat())
+            steps.report("as_of_facts")
             for then_fact in history.iter_facts_as_of(client, group_id, past, page=fact_page):
                 sink.as_of_fact(then_fact)
                 held += 1
+                steps.facts += 1
+                if held % fact_page == 0:
+                    steps.report("as_of_facts")
             sink.as_of_facts_done(held)
+        steps.report("episodes")
         recent = (
             recent_episodes(client, group_id, limit=episodes) if graph_exists and client else []
         )
-        counts["episodes"] = len(recent)
+        counts["episodes"] = steps.episodes = len(recent)
         sink.episodes(recent, episodes)
+        steps.later += 1
+        steps.report("corrections")
         with session_scope(settings) as session:
             for correction in iter_corrections(session, user_id):
                 sink.correction(correction)
                 counts["corrections"] += 1
             sink.corrections_done(counts["corrections"])
+            steps.later += 1
+            steps.report("threads")
             for thread in iter_threads(session, user_id, settings):
                 sink.thread(thread)
                 counts["threads"] += 1
                 counts["tool_results"] += len(thread["tool_results"])
         sink.threads_done(counts["threads"])
         sink.finish(not_included)
-    except Exception as exc:
+        steps.later += 1
+    except BaseException as exc:  # a page's rerun or stop (via `progress`) is a failed bundle too
         record_audit(
             actor=actor.id,
             action=BUNDLE_ACTION,
@@ -234,6 +299,7 @@ def write_bundle(
         },
         settings=settings,
     )
+    steps.report("done")
     return BundleResult(
         user_id=user_id,
         format=fmt,

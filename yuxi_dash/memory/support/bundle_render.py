@@ -1,7 +1,7 @@
 """The support bundle's two renderings, written incrementally to a text stream.
 
 A bundle is produced section by section (`memory.support.bundle` drives it): the
-header, the flags, the memory summary, then every fact one at a time, the
+header, the flags, the memory summary, then every fact a page at a time, the
 recent episodes, each correction, each thread, and the closing counts. Both
 sinks write as they are fed and keep nothing but counters, so a 200,000-fact
 bundle never sits in memory.
@@ -130,7 +130,7 @@ class BundleSink(Protocol):
     def header(self, meta: dict[str, Any]) -> None: ...
     def flags(self, source: str, flags: list[dict[str, Any]]) -> None: ...
     def memory(self, memory: dict[str, Any]) -> None: ...
-    def fact(self, fact: dict[str, Any]) -> None: ...
+    def facts(self, page: list[dict[str, Any]]) -> None: ...
     def facts_done(self, count: int) -> None: ...
     def as_of_facts_start(self, moment: str) -> None: ...
     def as_of_fact(self, fact: dict[str, Any]) -> None: ...
@@ -143,8 +143,8 @@ class BundleSink(Protocol):
     def finish(self, not_included: list[str]) -> None: ...
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+# what json.dumps(value, ensure_ascii=False, default=str) writes, without a new encoder per call
+_dump = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 class JsonSink:
@@ -181,8 +181,12 @@ class JsonSink:
         self._field("memory", memory)
         self._open("facts")
 
-    def fact(self, fact: dict[str, Any]) -> None:
-        self._item(fact)
+    def facts(self, page: list[dict[str, Any]]) -> None:
+        """A page of facts in one write: the same text as one `_item` per fact."""
+        if not page:
+            return
+        self.out.write(("\n" if self._first_item else ",\n") + ",\n".join(map(_dump, page)))
+        self._first_item = False
 
     def facts_done(self, count: int) -> None:
         self._close()
@@ -349,13 +353,16 @@ class MarkdownSink:
             w(f"- {md_text(episode.get('created_at'))} {md_text(episode.get('name'))}\n")
         w("\n")
 
-    def fact(self, fact: dict[str, Any]) -> None:
-        shown = {
-            **fact,
-            "live": "yes" if fact["live"] else "no",
-            "episodes": len(fact["provenance"]["episodes"]),
-        }
-        self.out.write(_row([shown[column] for column in FACT_COLUMNS], FACT_COLUMNS))
+    def facts(self, page: list[dict[str, Any]]) -> None:
+        rows = []
+        for fact in page:
+            shown = {
+                **fact,
+                "live": "yes" if fact["live"] else "no",
+                "episodes": len(fact["provenance"]["episodes"]),
+            }
+            rows.append(_row([shown[column] for column in FACT_COLUMNS], FACT_COLUMNS))
+        self.out.write("".join(rows))
 
     def facts_done(self, count: int) -> None:
         self.out.write(f"\n{count:,} fact(s).\n\n")

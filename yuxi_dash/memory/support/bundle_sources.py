@@ -1,13 +1,13 @@
 """What a support bundle reads, one source at a time, as iterators that never hold it all.
 
-- `iter_facts`: every fact of the user's graph, a page at a time by keyset on
+- `iter_fact_pages`: every fact of the user's graph, a page at a time by keyset on
   the fact uuid (`FACTS_AFTER`: label-free traversal; the uuid is wrapped in
   `coalesce` so FalkorDB does not take the relationship index, which loses
-  node 0's facts after a restart), with the hit counter of each page (one MGET).
+  node 0's facts after a restart), with the hit counters of each page (one MGET),
+  read with the cyclic collector paused (`collector_paused`).
 - `recent_episodes`: the newest N episodes, content clipped.
-- `iter_corrections`: the user's `memory_corrections` rows oldest first, with
-  their audit row's action and outcome; embeddings are dropped from the
-  before/after snapshots.
+- `iter_corrections`: the user's `memory_corrections` rows oldest first, with their
+  audit row's action and outcome; embeddings are dropped from the before/after snapshots.
 - `iter_threads`: each of the user's threads with its current pressure, its
   last summary (from its checkpointer) and its offloaded tool results with the
   SHA-256 check of each file.
@@ -17,7 +17,10 @@ Reads only; the gate and the audit are the caller's (`memory.support.bundle`).
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -39,7 +42,7 @@ from yuxi_dash.store.queries import get_thread, list_threads
 from yuxi_dash.tool_results.index import list_tool_results, verify_tool_results
 from yuxi_dash.wording import reason_text
 
-FACT_PAGE = 5000
+FACT_PAGE = 20_000  # 10 pages for 200,000 facts: each page re-scans the edges to sort its slice
 EPISODE_CONTENT_CHARS = 4000
 MAX_EPISODES = 100
 THREAD_PAGE = 200
@@ -105,25 +108,58 @@ def fact_entry(row: dict[str, Any], hits: int) -> dict[str, Any]:
     }
 
 
-def iter_facts(
+_pause_lock = threading.Lock()
+_pauses = 0  # page reads under way with the collector paused
+_restore_collector = False  # whether it was on when the first of them began
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one page read, then restore it.
+
+    A page of 20,000 facts arrives as about 300,000 short-lived lists and dicts with no
+    cycles. They set off full collections that walk the whole process heap, which tripled
+    the read (bench/memory_bundle.py); reference counting still frees every one of them.
+    The pause is process-wide: pages read at once (two bundles on one server) share it, and
+    the collector comes back when the last of them ends, if it was on when the first began.
+    """
+    global _pauses, _restore_collector
+    with _pause_lock:
+        if _pauses == 0:
+            _restore_collector = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _restore_collector:
+                gc.enable()
+
+
+def iter_fact_pages(
     client: GraphClient,
     group_id: str,
     *,
     user_id: str,
     hits_conn: redis.Redis | None,
     page_size: int = FACT_PAGE,
-) -> Iterator[dict[str, Any]]:
-    """Every fact, uuid order, `page_size` at a time; only one page is held at once."""
+) -> Iterator[list[dict[str, Any]]]:
+    """Every fact, uuid order, a page of `page_size` at a time; only one page is held at once."""
     after = ""
     while True:
-        rows = client.ro_rows(group_id, FACTS_AFTER, {"after": after, "limit": page_size})
-        if not rows:
-            return
-        uuids = [str(r["uuid"]) for r in rows]
-        hits = read_hits(hits_conn, user_id, uuids) if hits_conn is not None else {}
-        for row in rows:
-            yield fact_entry(row, hits.get(str(row["uuid"]), 0))
-        if len(rows) < page_size:
+        with collector_paused():
+            rows = client.ro_rows(group_id, FACTS_AFTER, {"after": after, "limit": page_size})
+            uuids = [str(r["uuid"]) for r in rows]
+            hits = read_hits(hits_conn, user_id, uuids) if hits_conn is not None and rows else {}
+            page = [
+                fact_entry(row, hits.get(uuid, 0)) for row, uuid in zip(rows, uuids, strict=True)
+            ]
+            del rows
+        if page:
+            yield page
+        if len(page) < page_size:
             return
         after = uuids[-1]
 
