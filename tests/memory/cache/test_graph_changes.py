@@ -12,13 +12,17 @@ from typing import Any
 import pytest
 import redis
 
-from tests.memory.cache.test_distributions import G, assert_same_as_old
+from tests.memory.cache.test_distributions import G, assert_same_as_old, cold_scans, fact, scans
 from tests.memory.cache.test_distributions import (
     graph as graph,  # the planted graph G (a fixture)
 )
+from yuxi_dash.access.audit import record_audit
+from yuxi_dash.demo.graph_writer import write_graph
 from yuxi_dash.memory.cache import distributions, graph_changes
 from yuxi_dash.memory.cache.graph_changes import GraphChangeWatcher, GraphVersion
 from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.store.corrections import add_correction
+from yuxi_dash.store.db import session_scope
 
 OTHER = "user_memperf_other"
 WAIT = 10.0
@@ -107,11 +111,11 @@ def test_parts_stay_warm_while_another_graph_is_written(
         found = distributions.parts(graph, G, names, limit=500, cache=cache, share=False)
         sent = graph.stats.statements[before:]
         assert_same_as_old(graph, G, found)
-        return found, sum(statement in sent for statement in distributions.PARTS.values())
+        return found, scans(sent)
 
     try:
         first, scanned = view()
-        assert scanned == len(names)
+        assert scanned == cold_scans(names)
         current, kept = graph_changes.change_marks(graph, G)
         assert current is not None and isinstance(kept, GraphVersion)
         write(graph, OTHER)  # another user's graph: the server-wide counter moves
@@ -120,29 +124,84 @@ def test_parts_stay_warm_while_another_graph_is_written(
         assert view() == (first, 0)  # still kept: G itself did not change
         write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e1'}]->() SET e.status = 'retracted'")
         second, scanned = view()  # G changed: every part read again, and right
-        assert scanned == len(names)
+        assert scanned == cold_scans(names)
         assert "retracted" in {row["status"] for row in second["breakdown"]}
         assert view() == (second, 0)
     finally:
         graph.delete_graph(OTHER)
 
 
-def test_without_a_live_watcher_parts_use_the_server_wide_fingerprint(
-    graph: GraphClient, watcher: GraphChangeWatcher
+def correction_row(client: GraphClient, group: str) -> None:
+    """One of our own writes to `group` as the correction paths record it (its row)."""
+    with session_scope(client.settings) as session:
+        audit_id = record_audit(
+            actor="op", action="memory.retract", target=group, outcome="ok", session=session
+        )
+        add_correction(
+            session,
+            id=uuid.uuid4().hex,
+            audit_id=audit_id,
+            actor="op",
+            user_id=group.removeprefix("user_"),
+            group_id=group,
+            fact_uuid="e2",
+            action="retract",
+            before={},
+            after={},
+        )
+
+
+def test_without_a_live_watcher_only_the_graphs_own_writes_make_its_view_cold(
+    graph: GraphClient, watcher: GraphChangeWatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The watcher closed: another graph's write leaves G's parts kept; G's own writes (a new
+    fact, our correction row) and the end of the period (an in-place write no count shows)
+    make them computed again, and right."""
     watcher.close()  # as when the server refuses CLIENT TRACKING, or the connection is down
+    now = [1_000_000.0]
+    monkeypatch.setattr(graph_changes, "wall_clock", lambda: now[0])
+    cache = distributions.SummaryCache()
+    names = ["breakdown", "names", "same_triple", "same_fact_text", "mirrored"]
+
+    def view(*, right: bool = True) -> tuple[dict[str, Any], int]:
+        before = len(graph.stats.statements)
+        found = distributions.parts(graph, G, names, limit=500, cache=cache, share=False)
+        sent = graph.stats.statements[before:]
+        if right:
+            assert_same_as_old(graph, G, found)
+        return found, scans(sent)
+
     try:
         assert watcher.version(G) is None
         current, kept = graph_changes.change_marks(graph, G)
-        assert current is not None and kept == current
-        cache = distributions.SummaryCache()
-        first = distributions.parts(graph, G, ["breakdown"], cache=cache, share=False)
-        write(graph, OTHER)  # any write on the server now makes the kept part stale
-        before = len(graph.stats.statements)
-        again = distributions.parts(graph, G, ["breakdown"], cache=cache, share=False)
-        assert again == first and graph.stats.statements[before:].count(
-            distributions.PARTS["breakdown"]
-        )
+        assert current is not None and isinstance(kept, graph_changes.GraphMark)
+        first, scanned = view()
+        assert scanned == cold_scans(names)
+        write(graph, OTHER)  # another user's graph: the server-wide fingerprint moves
+        moved = graph_changes.fingerprint(graph, G)
+        assert moved is not None and moved != current
+        assert view() == (first, 0)  # served from the cache: G did not change
+        correction_row(graph, OTHER)  # our write to another graph: still kept
+        assert view() == (first, 0)
+
+        write_graph(graph, G, facts=[fact(600, 3, 4, name="KNOWS", text="the user likes tea")])
+        second, scanned = view()  # a new fact in G: every part read again
+        assert scanned == cold_scans(names) and second != first
+        assert view() == (second, 0)
+
+        write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e2'}]->() SET e.status = 'retracted'")
+        correction_row(graph, G)  # our correction commits its row after its graph write
+        third, scanned = view()
+        assert scanned == cold_scans(names)
+        assert "retracted" in {row["status"] for row in third["breakdown"]}
+
+        write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e3'}]->() SET e.status = 'inplace'")
+        # a platform write no count shows: the kept rows are served until the period ends
+        assert view(right=False) == (third, 0)
+        now[0] += graph_changes.FALLBACK_MAX_AGE_SECONDS
+        fourth, scanned = view()  # the next period: read again
+        assert scanned == cold_scans(names)
+        assert "inplace" in {row["status"] for row in fourth["breakdown"]}
     finally:
         graph.delete_graph(OTHER)
         graph_changes.close_watchers()

@@ -2,12 +2,13 @@
 
 Each part (facts by status x source kind x live, per relation name, the same triple, the
 same fact text, mirrored pairs, the newest facts) reads every fact label-free in one
-read-only statement of `memory.graph.queries`; no index may serve it (the index drift,
-docs/operations.md). The caching rules:
+read-only statement of `memory.graph.queries` (names, same triple and mirrored missing
+together: one, ONE_SCAN); no index may serve it (the index drift, docs/operations.md). A view's missing parts
+run at once (at most PARALLEL_PARTS) on the server's threads. The caching rules:
 - Kept: in the process's `SummaryCache` under (server, graph, part, limit) with the mark read
   *before* computing: the graph's version while `memory.cache.graph_changes`' watcher
-  vouches, else the server-wide fingerprint. Rows are reused only while the mark is unchanged.
-- Together: views of one part share one computation (its gate; one part at a time: no deadlock).
+  vouches, else that graph's own `GraphMark`. Rows are reused only while the mark is unchanged.
+- Together: views of one part share one computation (its gate; only ONE_SCAN holds more, in order).
 - Shared: with `YUXI_DASH_REDIS_URL`, also in `SharedStore` (SHARED_TTL_SECONDS), under the
   fingerprint only, never on the FalkorDB server itself; `memory.support.forget` deletes them.
 - A server that refuses INFO gets no caching: every view computes.
@@ -22,6 +23,8 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import astuple
 from typing import Any
 
@@ -29,6 +32,7 @@ import redis
 
 from yuxi_dash.memory.cache.graph_changes import (
     Fingerprint,
+    GraphMark,
     Kept,
     change_marks,
     server_key,
@@ -51,6 +55,9 @@ PARTS: dict[str, str] = {
     "newest_facts": queries.FACTS_PAGE,
 }
 UNLIMITED_PARTS = frozenset({"breakdown"})
+# all missing: one scan (FACT_RELATIONS) reads them; () reads them one by one
+ONE_SCAN: tuple[str, ...] = ("names", "same_triple", "mirrored")
+PARALLEL_PARTS = 4  # a view's missing parts computed at once (1: one after another)
 MAX_ENTRIES = 512  # parts kept per process (a part is at most MAX_PAGE small rows)
 SHARED_PREFIX = "yuxi-dash:memory-parts:v1"
 SHARED_TTL_SECONDS = 15 * 60  # bounds how long a copy outlives a forgotten graph
@@ -91,11 +98,12 @@ class SummaryCache:
         self, key: Hashable, fingerprint: Kept, *, count: bool = True, or_under: Kept | None = None
     ) -> list[Row] | None:
         """A copy of the rows kept under `key`, only when kept under this same fingerprint, or
-        under `or_under` (then they are kept under `fingerprint` from now on)."""
+        under `or_under` or a `GraphMark` read with it (then kept under `fingerprint` from now
+        on: no write anywhere on the server since they were computed)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or (
-                entry[0] != fingerprint and (or_under is None or entry[0] != or_under)
+                entry[0] != fingerprint and (or_under is None or not _under(entry[0], or_under))
             ):
                 self.misses += count
                 return None
@@ -136,6 +144,12 @@ class SummaryCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def _under(kept: Kept, mark: Kept) -> bool:
+    """Whether rows kept under `kept` were computed under `mark` (a `GraphMark`: with the
+    server at the fingerprint `mark`)."""
+    return kept == mark or (isinstance(kept, GraphMark) and kept.server == mark)
 
 
 class SharedStore:
@@ -301,6 +315,40 @@ def one_statement_rows(client: GraphClient, group_id: str, part: str, limit: int
     return client.ro_rows(group_id, PARTS[part], params)
 
 
+def _ascending(value: Any) -> tuple[bool, str]:
+    """A sort key in Cypher's ascending order for names: nulls last."""
+    return (value is None, "" if value is None else str(value))
+
+
+def relations_in_one_scan(
+    client: GraphClient, group_id: str, *, limit: int = 50
+) -> dict[str, list[Row]]:
+    """The rows of the "names", "same_triple" and "mirrored" parts (their statements in
+    `PARTS`, same order; rows tied on every sort key in either order) from one scan."""
+    limit = max(1, min(int(limit), queries.MAX_PAGE))
+    found = client.ro_rows(group_id, queries.FACT_RELATIONS, {"limit": limit})
+    names = [{"name": row["name"], "facts": row["facts"]} for row in found]
+    names.sort(key=lambda row: (-row["facts"], _ascending(row["name"])))
+    triples = [
+        {"source": source, "name": row["name"], "target": target, "copies": copies}
+        for row in found
+        for source, target, copies in row["repeated"]
+    ]
+    triples.sort(key=lambda r: (-r["copies"], _ascending(r["source"]), _ascending(r["name"])))
+    pairs: dict[tuple[Any, Any, Any], int] = {}  # summed over entities of the same names
+    for row in found:
+        for source, target, count in row["mirrored"]:
+            pairs[(source, row["name"], target)] = (
+                pairs.get((source, row["name"], target), 0) + count
+            )
+    mirrored = [
+        {"source": source, "name": name, "target": target, "pairs": count}
+        for (source, name, target), count in pairs.items()
+    ]
+    mirrored.sort(key=lambda row: (-row["pairs"], _ascending(row["source"])))
+    return {"names": names[:limit], "same_triple": triples[:limit], "mirrored": mirrored[:limit]}
+
+
 def parts(
     client: GraphClient,
     group_id: str,
@@ -351,19 +399,40 @@ def parts(
                 out[part] = rows
                 cache.put(key(part), local, rows)
                 missing.remove(part)
-    computed: list[str] = []
-    for part in missing:
+
+    def read(task: tuple[str, ...]) -> dict[str, list[Row]]:
+        if task == ONE_SCAN:
+            return relations_in_one_scan(client, group_id, limit=limit)
+        return {task[0]: one_statement_rows(client, group_id, task[0], limit)}
+
+    def compute(task: tuple[str, ...]) -> tuple[dict[str, list[Row]], list[str]]:
+        """(the parts' rows, those this call computed and kept)."""
         if local is None:
-            out[part] = one_statement_rows(client, group_id, part, limit)
-            continue
-        gate = cache.gate(key(part))
-        with gate.lock:  # one part at a time: never two gates held, so no deadlock
-            rows = cache.get(key(part), local, count=False)  # a view ahead of us kept it
-            if rows is None:
-                rows = one_statement_rows(client, group_id, part, limit)
+            return read(task), []
+        gates = [cache.gate(key(part)) for part in task]  # held while used (weak values)
+        with ExitStack() as held:  # more gates only for ONE_SCAN, always in its order: no deadlock
+            for gate in gates:
+                held.enter_context(gate.lock)
+            kept = {part: cache.get(key(part), local, count=False) for part in task}
+            if all(rows is not None for rows in kept.values()):  # a view ahead of us kept them
+                return {part: rows for part, rows in kept.items() if rows is not None}, []
+            found = read(task)
+            for part, rows in found.items():
                 cache.put(key(part), local, rows)
-                computed.append(part)
-        out[part] = rows
+            return found, list(task)
+
+    tasks: list[tuple[str, ...]] = [ONE_SCAN] if ONE_SCAN and set(ONE_SCAN) <= set(missing) else []
+    tasks += [(part,) for part in missing if not (tasks and part in ONE_SCAN)]
+    workers = min(len(tasks), max(1, PARALLEL_PARTS))
+    if workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix="memory-parts") as pool:
+            futures = [pool.submit(compute, task) for task in tasks]
+        results = [future.result() for future in futures]
+    else:
+        results = [compute(task) for task in tasks]
+    computed = [part for _, fresh in results for part in fresh]
+    for found, _ in results:
+        out.update(found)
     if store is not None and current is not None and computed:
         store.put_many(group_id, [(shared_keys[part], out[part]) for part in computed], current)
     return {part: out[part] for part in names}
@@ -381,10 +450,10 @@ def relations(
     client: GraphClient, group_id: str, *, limit: int = 50, cache: SummaryCache | None = None
 ) -> dict[str, Any]:
     """The Facts page: facts per relation name and the three kinds of likely duplicate."""
-    found = parts(
+    found = parts(  # the slowest first: they start first when the parts run at once
         client,
         group_id,
-        ["names", "same_triple", "same_fact_text", "mirrored"],
+        ["same_triple", "same_fact_text", "names", "mirrored"],
         limit=limit,
         cache=cache,
     )

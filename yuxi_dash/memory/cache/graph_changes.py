@@ -1,18 +1,17 @@
-"""Whether a graph may have changed since a part of it was read: per graph, or server-wide.
+"""Whether a graph may have changed since a part of it was read: per graph, always.
 
 FalkorDB marks a graph key modified on every write to it (never on a read or another graph's
 write); Redis client-side caching turns that into an invalidation naming it (docs/operations.md).
-
-`GraphChangeWatcher` holds two connections: the listener (subscribed to
-``__redis__:invalidate``; a daemon thread counts messages per graph, a flush starts a new
-epoch) and the tracker (``CLIENT TRACKING ON REDIRECT <listener> BCAST PREFIX user_``).
-`version(graph)` is (epoch, count), or None when the watcher cannot vouch: it checks the
-tracker's CLIENT ID, then a PING barrier on the listener, so every earlier write is counted.
-Any failure voids the epoch; a server that refuses the handshake leaves it idle.
-
-`fingerprint` is the server-wide fallback (INFO's `run_id` and save counters, the graph's
-O(1) node and fact counts): any write to any graph moves it. `change_marks` gives the
-version while the watcher vouches, else the fingerprint. Errors log by type.
+`GraphChangeWatcher` holds two connections: the listener (subscribed to ``__redis__:invalidate``;
+a thread counts messages per graph, a flush starts a new epoch) and the tracker (``CLIENT
+TRACKING ON REDIRECT <listener> BCAST PREFIX user_``). `version(graph)` is (epoch, count), or
+None when it cannot vouch: it checks the tracker's CLIENT ID, then a PING barrier on the
+listener, so every earlier write is counted. A failure voids the epoch; a refused handshake
+leaves it idle. `fingerprint` is server-wide (INFO's run and save counters, O(1) counts).
+`change_marks` gives the version while the watcher vouches, else the graph's own `GraphMark`:
+its run and counts, our own writes to it (`memory_corrections`: count, newest) and the
+FALLBACK_MAX_AGE_SECONDS period, so another graph's write leaves it and an in-place write no
+count shows is seen within that period; the fingerprint when the database cannot tell.
 """
 
 from __future__ import annotations
@@ -22,17 +21,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import sqlalchemy as sa
 from redis.connection import AbstractConnection
 
 from yuxi_dash.errors import MemoryUnavailable, TrackingRefused
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient
-from yuxi_dash.memory.graph.groups import GROUP_PREFIX
+from yuxi_dash.memory.graph.groups import GROUP_PREFIX, user_id_from_group
 from yuxi_dash.resources import GRAPH_CHANGES, get_resources
+from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import MemoryCorrection
 
 log = logging.getLogger("yuxi_dash.memory.cache.graph_changes")
 
@@ -42,6 +44,10 @@ POLL_SECONDS = 0.25  # the listener thread's longest wait for a message
 HEALTH_SECONDS = 5.0  # both connections are pinged this often
 BARRIER_SECONDS = 1.0  # a version waits this long for a reply, then is None
 RECONNECT_SECONDS = 2.0
+# Without the watcher, a graph's parts are kept at most this long: a platform write that
+# changes no count (a fact invalidated in place) is seen within it.
+FALLBACK_MAX_AGE_SECONDS = 60.0
+wall_clock: Callable[[], float] = time.time  # the periods' clock (tests move it)
 
 _epochs = itertools.count(1)  # process-wide: no two epochs of any watcher are equal
 Version = tuple[int, int]  # (epoch, the graph's change counter)
@@ -338,10 +344,25 @@ class GraphVersion:
     facts: int
 
 
-Kept = Fingerprint | GraphVersion  # what a part in this process's cache is kept under
+@dataclass(frozen=True)
+class GraphMark:
+    """What changes when this one graph may have, without the watcher: its O(1) counts, our
+    own writes to it, and the period (FALLBACK_MAX_AGE_SECONDS) it was read in. `server`
+    (the fingerprint read with it) is not compared: another graph's write moves only that."""
+
+    run_id: str
+    nodes: int
+    facts: int
+    corrections: tuple[int, str]  # memory_corrections rows of the graph: (count, newest at)
+    period: int
+    server: Fingerprint = field(compare=False)
+
+
+Kept = Fingerprint | GraphVersion | GraphMark  # what a part in this process's cache is kept under
 
 
 _refused_logged = False
+_logged_db: set[str] = set()
 
 
 def _server_info(client: GraphClient) -> dict[str, Any] | None:
@@ -382,17 +403,46 @@ def fingerprint(client: GraphClient, group_id: str) -> Fingerprint | None:
     )
 
 
+def our_writes(client: GraphClient, group_id: str) -> tuple[int, str] | None:
+    """(how many `memory_corrections` rows the graph has, the newest one's time): every
+    correction, undo and bulk retract commits its row after its graph write. None when the
+    database cannot tell (logged once by type)."""
+    user_id = user_id_from_group(group_id)
+    if user_id is None:
+        return None
+    statement = sa.select(sa.func.count(), sa.func.max(MemoryCorrection.at)).where(
+        MemoryCorrection.user_id == user_id, MemoryCorrection.group_id == group_id
+    )
+    try:
+        with session_scope(client.settings) as session:
+            count, newest = session.execute(statement).one()
+    except (sa.exc.SQLAlchemyError, OSError) as exc:  # the caller uses the server-wide mark
+        name = type(exc).__name__
+        if name not in _logged_db:
+            _logged_db.add(name)
+            log.warning("corrections unreadable (%s); memory parts use the server-wide check", name)
+        return None
+    return int(count or 0), newest.isoformat() if newest is not None else ""
+
+
 def change_marks(client: GraphClient, group_id: str) -> tuple[Fingerprint | None, Kept | None]:
     """(the server-wide fingerprint, what this process keeps the graph's parts under).
 
-    The second is the graph's own `GraphVersion` while the watcher vouches for it (a
-    write to another graph leaves it), else the fingerprint; (None, None) when the
-    server will not tell (no caching). The version is read *before* the fingerprint:
-    rows that match the fingerprint (the shared store's) were read after it, so no
-    write before the version is missing from them.
+    The second is the graph's own `GraphVersion` while the watcher vouches for it, else its
+    `GraphMark` (a write to another graph leaves both); (None, None) when the server will
+    not tell (no caching). The version and our writes are read *before* the fingerprint:
+    rows that match the fingerprint (the shared store's) were read after it, so no write
+    before the mark is missing from them.
     """
     version = get_watcher(client).version(group_id)
+    ours = None if version is not None else our_writes(client, group_id)
     current = fingerprint(client, group_id)
-    if current is None or version is None:
+    if current is None:
+        return None, None
+    if version is not None:
+        return current, GraphVersion(current.run_id, *version, current.nodes, current.facts)
+    if ours is None:
         return current, current
-    return current, GraphVersion(current.run_id, *version, current.nodes, current.facts)
+    period = int(wall_clock() // FALLBACK_MAX_AGE_SECONDS)
+    mark = GraphMark(current.run_id, current.nodes, current.facts, ours, period, current)
+    return current, mark
