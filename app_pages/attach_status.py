@@ -51,9 +51,11 @@ st.caption(
 def scan_progress() -> None:
     """The running scan's progress, or how the last one ended (read again while shown)."""
     now = attach.status()
-    progress = now.progress
-    if progress is None:
+    if now.scan_running != status.scan_running:
+        st.rerun(scope="app")  # a scan started or ended: poll at the other pace
+    if now.progress is None:
         return
+    progress, state = now.progress.progress, now.progress.state
     if now.scan_running:
         left = progress.seconds_left
         st.progress(
@@ -69,22 +71,23 @@ def scan_progress() -> None:
             ),
         )
         st.caption("Threads show on the other pages as each batch is projected.")
-    elif not now.progress_finished:
-        st.caption(
-            md(
-                "The last scan stopped after {:,} of {:,} threads; the next scan goes on "
-                "with the threads it left.",
-                progress.threads_done,
-                progress.threads_total,
-            )
-        )
-    elif progress.threads_total:
+    elif state == attach.FINISHED:
         st.caption(
             md(
                 "The last scan projected {:,} threads ({:,} checkpoints) in {:,.1f} s.",
                 progress.threads_total,
                 progress.checkpoints_total,
                 progress.seconds,
+            )
+        )
+    else:  # stopped, failed, or a running row nobody writes any more
+        st.caption(
+            md(
+                "The last scan ended after {:,} of {:,} threads ({}); the next scan goes on "
+                "with the threads it left.",
+                progress.threads_done,
+                progress.threads_total,
+                state if state != attach.RUNNING else "no word from it since",
             )
         )
 

@@ -11,12 +11,13 @@ a real LangGraph graph on LangGraph's own in-memory saver.
 from __future__ import annotations
 
 import importlib.metadata
+import operator
 import re
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import ormsgpack
 import pytest
@@ -26,6 +27,8 @@ from langgraph.checkpoint.postgres import base as postgres_base
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from packaging.requirements import Requirement
+
+from yuxi_dash.attach import batch
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG: Any = {"configurable": {"thread_id": "internals"}}
@@ -44,21 +47,6 @@ def internal(name: str) -> Iterator[None]:
         )
 
 
-@pytest.fixture(scope="module")
-def graph() -> Any:
-    """A two-step messages graph that ran once on LangGraph's in-memory saver."""
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"seen {len(state['messages'])}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("answer", answer)
-    builder.add_edge(START, "answer")
-    compiled = builder.compile(checkpointer=InMemorySaver())
-    compiled.invoke({"messages": [HumanMessage("hello")]}, CONFIG)
-    return compiled
-
-
 def test_the_installed_langgraph_is_in_the_pinned_range() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     (pin,) = [r for r in map(Requirement, project["dependencies"]) if r.name == "langgraph"]
@@ -71,17 +59,36 @@ def test_the_installed_langgraph_is_in_the_pinned_range() -> None:
     )
 
 
-def test_a_checkpoints_stored_stream_channels_are_get_states_values(graph: Any) -> None:
-    """batch.py reads a checkpoint without writes of no task as its stored values, kept to the
-    graph's stream channels (the public `Pregel.stream_channels_asis`)."""
-    saved = graph.checkpointer.get_tuple(CONFIG)
-    stream = graph.stream_channels_asis
-    names = {stream} if isinstance(stream, str) else set(stream)
-    stored = {k: v for k, v in saved.checkpoint["channel_values"].items() if k in names}
-    assert not saved.pending_writes
-    assert stored == graph.get_state(CONFIG).values, (
-        "a checkpoint's stored stream channels are no longer get_state's values"
-    )
+class NotedState(MessagesState):
+    notes: Annotated[list[str], operator.add]  # a second aggregate, never written
+    mood: str  # a plain channel, never written
+
+
+def test_state_values_are_get_states_values_at_every_checkpoint() -> None:
+    """batch.py reads a checkpoint without writes of no task as its stored values (the graph's
+    stream channels; a never-written aggregate as its empty value): the same as get_state, at
+    every checkpoint of a run, the input one (step -1) included."""
+
+    def answer(state: NotedState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"seen {len(state['messages'])}")]}
+
+    builder = StateGraph(NotedState)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    compiled = builder.compile(checkpointer=InMemorySaver())
+    compiled.invoke({"messages": [HumanMessage("hello")]}, CONFIG)
+    saved = list(compiled.checkpointer.list(CONFIG))
+    assert {t.metadata["step"] for t in saved} >= {-1, 0, 1}
+    for one in saved:
+        assert not [w for w in one.pending_writes if w[0] == batch.NULL_TASK_ID]
+        stored = one.checkpoint["channel_values"]
+        with internal("Pregel.stream_channels_asis and a channel's copy().get()"):
+            values = batch.state_values(compiled, stored)
+        assert values == compiled.get_state(one.config).values, one.metadata["step"]
+        assert values["notes"] == []  # never written: the aggregate's empty value
+        assert "mood" not in values
+        only = batch.state_values(compiled, stored, only={"notes"})
+        assert only == {"notes": []}
 
 
 def test_the_serializers_ext_hook_decodes_what_loads_typed_decodes() -> None:

@@ -198,9 +198,9 @@ def test_attach_status_page_shows_a_running_scans_progress(
         "checkpoints_done": 5000,
         "checkpoints_total": 20000,
         "seconds": 5.0,
-        "started_at": utcnow().isoformat(),
         "updated_at": utcnow().isoformat(),
-        "finished": False,
+        "state": "running",
+        "scan_id": "another-scan",
     }
     with session_scope() as session:
         session.add(ScanWatermark(source=source_label(attached.reader_conninfo), progress=progress))

@@ -9,6 +9,7 @@ first stretch leaves the rest for the next one, which projects only those.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -21,8 +22,16 @@ from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import scan_workers
-from yuxi_dash.attach.scan_workers import ScanProgress
+from yuxi_dash.attach.scan_progress import (
+    FAILED,
+    FINISHED,
+    RUNNING,
+    STOPPED,
+    ProgressKeeper,
+    ScanProgress,
+)
 from yuxi_dash.attach.scanner import read_watermark, scan
+from yuxi_dash.attach.status import attach_status
 from yuxi_dash.cli.attach import progress_printer
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
@@ -66,6 +75,7 @@ def test_worker_processes_project_the_rows_threads_project(
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(scan_workers, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(scan_workers, "process_count", lambda: 2)  # even on a 1-core runner
     monkeypatch.setattr(scan_workers, "PROCESS_MIN", 2)
     monkeypatch.setattr(scan_workers, "CHUNK", 2)
     attached.run(ROUND_ONE)
@@ -80,8 +90,10 @@ def test_worker_processes_project_the_rows_threads_project(
     rows = dump(on_processes)
     assert rows == dump(on_threads)
     assert all(rows[table] for table in rows)
-    # one progress report per stretch of two, in order, ending at the whole
-    assert [p.threads_done for p in seen] == [2, 4]
+    # progress after each stretch of two, in order, ending at the whole
+    done = [p.threads_done for p in seen]
+    assert done == sorted(done)  # heartbeats (0 done) while the processes start, then 2, 4
+    assert sorted(set(done) - {0}) == [2, 4]  # each stretch of two, then heartbeats maybe
     assert (
         seen[-1].checkpoints_done
         == seen[-1].checkpoints_total
@@ -89,8 +101,9 @@ def test_worker_processes_project_the_rows_threads_project(
     )
     stored = read_watermark(on_processes, by_processes.source)
     assert stored is not None and stored.progress is not None
-    assert stored.progress["finished"] is True
+    assert stored.progress["state"] == FINISHED
     assert (stored.progress["threads_done"], stored.progress["threads_total"]) == (4, 4)
+    assert not attach_status(on_processes).scan_running
 
 
 def test_a_stopped_first_scan_resumes_with_the_threads_it_left(
@@ -112,7 +125,8 @@ def test_a_stopped_first_scan_resumes_with_the_threads_it_left(
     assert first.stopped and 2 <= first.projected < 4
     stored = read_watermark(settings, first.source)
     assert stored is not None and stored.progress is not None
-    assert stored.progress["finished"] is False
+    assert stored.progress["state"] == STOPPED
+    assert not attach_status(settings).scan_running  # a stopped scan is not shown as running
     second = scan(settings)
     assert not second.stopped
     assert second.projected == 4 - first.projected  # only the ones left are read
@@ -140,3 +154,63 @@ def test_the_cli_prints_a_progress_line_at_most_every_interval_and_the_last(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2  # the first, then the last (the middle one came too soon)
     assert "10 of 30 threads" in err[0] and "30 of 30 threads" in err[1]
+
+
+def test_a_long_stretch_reports_progress_while_it_runs(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _ = two_dashboards
+    monkeypatch.setattr(scan_workers, "HEARTBEAT_SECONDS", 0.05)
+    real = scan_workers.run_batch
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan_workers, "run_batch", slow)
+    attached.run(ROUND_ONE)
+    seen: list[ScanProgress] = []
+    report = scan(settings, progress=seen.append)
+    assert report.projected == 4
+    waiting = [p for p in seen if p.threads_done == 0]
+    assert len(waiting) >= 3  # heartbeats while the one stretch of four ran
+    assert [p.seconds for p in waiting] == sorted(p.seconds for p in waiting)
+    assert seen[-1].threads_done == 4
+
+
+def test_a_failed_scan_says_so_and_a_running_row_of_another_scan_is_left_alone(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _ = two_dashboards
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the batch broke")
+
+    monkeypatch.setattr(scan_workers, "run_batch", broken)
+    attached.run(ROUND_ONE[:1])
+    with pytest.raises(RuntimeError):
+        scan(settings)
+    source = attach_status(settings).source
+    assert source is not None
+    stored = read_watermark(settings, source)
+    assert stored is not None and stored.progress is not None
+    assert stored.progress["state"] == FAILED
+    assert not attach_status(settings).scan_running
+
+    other, mine = ProgressKeeper(settings, source), ProgressKeeper(settings, source)
+    other.update(ScanProgress(10, 100, 200, 2000, 1.0))  # another scanner, running
+    mine.update(ScanProgress(0, 5, 0, 50, 0.0))
+    mine.end(FINISHED)
+    stored = read_watermark(settings, source)
+    assert stored is not None and stored.progress is not None
+    assert (stored.progress["state"], stored.progress["threads_total"]) == (RUNNING, 100)
+    assert attach_status(settings).scan_running
+    other.end(FINISHED)
+    mine.end(FINISHED)  # the other one has ended: the row is free again
+    stored = read_watermark(settings, source)
+    assert stored is not None and stored.progress is not None
+    assert stored.progress["threads_total"] == 5

@@ -17,10 +17,13 @@ what it buys over the public API per thread).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
+
+from langgraph.errors import EmptyChannelError
 
 from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.reader import fold
@@ -116,6 +119,31 @@ def read_new_checkpoints(
     return reads
 
 
+def state_values(
+    graph: Any, stored: Mapping[str, Any], only: Collection[str] | None = None
+) -> dict[str, Any]:
+    """A checkpoint's state values, as ``get_state`` gives them, from its stored channel values.
+
+    The graph's stream channels (`Pregel.stream_channels_asis`) among the stored values; a
+    stream channel never written reads as its channel's empty value (an aggregate's ``[]``),
+    or is left out when it has none. ``only``: those channels alone.
+    """
+    stream = graph.stream_channels_asis
+    names = [stream] if isinstance(stream, str) else stream
+    values: dict[str, Any] = {}
+    for name in names:
+        if only is not None and name not in only:
+            continue
+        if name in stored:
+            values[name] = stored[name]
+            continue
+        try:
+            values[name] = copy.deepcopy(graph.channels[name].copy().get())
+        except (KeyError, EmptyChannelError):
+            pass  # no empty value: left out, as the snapshot leaves it out
+    return values
+
+
 def _plan(
     thread_id: str, since: str | None, found: list[dict[str, Any]], blobs: _Blobs
 ) -> list[tuple[dict[str, Any], frozenset[str] | None]]:
@@ -203,8 +231,7 @@ class _Blobs:
         self.asked: set[tuple[str, str, str]] = set()  # fetched, found or not
         self.decoded: dict[tuple[str, str, str], Any] = {}
         self.built: dict[tuple[int, bytes], Any] = {}  # encoded object -> the object (`_load`)
-        stream = store.graph.stream_channels_asis  # the channels a state snapshot's values hold
-        self.stream = frozenset([stream] if isinstance(stream, str) else stream)
+        self.graph = store.graph
 
     def fetch(self, wanted: list[tuple[str, Mapping[str, Any], Collection[str] | None]]) -> None:
         """Fetch the blobs of (thread, checkpoint row, those channels or every one) not fetched yet."""
@@ -283,10 +310,8 @@ class _Blobs:
     ) -> ThreadCheckpoint:
         """The checkpoint of one saver row, as ``get_state_history`` gives it (``only``: those channels).
 
-        Its values are the graph's stream channels among the checkpoint's stored values (a
-        channel with no value left out, as the snapshot leaves it out). Only rows without
-        writes of no task come here (`read_new_checkpoints`), in the saver's current format
-        (`_readable`): for them the snapshot's values are the stored ones.
+        Its values are `state_values` of the stored ones. Only rows without writes of no
+        task come here (`read_new_checkpoints`), in the saver's current format (`_readable`).
         """
         values = self._values(thread_id, row, only)
         metadata = dict(row["metadata"] or {})
@@ -295,7 +320,7 @@ class _Blobs:
         return ThreadCheckpoint(
             thread_id=thread_id,
             checkpoint_id=str(row["checkpoint_id"]),
-            values={k: v for k, v in values.items() if k in self.stream},
+            values=state_values(self.graph, values, only),
             created_at=created.astimezone(UTC) if created else None,
             step=int(metadata.get("step", 0) or 0),
             source=str(metadata.get("source", "")),

@@ -5,8 +5,8 @@
 scan never piles up behind itself). A scan that fails is one log line with
 the error's code and its message, which names the platform by its label
 only (never the URL or password), and the loop carries on (`background`).
-`stop()` asks a running scan to stop between two threads; the watermark it
-stored says how far it got.
+`stop()` asks a running scan to stop: no new stretch starts, the ones under way
+finish (`attach.scan_workers`); the watermark it stored says how far it got.
 
 With several `serve` replicas on one PostgreSQL store, only the one holding the
 scan lock `SCAN_LOCK_KEY` scans (`leader`); the others check every interval and

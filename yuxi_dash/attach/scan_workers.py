@@ -4,71 +4,52 @@
 and yields each stretch with its `Tally` in the order submitted, so the scanner's watermark only
 follows finished work. Rules:
 - SQLite: one batch at a time in the caller's thread (one writer: the scanner's own saves
-  between batches never wait on a batch). PostgreSQL: `WORKERS` threads, a batch each; from
-  `PROCESS_MIN` threads on (a first scan), one spawned process per core (never forked: the
-  caller may be a server with threads), each projecting a `CHUNK` of threads in its own
-  connections. Both give the same rows: `tests/attach/test_scan_workers.py`.
-- `should_stop` is asked before each stretch starts: a stop cancels what has not started; a
-  running chunk finishes (at most `CHUNK` threads). A stopped stretch yields None.
-- `ScanProgress` counts threads and checkpoints done of those to do, the rate since the start,
-  and the time left at that rate.
+  between batches never wait on a batch). PostgreSQL: `WORKERS` batches at once on threads;
+  from `PROCESS_MIN` threads on (a first scan), chunks of `CHUNK` on spawned processes (never
+  forked: the caller may be a server with threads), one per usable core, at most
+  `MAX_PROCESSES`. Both give the same rows: `tests/attach/test_scan_workers.py`.
+- No more stretches are under way than there are workers; `should_stop` is asked before each
+  one starts and while waiting, so a stop waits for at most the stretches already running.
+- `on_progress` gets a `ScanProgress` after each stretch, and every `HEARTBEAT_SECONDS` while
+  a long stretch runs (the same counts, a later time).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
 from yuxi_dash.attach.platform_store import platform_store
 from yuxi_dash.attach.projector import ChangedThread, Tally, run_batch
+from yuxi_dash.attach.scan_progress import ScanProgress
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import is_sqlite
 
 BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on threads (PostgreSQL)
 PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker processes
+MAX_PROCESSES = 4  # each opens its own pools on the platform and on our database
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
+HEARTBEAT_SECONDS = 2.0  # progress while a stretch runs long
 
 
-@dataclass(frozen=True)
-class ScanProgress:
-    """How far a scan's projection is: threads and checkpoints done of those to do."""
+def process_count() -> int:
+    """Worker processes for a large scan: the cores this process may use, at most MAX_PROCESSES."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, MAX_PROCESSES))
 
-    threads_done: int
-    threads_total: int
-    checkpoints_done: int
-    checkpoints_total: int
-    seconds: float  # since the projection started
 
-    @property
-    def rate(self) -> float:
-        """Threads projected per second so far (0.0 before the first stretch is done)."""
-        return self.threads_done / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def seconds_left(self) -> float | None:
-        """The time left at the rate so far; None before there is a rate."""
-        if self.rate <= 0:
-            return None
-        return (self.threads_total - self.threads_done) / self.rate
-
-    @property
-    def fraction(self) -> float:
-        return self.threads_done / self.threads_total if self.threads_total else 1.0
-
-    def line(self) -> str:
-        """One line for a terminal: done of total, the rate, the time left."""
-        left = self.seconds_left
-        return (
-            f"projected {self.threads_done:,} of {self.threads_total:,} threads "
-            f"({self.checkpoints_done:,} of {self.checkpoints_total:,} checkpoints) · "
-            f"{self.rate:,.0f} threads/s · "
-            + ("time left unknown" if left is None else f"about {left:,.0f} s left")
-        )
+def _quiet_interrupts() -> None:
+    """A worker process leaves Ctrl-C to its parent, which stops the scan."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def project_chunk(
@@ -85,14 +66,15 @@ def project_chunk(
     return tally
 
 
-def _executor(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executor, int]:
-    """The pool a scan of ``changed`` runs on (PostgreSQL), and the threads in each stretch."""
-    cores = os.cpu_count() or 1
-    if len(changed) >= PROCESS_MIN and cores > 1:
+def _pool(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executor, int, int]:
+    """The pool a scan of ``changed`` runs on (PostgreSQL), its workers, the stretch size."""
+    processes = process_count()
+    if len(changed) >= PROCESS_MIN and processes > 1:
         spawn = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(cores, mp_context=spawn), CHUNK
-    workers = min(WORKERS, -(-len(changed) // BATCH))
-    return ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan"), BATCH
+        pool = ProcessPoolExecutor(processes, mp_context=spawn, initializer=_quiet_interrupts)
+        return pool, processes, CHUNK
+    workers = max(1, min(WORKERS, -(-len(changed) // BATCH)))
+    return ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan"), workers, BATCH
 
 
 def project_stretches(
@@ -111,10 +93,7 @@ def project_stretches(
     checkpoints_total = sum(t.checkpoints for t in changed)
     threads_done = checkpoints_done = 0
 
-    def report(stretch: Sequence[ChangedThread]) -> None:
-        nonlocal threads_done, checkpoints_done
-        threads_done += len(stretch)
-        checkpoints_done += sum(t.checkpoints for t in stretch)
+    def report() -> None:
         if on_progress is not None:
             seconds = time.perf_counter() - started
             on_progress(
@@ -123,6 +102,9 @@ def project_stretches(
                 )
             )
 
+    def stopping() -> bool:
+        return should_stop is not None and should_stop()
+
     if is_sqlite(settings.database_url):
         store = platform_store(settings)
         for start in range(0, len(changed), BATCH):
@@ -130,36 +112,44 @@ def project_stretches(
             wanted = {t.thread_id for t in stretch if t.thread_id in missing}
             result = run_batch(settings, store, stretch, wanted, should_stop, together=together)
             if result is not None:
-                report(stretch)
+                threads_done += len(stretch)
+                checkpoints_done += sum(t.checkpoints for t in stretch)
+                report()
             yield stretch, result
         return
-    executor, size = _executor(settings, changed)
+    executor, workers, size = _pool(settings, changed)
     stretches = [changed[i : i + size] for i in range(0, len(changed), size)]
+    on_processes = isinstance(executor, ProcessPoolExecutor)
+    running: deque[Future[Tally | None]] = deque()
+    stopped = False
     with executor as pool:
-        futures: list[Future[Tally | None]] = []
-        for stretch in stretches:
+
+        def submit(stretch: Sequence[ChangedThread]) -> Future[Tally | None]:
             wanted = {t.thread_id for t in stretch if t.thread_id in missing}
-            if isinstance(pool, ProcessPoolExecutor):
-                futures.append(pool.submit(project_chunk, settings, stretch, wanted, together))
-            else:
-                store = platform_store(settings)
-                futures.append(
-                    pool.submit(
-                        run_batch, settings, store, stretch, wanted, should_stop, together=together
-                    )
-                )
-        try:
-            for stretch, future in zip(stretches, futures, strict=True):
-                if should_stop is not None and should_stop():
-                    for pending in futures:
-                        pending.cancel()
-                if future.cancelled():
-                    yield stretch, None
-                    continue
-                result = future.result()  # in order: every stretch before it is done
-                if result is not None:
-                    report(stretch)
-                yield stretch, result
-        finally:
-            for pending in futures:
-                pending.cancel()
+            if on_processes:
+                return pool.submit(project_chunk, settings, stretch, wanted, together)
+            store = platform_store(settings)
+            return pool.submit(run_batch, settings, store, stretch, wanted, None, together=together)
+
+        ahead = iter(stretches)
+        for stretch in stretches:
+            while len(running) < workers and not stopped:  # keep every worker busy, no more
+                following = next(ahead, None)
+                if following is None:
+                    break
+                stopped = stopping()
+                if not stopped:
+                    running.append(submit(following))
+            if not running:  # stopped before this stretch started
+                yield stretch, None
+                continue
+            future = running.popleft()
+            while not wait([future], timeout=HEARTBEAT_SECONDS).done:
+                report()  # a long stretch: the same counts, a later time
+                stopped = stopped or stopping()
+            result = future.result()  # in order: every stretch before it is done
+            if result is not None:
+                threads_done += len(stretch)
+                checkpoints_done += sum(t.checkpoints for t in stretch)
+                report()
+            yield stretch, result

@@ -2,8 +2,8 @@
 
 `scan(settings)` lists the threads with a checkpoint above a floor in ONE read-only,
 parameterized, timed-out query on the platform's ``checkpoints`` (root namespace), then
-projects them in batches of `BATCH` (`attach.projector`; docs/architecture.md, "An attach
-scan"). Nothing is written to the platform: every transaction there is read-only. Rules:
+projects them (`attach.scan_workers`, its progress kept by `attach.scan_progress`;
+docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rules:
 - The floor is the stored watermark minus `attach.checkpoint_clock`' overlap, never above the
   platform's ``now()`` minus it; a listed thread already projected is skipped unread.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (never the URL) as the
@@ -21,8 +21,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
 
 import psycopg
 import sqlalchemy as sa
@@ -43,7 +41,8 @@ from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_ident
 from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
 from yuxi_dash.attach.scan_index import checkpoint_table_rows, has_checkpoint_index
-from yuxi_dash.attach.scan_workers import ScanProgress, project_stretches
+from yuxi_dash.attach.scan_progress import FAILED, FINISHED, STOPPED, ProgressKeeper, ScanProgress
+from yuxi_dash.attach.scan_workers import project_stretches
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import is_sqlite, session_scope
@@ -60,7 +59,6 @@ GROUP BY thread_id
 """
 _FLAGS_SHOWN = 20
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
-PROGRESS_EVERY = 2.0  # seconds between two saves of a running scan's progress
 _LOOKUP_CHUNK = 1000
 _FUTURE_REASON = "its newest checkpoint id is dated ahead of the platform database's clock"
 
@@ -104,23 +102,28 @@ class ScanReport(Record):
 
 def changed_threads(
     conninfo: str, *, floor: str, store: PlatformStore | None = None
-) -> list[ChangedThread]:
-    """The platform's threads with a root checkpoint id above ``floor`` (one read-only query).
+) -> tuple[list[ChangedThread], float]:
+    """The platform's threads with a root checkpoint id above ``floor`` (one read-only query),
+    and the seconds the query took (without opening a connection).
 
     Asked on ``store``'s pool when given (read-only, the same statement
     timeout; planned for its floor every time), else on a connection of its own.
     """
     params = {"floor": floor}
     if store is not None:
+        started = time.perf_counter()
         rows = store.fetch(CHANGED_THREADS_SQL, params, prepare=False)
+        seconds = time.perf_counter() - started
         return [
             ChangedThread(str(r["thread_id"]), str(r["newest"]), int(r["checkpoints"]))
             for r in rows
-        ]
+        ], seconds
     try:
         with connect(conninfo) as conn, conn.cursor() as cursor:
+            started = time.perf_counter()
             cursor.execute(CHANGED_THREADS_SQL, params)
-            return [ChangedThread(str(t), str(n), int(c)) for t, n, c in cursor.fetchall()]
+            found = [ChangedThread(str(t), str(n), int(c)) for t, n, c in cursor.fetchall()]
+            return found, time.perf_counter() - started
     except psycopg.Error as exc:
         raise unavailable(exc, conninfo) from None
 
@@ -232,11 +235,10 @@ def _save_watermark(
     checkpoint_id: str,
     platform_id: str | None = None,
     cost: tuple[bool, float, int, int | None] | None = None,
-    progress: dict[str, Any] | None = None,
 ) -> int:
     """Store the watermark (and the platform scanned; ``cost``: whether it has the checkpoint_id
-    index, the window query's ms, the checkpoints in the window and in the table; ``progress``:
-    `_progress_row`); returns the attached threads we hold."""
+    index, the window query's ms, the checkpoints in the window and in the table); returns the
+    attached threads we hold."""
     for attempt in (1, 2):
         try:
             with session_scope(settings) as session:
@@ -252,8 +254,6 @@ def _save_watermark(
                     row.checkpoint_index, row.window_query_ms, row.window_rows, row.table_rows = (
                         cost
                     )
-                if progress is not None:
-                    row.progress = progress
                 row.scanned_at = utcnow()
                 row.threads = threads
                 return threads
@@ -261,36 +261,6 @@ def _save_watermark(
             if attempt == 2:
                 raise
     return 0  # pragma: no cover - the loop returns or raises
-
-
-def _progress_row(progress: ScanProgress, started: datetime, *, finished: bool) -> dict[str, Any]:
-    """What the Attached platform page reads of a scan's progress (`attach.status`)."""
-    return {
-        "threads_done": progress.threads_done,
-        "threads_total": progress.threads_total,
-        "checkpoints_done": progress.checkpoints_done,
-        "checkpoints_total": progress.checkpoints_total,
-        "seconds": round(progress.seconds, 3),
-        "started_at": started.isoformat(),
-        "updated_at": utcnow().isoformat(),
-        "finished": finished,
-    }
-
-
-def _save_progress(settings: Settings, source: str, progress: dict[str, Any]) -> None:
-    """Store a running scan's progress on its watermark row (made when there is none yet)."""
-    for attempt in (1, 2):
-        try:
-            with session_scope(settings) as session:
-                row = session.get(ScanWatermark, source)
-                if row is None:
-                    session.add(ScanWatermark(source=source, progress=progress))
-                else:
-                    row.progress = progress
-                return
-        except sa.exc.IntegrityError:  # another scanner stored the first row at the same time
-            if attempt == 2:
-                raise
 
 
 def _next_watermark(before: str, reached: str | None, tally: Tally, cap: str) -> str:
@@ -339,9 +309,7 @@ def scan(
     if reset:
         before = ""
     floor = scan_floor(before, OVERLAP_SECONDS, now=identity.now)  # a look-back from now()
-    query_started = time.perf_counter()
-    seen = changed_threads(conninfo, floor=floor, store=opened)
-    query_seconds = time.perf_counter() - query_started
+    seen, query_seconds = changed_threads(conninfo, floor=floor, store=opened)
     indexed = has_checkpoint_index(conninfo, opened)  # once per scan (attach.scan_index)
     table_rows = None if indexed else checkpoint_table_rows(conninfo, opened)
     tally = Tally()
@@ -376,21 +344,15 @@ def scan(
     reached: str | None = None
     stopped = False
     platform_id = identity.platform_id
-    begun = utcnow()
-    shown = ScanProgress(0, len(changed), 0, sum(t.checkpoints for t in changed), 0.0)
-    saved_at = time.monotonic()
+    keeper = ProgressKeeper(settings, source)
 
     def on_progress(now: ScanProgress) -> None:
-        nonlocal shown, saved_at
-        shown = now
         if progress is not None:
             progress(now)
-        if time.monotonic() - saved_at >= PROGRESS_EVERY:
-            saved_at = time.monotonic()
-            _save_progress(settings, source, _progress_row(now, begun, finished=False))
+        keeper.update(now)
 
     if changed:
-        _save_progress(settings, source, _progress_row(shown, begun, finished=False))
+        keeper.update(ScanProgress(0, len(changed), 0, sum(t.checkpoints for t in changed), 0.0))
         unsaved = 0
         stretches = project_stretches(
             settings, changed, missing, should_stop, together=together, on_progress=on_progress
@@ -409,9 +371,11 @@ def scan(
                     unsaved = 0
                     _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
         except BaseException:
+            keeper.end(FAILED)
             if reached is not None:
                 _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
             raise
+        keeper.end(STOPPED if stopped else FINISHED)
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
     quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
@@ -428,8 +392,7 @@ def scan(
     watermark = _next_watermark(before, reached, tally, cap)
     window = sum(t.checkpoints for t in seen)
     cost = (indexed, round(query_seconds * 1000, 1), window, table_rows)
-    finished = _progress_row(shown, begun, finished=not stopped)
-    attached = _save_watermark(settings, source, watermark, platform_id, cost, finished)
+    attached = _save_watermark(settings, source, watermark, platform_id, cost)
     report = ScanReport(
         source=source,
         watermark_before=stored.checkpoint_id if stored is not None else "",

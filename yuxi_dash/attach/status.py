@@ -13,22 +13,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 
 from yuxi_dash.attach.platform_store import attach_conninfo, source_label
 from yuxi_dash.attach.quarantine import QuarantineEntry, entries
 from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
-from yuxi_dash.attach.scan_workers import ScanProgress
+from yuxi_dash.attach.scan_progress import StoredProgress, read_progress
 from yuxi_dash.attach.scanner import read_watermark
 from yuxi_dash.printable_record import Record
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import Conversation, utcnow
+from yuxi_dash.store.models import Conversation
 from yuxi_dash.store.origin import attached_rows
-
-RUNNING_SECONDS = 120.0  # a scan whose progress has not moved for longer is not running
 
 
 @dataclass(frozen=True)
@@ -47,9 +44,12 @@ class AttachStatus(Record):
     window_query_ms: float | None = None  # the last scan's window query
     window_rows: int | None = None  # the checkpoints in that window
     table_rows: int | None = None  # the platform's checkpoints (the catalog's estimate)
-    progress: ScanProgress | None = None  # the running or last scan's projection
-    progress_finished: bool = True
-    progress_at: datetime | None = None  # when the progress was last stored
+    progress: StoredProgress | None = None  # the running or last scan's projection
+
+    @property
+    def create_index_statement(self) -> str | None:
+        """The one statement the platform's owner can run, when the last scan found no index."""
+        return CREATE_INDEX_STATEMENT if self.checkpoint_index is False else None
 
     @property
     def index_saving_ms(self) -> float | None:
@@ -71,15 +71,8 @@ class AttachStatus(Record):
 
     @property
     def scan_running(self) -> bool:
-        """A scan's projection is under way (its progress moved within `RUNNING_SECONDS`)."""
-        if self.progress is None or self.progress_finished or self.progress_at is None:
-            return False
-        return (utcnow() - self.progress_at).total_seconds() <= RUNNING_SECONDS
-
-    @property
-    def create_index_statement(self) -> str | None:
-        """The one statement the platform's owner can run, when the last scan found no index."""
-        return CREATE_INDEX_STATEMENT if self.checkpoint_index is False else None
+        """A scan's projection is under way (`StoredProgress.running`)."""
+        return self.progress is not None and self.progress.running
 
     @property
     def quarantined(self) -> list[QuarantineEntry]:
@@ -101,9 +94,8 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             or 0
         )
     source = watermark = platform_id = indexed = query_ms = window = table = None
-    scanned_at = progress_at = None
-    progress: ScanProgress | None = None
-    finished = True
+    scanned_at = None
+    progress: StoredProgress | None = None
     if settings.attach_configured:
         source = source_label(attach_conninfo(settings))
         row = read_watermark(settings, source)
@@ -113,8 +105,7 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
             platform_id = row.platform_id
             indexed, query_ms = row.checkpoint_index, row.window_query_ms
             window, table = row.window_rows, row.table_rows
-            if row.progress:
-                progress, finished, progress_at = _progress(row.progress)
+            progress = read_progress(row.progress)
     return AttachStatus(
         configured=settings.attach_configured,
         source=source,
@@ -129,19 +120,4 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
         window_rows=window,
         table_rows=table,
         progress=progress,
-        progress_finished=finished,
-        progress_at=progress_at,
     )
-
-
-def _progress(stored: dict[str, Any]) -> tuple[ScanProgress, bool, datetime | None]:
-    """A stored progress row (`attach.scanner._progress_row`) as the page reads it."""
-    progress = ScanProgress(
-        threads_done=int(stored.get("threads_done", 0)),
-        threads_total=int(stored.get("threads_total", 0)),
-        checkpoints_done=int(stored.get("checkpoints_done", 0)),
-        checkpoints_total=int(stored.get("checkpoints_total", 0)),
-        seconds=float(stored.get("seconds", 0.0)),
-    )
-    at = stored.get("updated_at")
-    return progress, bool(stored.get("finished", True)), datetime.fromisoformat(at) if at else None

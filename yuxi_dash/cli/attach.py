@@ -33,7 +33,7 @@ from yuxi_dash.cli.common import (
 from yuxi_dash.cli.guards import store_errors
 
 if TYPE_CHECKING:
-    from yuxi_dash.attach.scan_workers import ScanProgress
+    from yuxi_dash.attach.scan_progress import ScanProgress
 
 PROGRESS_EVERY = 2.0  # seconds between two progress lines of a long scan
 
@@ -140,7 +140,7 @@ def _cmd_status(args: argparse.Namespace) -> CommandResult:
         else "; compressing them is refused (YUXI_DASH_PLATFORM_URL unset)"
     )
     if status.scan_running and status.progress is not None:
-        text += "\na scan is running: " + status.progress.line()
+        text += "\na scan is running: " + status.progress.progress.line()
     if status.create_index_statement:
         took = f"{status.window_query_ms:g} ms" if status.window_query_ms is not None else "-"
         text += (

@@ -237,7 +237,7 @@ class ScanWatermark(Base):
     window_query_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     window_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # in the window
     table_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # estimated
-    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)  # scan_progress
+    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)  # a scan's
 
 
 class AttachQuarantine(Base):

@@ -10,9 +10,12 @@ from __future__ import annotations
 import pandas as pd
 
 from yuxi_dash.attach.quarantine import QuarantineEntry
+from yuxi_dash.attach.scan_progress import FINISHED, RUNNING
 from yuxi_dash.attach.status import AttachStatus, attach_status
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.page_text import stamp
+
+__all__ = ["FINISHED", "RUNNING", "problems_frame", "status"]
 
 COLUMNS = ["thread", "checkpoint", "code", "reason", "first seen", "last seen"]
 
