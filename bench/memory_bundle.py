@@ -1,6 +1,7 @@
 """The support bundle at scale: one user with 200,000 facts, streamed, against a raw Cypher dump.
 
-Run: `.venv/bin/python bench/memory_bundle.py [--scale 1.0] [--data-dir DIR] [--page 5000]`.
+Run: `.venv/bin/python bench/memory_bundle.py [--scale 1.0] [--data-dir DIR] [--page 20000]
+[--no-gc-pause]`.
 
 Seeds (or reuses, with a kept --data-dir) bench/memory.py's graph — 50,000
 entities, 200,000 facts, 5,000 episodes in graphiti-core's true schema — on a
@@ -10,16 +11,21 @@ is that work's alone (VmHWM):
 - the bundle: `memory.support.bundle.write_bundle` to a JSON file (gate, audit, facts a
   page at a time by keyset on the uuid, episodes, threads), as the dashboard
   process would run it, with a progress callback as the page and the CLI pass;
+- with `--no-gc-pause`, the same bundle again with `bundle_sources.collector_paused`
+  made a no-op in that process only (the cyclic collector runs as usual);
 - the raw dump: one `MATCH (s)-[e:RELATES_TO]->(t) RETURN ...` of the same
   columns, every row at once, written as JSON lines.
 
-Prints both times, their ratio, both peaks and the bundle's size. Target: the
-dashboard process stays under 500 MB. Asserts nothing (speed is not a test).
+Prints the times side by side with their ratios, the peaks, the full collections
+and the bundle's size. Target: the dashboard process stays under 500 MB. Asserts
+nothing (speed is not a test).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import importlib.util
 import json
 import os
@@ -81,14 +87,17 @@ def settings_for(data_dir: Path, work: Path) -> Settings:
     )
 
 
-def child_bundle(data_dir: Path, work: Path, page: int) -> None:
+def child_bundle(data_dir: Path, work: Path, page: int, gc_pause: bool) -> None:
     from ldclient.integrations.test_data import TestData
 
     from yuxi_dash.access.roles import Actor, Role
     from yuxi_dash.files.workdir import Workdir
     from yuxi_dash.flags import FlagEvaluator
+    from yuxi_dash.memory.support import bundle_sources
     from yuxi_dash.memory.support.bundle import bundle_to_file
 
+    if not gc_pause:  # this bench process only: every page read with the collector on
+        bundle_sources.collector_paused = contextlib.nullcontext  # type: ignore[assignment]
     settings = settings_for(data_dir, work)
     Workdir(settings.workdir).initialize()
     td = TestData.data_source()
@@ -98,6 +107,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
     out = work / "bundle.json"
     reports: list[float] = []
     before = status_mb("VmRSS")  # the libraries a dashboard process has loaded anyway
+    full_before = gc.get_stats()[2]["collections"]
     started = time.perf_counter()
     result = bundle_to_file(
         USER,
@@ -109,6 +119,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
         progress=lambda step: reports.append(step.fraction),
     )
     seconds = time.perf_counter() - started
+    full_collections = gc.get_stats()[2]["collections"] - full_before
     evaluator.close()
     print(
         json.dumps(
@@ -119,6 +130,7 @@ def child_bundle(data_dir: Path, work: Path, page: int) -> None:
                 "peak_mb": hwm_mb(),
                 "before_mb": before,
                 "progress_reports": len(reports),
+                "full_collections": full_collections,
             }
         )
     )
@@ -167,12 +179,18 @@ def main() -> None:
         "--data-dir", type=Path, help="FalkorDB data dir to keep (reused if seeded)"
     )
     parser.add_argument("--page", type=int, default=FACT_PAGE, help="facts per keyset page")
+    parser.add_argument(
+        "--no-gc-pause",
+        action="store_true",
+        help="also run the bundle with the collector on during page reads, and compare",
+    )
+    parser.add_argument("--unpaused", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=["bundle", "raw"], help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         if args.child == "bundle":
-            child_bundle(args.data_dir, args.work, args.page)
+            child_bundle(args.data_dir, args.work, args.page, gc_pause=not args.unpaused)
         else:
             child_raw(args.data_dir, args.work)
         return
@@ -191,6 +209,9 @@ def main() -> None:
         client.close()
         common = ["--data-dir", str(data_dir), "--work", str(work), "--page", str(args.page)]
         bundle = run_child("--child", "bundle", *common)
+        unpaused = (
+            run_child("--child", "bundle", "--unpaused", *common) if args.no_gc_pause else None
+        )
         raw = run_child("--child", "raw", *common)
         print(
             f"\nsupport bundle, {int(bundle['facts']):,} facts, keyset pages of {args.page:,}: "
@@ -198,8 +219,17 @@ def main() -> None:
             f"peak RSS {bundle['peak_mb']:.0f} MB (target < 500 MB: "
             f"{500 / bundle['peak_mb']:.1f}x headroom; {bundle['before_mb']:.0f} MB before "
             f"the bundle, grown {bundle['peak_mb'] - bundle['before_mb']:.0f} MB; "
-            f"{int(bundle['progress_reports'])} progress reports)"
+            f"{int(bundle['progress_reports'])} progress reports; "
+            f"{int(bundle['full_collections'])} full collections)"
         )
+        if unpaused is not None:
+            print(
+                f"collector paused during page reads vs on: {bundle['seconds']:.1f} s vs "
+                f"{unpaused['seconds']:.1f} s ({unpaused['seconds'] / bundle['seconds']:.2f}x "
+                f"slower on), full collections {int(bundle['full_collections'])} vs "
+                f"{int(unpaused['full_collections'])}, peak RSS {bundle['peak_mb']:.0f} MB vs "
+                f"{unpaused['peak_mb']:.0f} MB"
+            )
         print(
             f"raw Cypher dump, {int(raw['facts']):,} facts in one result: {raw['seconds']:.1f} s, "
             f"{raw['bytes'] / 1e6:.0f} MB of JSON lines, peak RSS {raw['peak_mb']:.0f} MB "

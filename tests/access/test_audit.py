@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
-from yuxi_dash.access.audit import record_audit, sanitize_detail
+from yuxi_dash.access.audit import record_audit, record_audits, sanitize_detail
 from yuxi_dash.store.db import session_scope
+from yuxi_dash.store.models import AuditEntry
 from yuxi_dash.store.queries import list_audit
 
 
@@ -30,6 +32,51 @@ def test_record_audit_in_callers_session_rolls_back_with_it(db_url: str) -> None
         with session_scope() as session:
             record_audit(actor="a", action="x", target="t", outcome="ok", session=session)
             raise RuntimeError("rolled back")
+    with session_scope() as session:
+        assert list_audit(session) == []
+
+
+HOSTILE_ROWS = [
+    ("user:" + "x" * 300, {"code": "gone", "content": "the user's words", "name": "a\x00b"}),
+    ("thread:t\x00" + "\ud800", {"nested": {"text": "t", "count": 2}, "long": "y" * 2000}),
+    ("thread:plain", {}),
+]
+
+
+def _stored(session) -> list[tuple]:
+    return [
+        (r.actor, r.action, r.target, r.outcome, r.detail)
+        for r in sorted(list_audit(session), key=lambda r: r.id)
+    ]
+
+
+def test_record_audits_stores_what_record_audit_would(db_url: str) -> None:
+    """One statement for many rows, by the same rules: NULs escaped, strings clipped to their
+    columns, content-like detail keys dropped, `at` set on every row."""
+    actor, action, outcome = "ops\x00@example.com", "saved_results.refuse", "refused" + "!" * 40
+    for target, detail in HOSTILE_ROWS:
+        record_audit(actor=actor, action=action, target=target, outcome=outcome, detail=detail)
+    with session_scope() as session:
+        one_by_one = _stored(session)
+        session.execute(sa.delete(AuditEntry))
+    with session_scope() as session:
+        written = record_audits(
+            session, actor=actor, action=action, outcome=outcome, rows=HOSTILE_ROWS
+        )
+    assert written == len(HOSTILE_ROWS)
+    with session_scope() as session:
+        assert _stored(session) == one_by_one
+        assert all(r.at.tzinfo is not None for r in list_audit(session))
+    first, second, _ = one_by_one
+    assert first[0] == "ops\\x00@example.com" and len(first[3]) == 32
+    assert first[2] == "user:" + "x" * 251 and first[4] == {"code": "gone", "name": "a\\x00b"}
+    assert second[2] == "thread:t\\x00\\ud800"
+    assert second[4] == {"nested": {"count": 2}, "long": "y" * 500}
+
+
+def test_record_audits_of_nothing_writes_nothing(db_url: str) -> None:
+    with session_scope() as session:
+        assert record_audits(session, actor="a", action="x", outcome="ok", rows=[]) == 0
     with session_scope() as session:
         assert list_audit(session) == []
 

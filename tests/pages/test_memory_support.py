@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from streamlit.elements.empty import EmptyMixin
+from streamlit.elements.progress import ProgressMixin
 
 from tests.fixtures.graph import memory_audit
 from tests.memory.support_graphs import REDIS_URL, SupportUsers, unique_user
@@ -32,13 +35,50 @@ def _button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
 
-def test_prepare_and_download_a_bundle(memory_pages, graph_client) -> None:
+@pytest.fixture
+def bar_updates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float | None, str | None]]:
+    """Every update of a progress bar and every element emptied while the page runs, in order.
+
+    A spy on Streamlit's own element methods (it calls through), so the page draws as usual.
+    """
+    events: list[tuple[str, float | None, str | None]] = []
+    real_progress, real_empty = ProgressMixin.progress, EmptyMixin.empty
+
+    def progress(self: Any, value: Any, text: str | None = None, **kwargs: Any) -> Any:
+        events.append(("progress", float(value), None if text is None else str(text)))
+        return real_progress(self, value, text, **kwargs)
+
+    def empty(self: Any) -> Any:
+        events.append(("empty", None, None))
+        return real_empty(self)
+
+    monkeypatch.setattr(ProgressMixin, "progress", progress)
+    monkeypatch.setattr(EmptyMixin, "empty", empty)
+    return events
+
+
+def test_prepare_and_download_a_bundle(memory_pages, graph_client, bar_updates) -> None:
     at = memory_pages("memory_support.py", "alice_chen")
     assert not at.exception
     assert memory_audit(get_settings(), "alice_chen") == []  # choosing a user reads no memory
+    bar_updates.clear()
     _button(at, "Prepare bundle").click().run()
     assert not at.exception
     facts = graph_client.ro_value("user_alice_chen", "MATCH ()-[e:RELATES_TO]->() RETURN count(e)")
+    # the bar showed the facts done of the total, then each section, then went
+    shown = [(value, text) for kind, value, text in bar_updates if kind == "progress"]
+    assert [text for _, text in shown] == [
+        f"Writing the bundle: 0 of {facts:,} facts",
+        f"Writing the bundle: {facts:,} of {facts:,} facts",
+        "Writing the bundle: the recent episodes",
+        "Writing the bundle: the corrections",
+        "Writing the bundle: the threads",
+        "Writing the bundle: done",
+    ]
+    fractions = [value for value, _ in shown]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert 0.0 < fractions[1] < 1.0  # part way once the facts are written
+    assert bar_updates[-1][0] == "empty"  # emptied after its last update
     rows = memory_audit(get_settings(), "alice_chen")
     assert [(r.action, r.outcome) for r in rows] == [("memory.bundle", "ok"), ("memory.view", "ok")]
     caption = next(c.value for c in at.caption if "tool results" in c.value)

@@ -1,8 +1,8 @@
 """The audit log: who did what to which target, and how it ended.
 
-`record_audit` is the one writer of `audit_log`, in the caller's session (same transaction)
-or its own short one, so a refused or failed attempt is recorded even when its work was
-rolled back; `complete_audit` finishes a row written "pending" before its work ran.
+`record_audit` writes one row of `audit_log`, in the caller's session (same transaction) or its
+own short one, so a refused or failed attempt is recorded even when its work was rolled back;
+`record_audits` many in one statement (same rules); `complete_audit` finishes a "pending" row.
 
 Rules:
 - `detail` holds ids, codes and counts only: keys that could carry user content or query

@@ -349,6 +349,29 @@ def test_a_bundle_stopped_from_its_progress_callback_is_audited(bundle_env, tmp_
     assert rows[0].detail["code"] == "StopTheScript"
 
 
+def test_a_bundle_stopped_on_its_last_report_leaves_no_file_and_no_ok_audit(
+    bundle_env, tmp_path
+) -> None:
+    """A Stop or Rerun on the last bar update ("done"): the audit and the file agree."""
+    sections: list[str] = []
+
+    def stop_when_done(step: BundleProgress) -> None:
+        sections.append(step.section)
+        if step.section == "done":
+            raise StopTheScript
+
+    target = tmp_path / "b.json"
+    with pytest.raises(StopTheScript):
+        bundle_to_file(USER, target, actor=VIEWER, fact_page=7, progress=stop_when_done)
+    assert sections[-1] == "done" and "threads" in sections  # it got to the very end
+    assert list(tmp_path.glob("*b.json*")) == []  # no bundle, no partial file
+    rows = memory_audit(bundle_env, USER)
+    assert [(r.action, r.outcome) for r in rows if r.action == BUNDLE_ACTION] == [
+        (BUNDLE_ACTION, "failed")
+    ]
+    assert rows[0].detail["code"] == "StopTheScript"
+
+
 def test_fact_pages_stay_off_the_relationship_index(bundle_env, graph_client) -> None:
     """After a restart the relationship index loses node 0's facts: the keyset must not use it."""
     plan = graph_client.explain("user_alice_chen", FACTS_AFTER, {"after": "", "limit": 10})

@@ -2,13 +2,13 @@
 
 `write_bundle` writes the user's flags with their reasons, every fact (status, validity,
 episode uuids, hit counter), the newest N episodes, the correction history, and each thread's
-pressure, last summary and checked tool results: JSON as `bundle_schema.BUNDLE_SCHEMA`
-(docs/support-bundle.md), or Markdown (`bundle_render`).
+pressure, last summary and checked tool results, as JSON (docs/support-bundle.md) or Markdown.
 
 Rules:
 - Facts are read a page at a time by keyset (`bundle_sources.iter_fact_pages`) and
   written as they come; `bundle_to_file` renames a complete temporary file. `progress`
-  gets a `BundleProgress` per page of facts and per section (a fraction that only grows).
+  gets a `BundleProgress` per page of facts and per section (a fraction that only grows),
+  "done" before the ok audit (a callback raising there fails the bundle: no file, audited).
 - Access is `open_view(user, "bundle")` (viewer or higher); a gated-off user gets flags,
   threads and corrections, with the gate's message.
 - One audit row per bundle, `memory.bundle`, counts only; bad input is refused, audited,
@@ -267,6 +267,7 @@ def write_bundle(
         sink.threads_done(counts["threads"])
         sink.finish(not_included)
         steps.later += 1
+        steps.report("done")  # before the ok audit: a callback that raises here fails the bundle
     except BaseException as exc:  # a page's rerun or stop (via `progress`) is a failed bundle too
         record_audit(
             actor=actor.id,
@@ -299,7 +300,6 @@ def write_bundle(
         },
         settings=settings,
     )
-    steps.report("done")
     return BundleResult(
         user_id=user_id,
         format=fmt,
