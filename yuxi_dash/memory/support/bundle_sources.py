@@ -118,8 +118,9 @@ def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector for one page read, then restore it.
 
     A page of 20,000 facts arrives as about 300,000 short-lived lists and dicts with no
-    cycles. They set off full collections that walk the whole process heap, which tripled
-    the read (bench/memory_bundle.py); reference counting still frees every one of them.
+    cycles. They set off full collections that walk the whole process heap (35 in a bundle
+    of 200,000 facts, 1.75-2.1x its time: bench/memory_bundle.py --no-gc-pause); reference
+    counting still frees every one of them.
     The pause is process-wide: pages read at once (two bundles on one server) share it, and
     the collector comes back when the last of them ends, if it was on when the first began.
     """
