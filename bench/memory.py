@@ -13,8 +13,8 @@ the first view after a write; shared, a new process served from the shared
 Redis store; warm, kept in this process under the graph's version, the change
 watcher live) with ratios; then the view after a write to another graph on the
 same server (`memory.cache.graph_changes`: with the watcher live the graph's own
-version keeps the parts warm, with it closed the server-wide fingerprint makes
-them cold; the two alternated, ms, closed/live ratio and parts served kept)
+version keeps the parts warm, with it closed the graph's own mark does too;
+the two alternated, ms, closed/live ratio and parts served kept)
 and the watcher's `version` cost; optionally (`--alternatives`) the cheaper
 groupings that lost, each in turns with the kept statement; restarts the server from its RDB and checks index drift (the relationship index drifts after a restart),
 and compares with graphiti-core's full load (`get_by_group_ids`) on a 10%
@@ -499,7 +499,9 @@ def bench_distributions(client: GraphClient, shared_url: str | None) -> None:
 def bench_other_write(client: GraphClient, views: list[tuple[str, list[str], int]]) -> None:
     """A view after a write to another graph on the same server, median of 5, in one run:
     live = the change watcher live (the parts are kept under the graph's own version);
-    closed = the watcher closed (kept under the server-wide fingerprint). Each round of
+    closed = the watcher closed (kept under the graph's own mark: its counts, our
+    corrections, its 60 s period; bench/memory_pages.py shows the server-wide fingerprint,
+    the mark when the corrections database is unreadable). Each round of
     each mode warms a fresh cache under that mode, writes one node to OTHER, then times
     the view; the modes alternate. `from cache` counts the parts served kept."""
     g = GROUP

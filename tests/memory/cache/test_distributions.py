@@ -20,6 +20,7 @@ from graphiti_core.nodes import EntityNode
 
 from tests.fixtures.graph import graph_settings, make_client
 from yuxi_dash.demo.graph_writer import create_indexes, write_graph
+from yuxi_dash.errors import MemoryUnavailable
 from yuxi_dash.memory.cache import distributions, graph_changes
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient
@@ -80,7 +81,7 @@ def graph(falkordb_server: ServerHandle, graph_client: GraphClient) -> Iterator[
     graph_client.delete_graph(G)
 
 
-SCANS = {*distributions.PARTS.values(), queries.FACT_RELATIONS}
+SCANS = set(distributions.PARTS.values())
 
 
 def scans(sent: list[str]) -> int:
@@ -89,9 +90,8 @@ def scans(sent: list[str]) -> int:
 
 
 def cold_scans(names: list[str]) -> int:
-    """How many scans a view of `names` runs when none is kept (ONE_SCAN parts share one)."""
-    one = set(distributions.ONE_SCAN)
-    return len(set(names)) - (len(one) - 1 if one <= set(names) else 0)
+    """How many scans a view of `names` runs when none is kept (one statement per part)."""
+    return len(set(names))
 
 
 def old_rows(client: GraphClient, group: str, limit: int = 500) -> dict[str, list[dict[str, Any]]]:
@@ -269,7 +269,7 @@ def test_a_views_missing_parts_run_at_once_with_the_same_rows(
     graph: GraphClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Facts page's parts are read at once (two statements are seen in flight together),
-    names, same triple and mirrored by one scan; the rows are those read one after another."""
+    one statement each; the rows are those read one after another."""
     real = graph.ro_rows
     lock = threading.Lock()
     both = threading.Event()
@@ -296,59 +296,140 @@ def test_a_views_missing_parts_run_at_once_with_the_same_rows(
     at_once = distributions.relations(graph, G, limit=500, cache=distributions.SummaryCache())
     sent = graph.stats.statements[before:]
     assert most[0] >= 2
-    assert sent.count(queries.FACT_RELATIONS) == 1 and scans(sent) == 2
+    assert scans(sent) == 4 and most[0] == 2  # PARALLEL_PARTS
     monkeypatch.setattr(distributions, "PARALLEL_PARTS", 1)
     one_by_one = distributions.relations(graph, G, limit=500, cache=distributions.SummaryCache())
     assert at_once == one_by_one
     assert_same_as_old(graph, G, {"names": at_once["names"], **at_once["duplicates"]})
 
 
-DUPS = "user_memperf_dups"
+def test_statements_at_once_are_bounded_in_the_whole_process(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PARALLEL_PARTS bounds the parts' statements of every view together: with 1, two cold
+    views at once never run two statements at the same time (each statement waits a little
+    for a second one to start); with 2, never three, and two are seen."""
+    real = distributions.one_statement_rows
+    lock = threading.Lock()
+    running = [0]
+    most = [0]
+    another = threading.Event()
+
+    def counted(*args: Any) -> Any:  # the real statement, counted while it runs
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            if running[0] >= 2:
+                another.set()
+        another.wait(0.3)
+        try:
+            return real(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    def two_views_at_once() -> list[dict[str, Any]]:
+        """The Facts page of G at two limits (no part shared), cold, from two threads."""
+        cache = distributions.SummaryCache()
+        found: list[dict[str, Any]] = []
+
+        def view(limit: int) -> None:
+            found.append(distributions.relations(graph, G, limit=limit, cache=cache))
+
+        views = [threading.Thread(target=view, args=(limit,)) for limit in (500, 499)]
+        for thread in views:
+            thread.start()
+        for thread in views:
+            thread.join()
+        assert cache.misses == 8  # every part of both views computed
+        return found
+
+    monkeypatch.setattr(distributions, "one_statement_rows", counted)
+    for bound in (1, 2):
+        monkeypatch.setattr(distributions, "PARALLEL_PARTS", bound)
+        most[0] = 0
+        another.clear()
+        found = two_views_at_once()
+        assert len(found) == 2 and most[0] == bound
+        for rows in found:
+            assert_same_as_old(graph, G, {"names": rows["names"], **rows["duplicates"]})
 
 
-def test_the_one_scan_gives_the_three_statements_rows(graph: GraphClient) -> None:
-    """On a graph of many repeated triples (copies 1-5, names and sources tied, an unnamed
-    entity, expired facts) and mirrored pairs (several copies each way, entities sharing
-    a name), every limit gives the rows of the names, same triple and mirrored statements."""
-    nodes = [
-        EntityNode(uuid=f"d{i}", name=f"e{i % 9}", group_id=DUPS, labels=[], created_at=NOW)
-        for i in range(30)
-    ]
-    nodes.append(EntityNode(uuid="d30", name="", group_id=DUPS, labels=[], created_at=NOW))
-    ends = []
-    for i in range(60):
-        copies = 1 if i % 7 == 0 else 2 + i % 4
-        ends += [(i, f"d{i % 31}", f"d{(i * 7 + 3) % 31}", f"R{i % 4}")] * copies
-    for k, (a, b) in enumerate([(1, 2), (10, 11), (3, 30), (5, 14)]):  # d1/d10, d2/d11: same names
-        ends += [(100 + k, f"d{a}", f"d{b}", "MIRROR")] * (1 + k % 2)
-        ends += [(200 + k, f"d{b}", f"d{a}", "MIRROR")] * (2 + k % 3)
-    edges = []
-    for n, (i, source, target, name) in enumerate(ends):
-        edge = fact(1000 + n, 0, 0, name=name, text=f"text {i}")
-        edge.source_node_uuid, edge.target_node_uuid, edge.group_id = source, target, DUPS
-        edges.append(edge)
-    try:
-        write_graph(graph, DUPS, entities=nodes, facts=edges)
-        graph.write(DUPS, "MATCH (n {uuid: 'd30'}) REMOVE n.name")  # an entity without a name
-        for limit in (1, 2, 3, 7, 50, 500):
-            found = distributions.relations_in_one_scan(graph, DUPS, limit=limit)
-            old = old_rows(graph, DUPS, limit)
-            assert found["names"] == old["names"], limit
-            for part, keys in (("same_triple", 3), ("mirrored", 2)):  # tied rows in any order
-                order = ["copies" if part == "same_triple" else "pairs", "source", "name"]
-                got = [[r[k] for k in order[:keys]] for r in found[part]]
-                assert got == [[r[k] for k in order[:keys]] for r in old[part]], (part, limit)
-            if limit == 500:
-                for part in ("same_triple", "mirrored"):
-                    as_text = [
-                        sorted(repr(sorted(r.items())) for r in rows)
-                        for rows in (found[part], old[part])
-                    ]
-                    assert as_text[0] == as_text[1], part
-                assert len(found["same_triple"]) > 30 and len(found["mirrored"]) == 3
-                assert None in {r["source"] for r in found["same_triple"]}
-    finally:
-        graph.delete_graph(DUPS)
+FACTS_PAGE = ["names", "same_triple", "same_fact_text", "mirrored"]  # in this order
+
+
+def test_the_first_error_raises_without_waiting_and_cancels_the_rest(
+    graph: GraphClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One part's statement fails: the view raises while the other started part still runs,
+    and the part not started is never read; the one still running keeps its rows."""
+    real = distributions.one_statement_rows
+    raised = threading.Event()
+    started: list[str] = []
+    released: list[bool] = []  # per part held: whether the view had raised by then
+
+    def failing(client: GraphClient, group: str, part: str, limit: int) -> Any:
+        started.append(part)
+        if part == "names":
+            raise MemoryUnavailable("FalkorDB is unavailable (test)")
+        released.append(raised.wait(10))  # held until the view has raised (at most 10 s)
+        return real(client, group, part, limit)
+
+    monkeypatch.setattr(distributions, "one_statement_rows", failing)
+    monkeypatch.setattr(distributions, "PARALLEL_PARTS", 2)
+    cache = distributions.SummaryCache()
+    with pytest.raises(MemoryUnavailable):
+        distributions.parts(graph, G, FACTS_PAGE, limit=500, cache=cache, share=False)
+    raised.set()
+    assert "mirrored" not in started and started[0] == "names" and len(started) <= 3
+    deadline = time.monotonic() + 10
+    while len(cache) < len(started) - 1 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the parts still running when the view raised finish and are kept
+    assert len(cache) == len(started) - 1
+    assert released == [True] * (len(started) - 1)  # the view did not wait for them
+
+
+def test_rows_kept_in_one_period_serve_the_next_while_the_server_is_unchanged() -> None:
+    """Without the watcher: rows kept under a graph's mark in period p are served at p + 1
+    while the server-wide fingerprint read with them is still the server's (no write
+    anywhere since), and then kept under the new mark; not once the server moved."""
+    fp = distributions.Fingerprint("run", 0, 0, 5, 10, 20)
+    moved = distributions.Fingerprint("run", 0, 0, 6, 10, 20)
+    rows = [{"name": "KNOWS", "facts": 3}]
+
+    def mark(period: int, server: distributions.Fingerprint) -> graph_changes.GraphMark:
+        return graph_changes.GraphMark("run", 10, 20, (0, ""), period, server)
+
+    cache = distributions.SummaryCache()
+    cache.put("a", mark(7, fp), rows)
+    assert cache.get("a", mark(8, moved), or_under=moved) is None  # a write since: stale
+    assert cache.get("a", mark(8, fp), or_under=fp) == rows
+    assert cache.get("a", mark(8, moved)) == rows  # kept under the new period's mark now
+    assert cache.get("a", mark(9, moved), or_under=moved) is None
+
+
+def test_each_graph_turns_its_period_over_at_its_own_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 60 s periods have a phase per graph: over a minute, two graphs' periods turn over
+    at different seconds (so their kept parts do not all go stale at once)."""
+    now = [1_000_000.0]
+    monkeypatch.setattr(graph_changes, "wall_clock", lambda: now[0])
+
+    def turns(group: str) -> list[int]:
+        """The seconds of a minute at which `group`'s period changes."""
+        periods = []
+        for second in range(61):
+            now[0] = 1_000_000.0 + second
+            periods.append(graph_changes.period(group))
+        return [s for s in range(1, 61) if periods[s] != periods[s - 1]]
+
+    assert len(turns(G)) == len(turns(DEMO)) == 1
+    assert turns(G) != turns(DEMO)
+    now[0] = 1_000_000.0
+    first = graph_changes.period(G)
+    now[0] += graph_changes.FALLBACK_MAX_AGE_SECONDS
+    assert graph_changes.period(G) == first + 1
 
 
 def test_rows_kept_before_the_watcher_was_live_serve_while_the_fingerprint_holds() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.fixtures.graph import make_client
 from tests.memory.cache.test_distributions import G, assert_same_as_old, cold_scans, fact, scans
 from tests.memory.cache.test_distributions import (
     graph as graph,  # the planted graph G (a fixture)
@@ -21,6 +22,7 @@ from yuxi_dash.demo.graph_writer import write_graph
 from yuxi_dash.memory.cache import distributions, graph_changes
 from yuxi_dash.memory.cache.graph_changes import GraphChangeWatcher, GraphVersion
 from yuxi_dash.memory.graph.client import GraphClient
+from yuxi_dash.memory.graph.server import ServerHandle
 from yuxi_dash.store.corrections import add_correction
 from yuxi_dash.store.db import session_scope
 
@@ -202,6 +204,91 @@ def test_without_a_live_watcher_only_the_graphs_own_writes_make_its_view_cold(
         fourth, scanned = view()  # the next period: read again
         assert scanned == cold_scans(names)
         assert "inplace" in {row["status"] for row in fourth["breakdown"]}
+    finally:
+        graph.delete_graph(OTHER)
+        graph_changes.close_watchers()
+
+
+def counted_database_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[float]]:
+    """(the database URLs `our_writes` opened a session on, the memo's and pause's clock):
+    the real sessions, counted; the memo and the pause start empty."""
+    asked: list[str] = []
+    clock = [1_000.0]
+    real = graph_changes.session_scope
+
+    def counted(settings: Any) -> Any:
+        asked.append(settings.database_url)
+        return real(settings)
+
+    monkeypatch.setattr(graph_changes, "session_scope", counted)
+    monkeypatch.setattr(graph_changes, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(graph_changes, "_db_paused_until", {})
+    monkeypatch.setattr(graph_changes, "_ours_memo", {})
+    return asked, clock
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1:1/test",  # refused: the first use's migrations raise StoreUnavailable
+        "sqlite:////proc/yuxi-dash-missing/corrections.db",  # a folder that cannot be made
+    ],
+)
+def test_an_unreadable_database_leaves_the_fingerprint_as_the_mark(
+    falkordb_server: ServerHandle,
+    graph: GraphClient,
+    watcher: GraphChangeWatcher,
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+) -> None:
+    """The watcher closed and the corrections database unreadable: the kept mark is the
+    server-wide fingerprint, the view answers with the right rows, and the database is not
+    asked again for DATABASE_PAUSE_SECONDS."""
+    watcher.close()
+    asked, clock = counted_database_reads(monkeypatch)
+    down = make_client(falkordb_server, graph.settings.model_copy(update={"database_url": url}))
+    try:
+        current, kept = graph_changes.change_marks(down, G)
+        assert current is not None and kept == current
+        assert isinstance(kept, graph_changes.Fingerprint)
+        cache = distributions.SummaryCache()
+        names = list(distributions.PARTS)
+        found = distributions.parts(down, G, names, limit=500, cache=cache, share=False)
+        assert_same_as_old(graph, G, found)
+        assert distributions.parts(down, G, names, limit=500, cache=cache, share=False) == found
+        assert cache.hits == len(names)  # kept under the fingerprint
+        assert asked == [url]  # paused after the failure
+        clock[0] += graph_changes.DATABASE_PAUSE_SECONDS
+        assert graph_changes.change_marks(down, G) == (current, current)
+        assert asked == [url, url]
+        assert graph_changes.our_writes(graph, "tenant_graph") is None  # no user: not asked
+        assert asked == [url, url]
+    finally:
+        down.close()
+        graph_changes.close_watchers()
+
+
+def test_a_views_calls_read_our_writes_once_while_nothing_is_written(
+    graph: GraphClient, watcher: GraphChangeWatcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher closed: our writes to a graph are read once for calls within
+    OURS_MEMO_SECONDS while the fingerprint read after them holds; any write on the server,
+    or the second's end, reads them again, so our own correction is seen at once."""
+    watcher.close()
+    asked, clock = counted_database_reads(monkeypatch)
+    try:
+        first = graph_changes.change_marks(graph, G)
+        assert isinstance(first[1], graph_changes.GraphMark)
+        assert graph_changes.change_marks(graph, G) == first and len(asked) == 1
+        write(graph, OTHER)  # a write anywhere: read again
+        assert graph_changes.change_marks(graph, G)[1] == first[1] and len(asked) == 2
+        clock[0] += graph_changes.OURS_MEMO_SECONDS
+        assert graph_changes.change_marks(graph, G)[1] == first[1] and len(asked) == 3
+        write(graph, G, "MATCH ()-[e:RELATES_TO {uuid: 'e2'}]->() SET e.status = 'retracted'")
+        correction_row(graph, G)  # our correction: its graph write, then its row
+        after = graph_changes.change_marks(graph, G)[1]
+        assert isinstance(after, graph_changes.GraphMark) and len(asked) == 4
+        assert after.corrections[0] == first[1].corrections[0] + 1
     finally:
         graph.delete_graph(OTHER)
         graph_changes.close_watchers()

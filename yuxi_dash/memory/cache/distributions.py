@@ -2,13 +2,13 @@
 
 Each part (facts by status x source kind x live, per relation name, the same triple, the
 same fact text, mirrored pairs, the newest facts) reads every fact label-free in one
-read-only statement of `memory.graph.queries` (names, same triple and mirrored missing
-together: one, ONE_SCAN); no index may serve it (the index drift, docs/operations.md). A view's missing parts
-run at once (at most PARALLEL_PARTS) on the server's threads. The caching rules:
+read-only statement of `memory.graph.queries`; no index may serve it (docs/operations.md).
+A view's missing parts run at once, at most PARALLEL_PARTS statements in the whole process
+(one semaphore), so N views never take every server thread. The caching rules:
 - Kept: in the process's `SummaryCache` under (server, graph, part, limit) with the mark read
   *before* computing: the graph's version while `memory.cache.graph_changes`' watcher
   vouches, else that graph's own `GraphMark`. Rows are reused only while the mark is unchanged.
-- Together: views of one part share one computation (its gate; only ONE_SCAN holds more, in order).
+- Together: views of one part share one computation (its gate, held before a statement slot).
 - Shared: with `YUXI_DASH_REDIS_URL`, also in `SharedStore` (SHARED_TTL_SECONDS), under the
   fingerprint only, never on the FalkorDB server itself; `memory.support.forget` deletes them.
 - A server that refuses INFO gets no caching: every view computes.
@@ -23,8 +23,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import astuple
 from typing import Any
 
@@ -55,9 +54,8 @@ PARTS: dict[str, str] = {
     "newest_facts": queries.FACTS_PAGE,
 }
 UNLIMITED_PARTS = frozenset({"breakdown"})
-# all missing: one scan (FACT_RELATIONS) reads them; () reads them one by one
-ONE_SCAN: tuple[str, ...] = ("names", "same_triple", "mirrored")
-PARALLEL_PARTS = 4  # a view's missing parts computed at once (1: one after another)
+# parts' statements running at once in this process, every view together (1: one at a time)
+PARALLEL_PARTS = 2
 MAX_ENTRIES = 512  # parts kept per process (a part is at most MAX_PAGE small rows)
 SHARED_PREFIX = "yuxi-dash:memory-parts:v1"
 SHARED_TTL_SECONDS = 15 * 60  # bounds how long a copy outlives a forgotten graph
@@ -70,6 +68,20 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return false
 """
+
+
+_slots_lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+
+
+def statement_slots() -> threading.BoundedSemaphore:
+    """The process-wide semaphore of PARALLEL_PARTS slots held around each part's statement
+    (made again when PARALLEL_PARTS changes: a holder releases the one it took)."""
+    global _slots
+    with _slots_lock:
+        if _slots is None or _slots[0] != PARALLEL_PARTS:
+            _slots = (PARALLEL_PARTS, threading.BoundedSemaphore(max(1, PARALLEL_PARTS)))
+        return _slots[1]
 
 
 class _Gate:
@@ -315,40 +327,6 @@ def one_statement_rows(client: GraphClient, group_id: str, part: str, limit: int
     return client.ro_rows(group_id, PARTS[part], params)
 
 
-def _ascending(value: Any) -> tuple[bool, str]:
-    """A sort key in Cypher's ascending order for names: nulls last."""
-    return (value is None, "" if value is None else str(value))
-
-
-def relations_in_one_scan(
-    client: GraphClient, group_id: str, *, limit: int = 50
-) -> dict[str, list[Row]]:
-    """The rows of the "names", "same_triple" and "mirrored" parts (their statements in
-    `PARTS`, same order; rows tied on every sort key in either order) from one scan."""
-    limit = max(1, min(int(limit), queries.MAX_PAGE))
-    found = client.ro_rows(group_id, queries.FACT_RELATIONS, {"limit": limit})
-    names = [{"name": row["name"], "facts": row["facts"]} for row in found]
-    names.sort(key=lambda row: (-row["facts"], _ascending(row["name"])))
-    triples = [
-        {"source": source, "name": row["name"], "target": target, "copies": copies}
-        for row in found
-        for source, target, copies in row["repeated"]
-    ]
-    triples.sort(key=lambda r: (-r["copies"], _ascending(r["source"]), _ascending(r["name"])))
-    pairs: dict[tuple[Any, Any, Any], int] = {}  # summed over entities of the same names
-    for row in found:
-        for source, target, count in row["mirrored"]:
-            pairs[(source, row["name"], target)] = (
-                pairs.get((source, row["name"], target), 0) + count
-            )
-    mirrored = [
-        {"source": source, "name": name, "target": target, "pairs": count}
-        for (source, name, target), count in pairs.items()
-    ]
-    mirrored.sort(key=lambda row: (-row["pairs"], _ascending(row["source"])))
-    return {"names": names[:limit], "same_triple": triples[:limit], "mirrored": mirrored[:limit]}
-
-
 def parts(
     client: GraphClient,
     group_id: str,
@@ -400,39 +378,38 @@ def parts(
                 cache.put(key(part), local, rows)
                 missing.remove(part)
 
-    def read(task: tuple[str, ...]) -> dict[str, list[Row]]:
-        if task == ONE_SCAN:
-            return relations_in_one_scan(client, group_id, limit=limit)
-        return {task[0]: one_statement_rows(client, group_id, task[0], limit)}
+    def read(part: str) -> list[Row]:
+        with statement_slots():
+            return one_statement_rows(client, group_id, part, limit)
 
-    def compute(task: tuple[str, ...]) -> tuple[dict[str, list[Row]], list[str]]:
-        """(the parts' rows, those this call computed and kept)."""
+    def compute(part: str) -> tuple[list[Row], bool]:
+        """(the part's rows, whether this call computed and kept them)."""
         if local is None:
-            return read(task), []
-        gates = [cache.gate(key(part)) for part in task]  # held while used (weak values)
-        with ExitStack() as held:  # more gates only for ONE_SCAN, always in its order: no deadlock
-            for gate in gates:
-                held.enter_context(gate.lock)
-            kept = {part: cache.get(key(part), local, count=False) for part in task}
-            if all(rows is not None for rows in kept.values()):  # a view ahead of us kept them
-                return {part: rows for part, rows in kept.items() if rows is not None}, []
-            found = read(task)
-            for part, rows in found.items():
-                cache.put(key(part), local, rows)
-            return found, list(task)
+            return read(part), False
+        gate = cache.gate(key(part))  # held while used (weak values)
+        with gate.lock:
+            rows = cache.get(key(part), local, count=False)
+            if rows is not None:  # a view ahead of us kept them
+                return rows, False
+            rows = read(part)
+            cache.put(key(part), local, rows)
+            return rows, True
 
-    tasks: list[tuple[str, ...]] = [ONE_SCAN] if ONE_SCAN and set(ONE_SCAN) <= set(missing) else []
-    tasks += [(part,) for part in missing if not (tasks and part in ONE_SCAN)]
-    workers = min(len(tasks), max(1, PARALLEL_PARTS))
+    workers = min(len(missing), max(1, PARALLEL_PARTS))
     if workers > 1:
-        with ThreadPoolExecutor(workers, thread_name_prefix="memory-parts") as pool:
-            futures = [pool.submit(compute, task) for task in tasks]
-        results = [future.result() for future in futures]
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="memory-parts")
+        try:
+            futures = [pool.submit(compute, part) for part in missing]
+            for future in wait(futures, return_when=FIRST_EXCEPTION).done:
+                future.result()  # the first error raises (the parts still running keep theirs)
+            results = [future.result() for future in futures]
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # on an error: drop the not started
     else:
-        results = [compute(task) for task in tasks]
-    computed = [part for _, fresh in results for part in fresh]
-    for found, _ in results:
-        out.update(found)
+        results = [compute(part) for part in missing]
+    computed = [part for part, (_, fresh) in zip(missing, results, strict=True) if fresh]
+    for part, (rows, _) in zip(missing, results, strict=True):
+        out[part] = rows
     if store is not None and current is not None and computed:
         store.put_many(group_id, [(shared_keys[part], out[part]) for part in computed], current)
     return {part: out[part] for part in names}
@@ -450,10 +427,10 @@ def relations(
     client: GraphClient, group_id: str, *, limit: int = 50, cache: SummaryCache | None = None
 ) -> dict[str, Any]:
     """The Facts page: facts per relation name and the three kinds of likely duplicate."""
-    found = parts(  # the slowest first: they start first when the parts run at once
+    found = parts(
         client,
         group_id,
-        ["same_triple", "same_fact_text", "names", "mirrored"],
+        ["names", "same_triple", "same_fact_text", "mirrored"],
         limit=limit,
         cache=cache,
     )

@@ -9,26 +9,30 @@ None when it cannot vouch: it checks the tracker's CLIENT ID, then a PING barrie
 listener, so every earlier write is counted. A failure voids the epoch; a refused handshake
 leaves it idle. `fingerprint` is server-wide (INFO's run and save counters, O(1) counts).
 `change_marks` gives the version while the watcher vouches, else the graph's own `GraphMark`:
-its run and counts, our own writes to it (`memory_corrections`: count, newest) and the
-FALLBACK_MAX_AGE_SECONDS period, so another graph's write leaves it and an in-place write no
-count shows is seen within that period; the fingerprint when the database cannot tell.
+its run and counts, our writes to it (`memory_corrections`: count, newest; remembered
+OURS_MEMO_SECONDS while the fingerprint holds) and its FALLBACK_MAX_AGE_SECONDS period (a
+phase per graph): another graph's write leaves it, an in-place write is seen within that
+period; the fingerprint when the database cannot tell (then skipped DATABASE_PAUSE_SECONDS).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 import redis
 import sqlalchemy as sa
 from redis.connection import AbstractConnection
 
-from yuxi_dash.errors import MemoryUnavailable, TrackingRefused
+from yuxi_dash.errors import MemoryUnavailable, TrackingRefused, YuxiDashError
 from yuxi_dash.memory.graph import queries
 from yuxi_dash.memory.graph.client import GraphClient
 from yuxi_dash.memory.graph.groups import GROUP_PREFIX, user_id_from_group
@@ -47,7 +51,10 @@ RECONNECT_SECONDS = 2.0
 # Without the watcher, a graph's parts are kept at most this long: a platform write that
 # changes no count (a fact invalidated in place) is seen within it.
 FALLBACK_MAX_AGE_SECONDS = 60.0
+OURS_MEMO_SECONDS = 1.0  # a graph's corrections read once for a view's several calls
+DATABASE_PAUSE_SECONDS = 30.0  # after a database error, the fingerprint is the mark this long
 wall_clock: Callable[[], float] = time.time  # the periods' clock (tests move it)
+monotonic: Callable[[], float] = time.monotonic  # the memo's and the pause's clock
 
 _epochs = itertools.count(1)  # process-wide: no two epochs of any watcher are equal
 Version = tuple[int, int]  # (epoch, the graph's change counter)
@@ -363,6 +370,12 @@ Kept = Fingerprint | GraphVersion | GraphMark  # what a part in this process's c
 
 _refused_logged = False
 _logged_db: set[str] = set()
+_db_lock = threading.Lock()
+# StoreUnavailable (a YuxiDashError) comes from the first use's migrations
+_DB_ERRORS = (sa.exc.SQLAlchemyError, OSError, sqlite3.Error, psycopg.Error, YuxiDashError)
+_db_paused_until: dict[str, float] = {}  # database URL -> when to read it again
+# (database URL, graph) -> (when read, our writes, the fingerprint read right after them)
+_ours_memo: dict[tuple[str, str], tuple[float, tuple[int, str], Fingerprint]] = {}
 
 
 def _server_info(client: GraphClient) -> dict[str, Any] | None:
@@ -387,42 +400,51 @@ def fingerprint(client: GraphClient, group_id: str) -> Fingerprint | None:
     if info is None:
         return None
     try:
-        run_id = str(info["run_id"])
-        saves = int(info.get("rdb_saves", 0))
-        last_save = int(info["rdb_last_save_time"])
-        changes = int(info["rdb_changes_since_last_save"])
+        run_id, saves = str(info["run_id"]), int(info.get("rdb_saves", 0))
+        last_save, changes = (
+            int(info["rdb_last_save_time"]),
+            int(info["rdb_changes_since_last_save"]),
+        )
     except (KeyError, TypeError, ValueError):
         return None
-    return Fingerprint(
-        run_id=run_id,
-        saves=saves,
-        last_save=last_save,
-        changes=changes,
-        nodes=queries.counts_one(client, group_id, queries.COUNT_NODES),
-        facts=queries.counts_one(client, group_id, queries.COUNT_RELATES_TO),
-    )
+    nodes = queries.counts_one(client, group_id, queries.COUNT_NODES)
+    facts = queries.counts_one(client, group_id, queries.COUNT_RELATES_TO)
+    return Fingerprint(run_id, saves, last_save, changes, nodes, facts)
 
 
 def our_writes(client: GraphClient, group_id: str) -> tuple[int, str] | None:
     """(how many `memory_corrections` rows the graph has, the newest one's time): every
     correction, undo and bulk retract commits its row after its graph write. None when the
-    database cannot tell (logged once by type)."""
+    database cannot tell (logged once by type; then not asked for DATABASE_PAUSE_SECONDS)."""
     user_id = user_id_from_group(group_id)
     if user_id is None:
         return None
+    url = client.settings.database_url
+    with _db_lock:
+        if monotonic() < _db_paused_until.get(url, 0.0):
+            return None
     statement = sa.select(sa.func.count(), sa.func.max(MemoryCorrection.at)).where(
         MemoryCorrection.user_id == user_id, MemoryCorrection.group_id == group_id
     )
     try:
         with session_scope(client.settings) as session:
             count, newest = session.execute(statement).one()
-    except (sa.exc.SQLAlchemyError, OSError) as exc:  # the caller uses the server-wide mark
+    except _DB_ERRORS as exc:  # the caller uses the server-wide mark
+        with _db_lock:
+            _db_paused_until[url] = monotonic() + DATABASE_PAUSE_SECONDS
         name = type(exc).__name__
         if name not in _logged_db:
             _logged_db.add(name)
             log.warning("corrections unreadable (%s); memory parts use the server-wide check", name)
         return None
     return int(count or 0), newest.isoformat() if newest is not None else ""
+
+
+def period(group_id: str) -> int:
+    """The graph's FALLBACK_MAX_AGE_SECONDS period now: each graph has its own phase, so the
+    graphs' kept parts do not all turn stale at the same instant."""
+    phase = zlib.crc32(group_id.encode("utf-8")) % FALLBACK_MAX_AGE_SECONDS
+    return int((wall_clock() + phase) // FALLBACK_MAX_AGE_SECONDS)
 
 
 def change_marks(client: GraphClient, group_id: str) -> tuple[Fingerprint | None, Kept | None]:
@@ -432,17 +454,33 @@ def change_marks(client: GraphClient, group_id: str) -> tuple[Fingerprint | None
     `GraphMark` (a write to another graph leaves both); (None, None) when the server will
     not tell (no caching). The version and our writes are read *before* the fingerprint:
     rows that match the fingerprint (the shared store's) were read after it, so no write
-    before the mark is missing from them.
+    before the mark is missing from them. Our writes remembered from the last second are
+    used only while the fingerprint read after them holds (no write anywhere since).
     """
     version = get_watcher(client).version(group_id)
-    ours = None if version is not None else our_writes(client, group_id)
+    key = (client.settings.database_url, group_id)
+    with _db_lock:
+        memo = _ours_memo.get(key) if version is None else None
+        if memo is not None and monotonic() - memo[0] >= OURS_MEMO_SECONDS:
+            memo = None
+    ours = None
+    if version is None:
+        ours = memo[1] if memo is not None else our_writes(client, group_id)
     current = fingerprint(client, group_id)
+    if memo is not None and current != memo[2]:  # a write since: read them again
+        memo, ours = None, our_writes(client, group_id)
+        current = fingerprint(client, group_id)
     if current is None:
         return None, None
     if version is not None:
         return current, GraphVersion(current.run_id, *version, current.nodes, current.facts)
     if ours is None:
         return current, current
-    period = int(wall_clock() // FALLBACK_MAX_AGE_SECONDS)
-    mark = GraphMark(current.run_id, current.nodes, current.facts, ours, period, current)
+    if memo is None:
+        with _db_lock:  # the expired go (few: each lives a second)
+            now = monotonic()
+            for gone in [k for k, v in _ours_memo.items() if now - v[0] >= OURS_MEMO_SECONDS]:
+                del _ours_memo[gone]
+            _ours_memo[key] = (now, ours, current)
+    mark = GraphMark(current.run_id, current.nodes, current.facts, ours, period(group_id), current)
     return current, mark

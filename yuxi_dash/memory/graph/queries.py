@@ -96,27 +96,6 @@ ORDER BY pairs DESC, source
 LIMIT $limit
 """
 
-# Names, repeated triples and mirrored pairs in one scan: the triples' groups are summed per
-# name, and each a->b group (id(a) < id(b)) counts its b->a edges of the same name. One row
-# per name: its facts, its repeated triples [source, target, copies] best first (at most
-# $limit: a name's best are a prefix of the overall best), its mirrored [source, target,
-# pairs]. 0.69-0.79 s where the three take 0.80-0.90 s (loaded 2-core bench machine).
-FACT_RELATIONS = """
-MATCH (a)-[e:RELATES_TO]->(b)
-WITH a, e.name AS name, b, count(e) AS copies
-WITH a, name, b, copies,
-     CASE WHEN id(a) < id(b) THEN size([(b)-[f:RELATES_TO]->(a) WHERE f.name = name | 1])
-     ELSE 0 END AS back
-WITH name, copies, back * copies AS pairs,
-     CASE WHEN copies > 1 OR back > 0 THEN a.name END AS source,
-     CASE WHEN copies > 1 OR back > 0 THEN b.name END AS target
-ORDER BY copies DESC, source, name
-WITH name, sum(copies) AS facts,
-     collect(CASE WHEN copies > 1 THEN [source, target, copies] END) AS repeated,
-     collect(CASE WHEN pairs > 0 THEN [source, target, pairs] END) AS mirrored
-RETURN name, facts, repeated[..$limit] AS repeated, mirrored
-"""
-
 # Sort on the name first, project the shown columns for the page only (7 ms vs 20 ms at 50k).
 ENTITY_PAGE = """
 MATCH (n:Entity)
@@ -259,7 +238,6 @@ ALL_QUERIES: dict[str, str] = {
     "fact_breakdown": FACT_BREAKDOWN,
     "fact_name_distribution": FACT_NAME_DISTRIBUTION,
     "duplicate_triples": DUPLICATE_TRIPLES,
-    "fact_relations": FACT_RELATIONS,
     "duplicate_fact_text": DUPLICATE_FACT_TEXT,
     "mirrored_pairs": MIRRORED_PAIRS,
     "entity_page": ENTITY_PAGE,
