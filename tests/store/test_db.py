@@ -185,6 +185,42 @@ def test_database_errors_never_carry_statement_parameters(
     assert "user-said-something-private" not in str(caught.value)
 
 
+def test_a_postgres_server_that_never_answers_fails_within_the_connect_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener that takes the connection and says nothing: the engine gives up in time."""
+    import socket
+    import threading
+    import time
+
+    monkeypatch.setattr(db, "CONNECT_TIMEOUT", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)  # the kernel accepts; nobody ever answers
+        port = silent.getsockname()[1]
+        engine = db.create_engine_for_url(f"postgresql://u@127.0.0.1:{port}/x")
+        failed: list[BaseException] = []
+
+        def connect() -> None:
+            try:
+                engine.connect()
+            except BaseException as exc:  # noqa: BLE001 - what the attempt ended with
+                failed.append(exc)
+
+        attempt = threading.Thread(target=connect, daemon=True)  # never hangs the test run
+        started = time.monotonic()
+        attempt.start()
+        attempt.join(timeout=15)
+        waited = time.monotonic() - started
+        assert not attempt.is_alive(), "no deadline: still waiting for a server that never answers"
+        assert len(failed) == 1 and isinstance(failed[0], sa.exc.OperationalError), failed
+        assert waited < 10, waited
+        engine.dispose()
+    given = db.create_engine_for_url(f"postgresql://u@127.0.0.1:{port}/x?connect_timeout=7")
+    assert given.dialect.create_connect_args(given.url)[1].get("connect_timeout") == "7"
+    given.dispose()
+
+
 def test_normalize_url_uses_psycopg3() -> None:
     assert db.normalize_url("postgres://h/d") == "postgresql+psycopg://h/d"
     assert db.normalize_url("postgresql://h/d") == "postgresql+psycopg://h/d"

@@ -55,12 +55,19 @@ def is_sqlite(url_or_engine: str | sa.Engine | sa.Connection | Session) -> bool:
     return sa.engine.make_url(normalize_url(url_or_engine)).get_backend_name() == "sqlite"
 
 
+CONNECT_TIMEOUT = 10  # seconds to open a PostgreSQL connection, unless the URL says otherwise
+
+
 def create_engine_for_url(url: str, *, busy_timeout_seconds: float = 5.0) -> sa.Engine:
     """A new engine (not cached, no migrations): the SQLite pragmas and begin handling included."""
     url = normalize_url(url)
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(url, pool_pre_ping=True, future=True, hide_parameters=True)
+        # a server that takes the connection and never answers must not hold a page: a deadline
+        waits = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT}
+        return sa.create_engine(
+            url, pool_pre_ping=True, future=True, hide_parameters=True, connect_args=waits
+        )
 
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
