@@ -215,6 +215,46 @@ def test_attach_status_page_shows_a_running_scans_progress(
     assert any("as each batch is projected" in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize(
+    ("state", "updated", "said"),
+    [
+        ("stopped", 0, "(stopped)"),
+        ("failed", 0, "(failed)"),
+        ("running", 600, "(no word from it since)"),  # a running row nobody writes any more
+    ],
+)
+def test_attach_status_page_says_how_the_last_scan_ended(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+    state: str,
+    updated: int,
+    said: str,
+) -> None:
+    from datetime import timedelta
+
+    from yuxi_dash.attach import source_label
+    from yuxi_dash.store.models import ScanWatermark, utcnow
+
+    progress = {
+        "scan_id": "an-earlier-scan",
+        "state": state,
+        "threads_done": 2,
+        "threads_total": 4,
+        "checkpoints_done": 30,
+        "checkpoints_total": 60,
+        "seconds": 1.5,
+        "updated_at": (utcnow() - timedelta(seconds=updated)).isoformat(),
+    }
+    with session_scope() as session:
+        session.add(ScanWatermark(source=source_label(attached.reader_conninfo), progress=progress))
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    assert not at.get("progress")  # nothing is running
+    [ended] = [c.value for c in at.caption if c.value.startswith("The last scan ended after")]
+    assert ended.startswith("The last scan ended after 2 of 4 threads " + said), ended
+
+
 def test_the_cli_says_a_thread_is_attached(
     demo_env: Settings, attached: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,8 +10,8 @@ follows finished work. Rules:
   `MAX_PROCESSES`. Both give the same rows: `tests/attach/test_scan_workers.py`.
 - No more stretches are under way than there are workers; `should_stop` is asked before each
   one starts and while waiting, so a stop waits for at most the stretches already running.
-- `on_progress` gets a `ScanProgress` after each stretch, and every `HEARTBEAT_SECONDS` while
-  a long stretch runs (the same counts, a later time).
+- `on_progress` gets a `ScanProgress` after each stretch and, on PostgreSQL, every
+  `HEARTBEAT_SECONDS` while a long stretch runs (the same counts, a later time).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
 from yuxi_dash.attach.platform_store import platform_store
@@ -85,7 +85,7 @@ def project_stretches(
     *,
     together: bool = True,
     on_progress: Callable[[ScanProgress], None] | None = None,
-) -> Iterator[tuple[Sequence[ChangedThread], Tally | None]]:
+) -> Generator[tuple[Sequence[ChangedThread], Tally | None], None, None]:
     """Each stretch of ``changed`` with its tally (None: stopped before it ran), in order."""
     if not changed:
         return

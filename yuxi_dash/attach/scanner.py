@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import psycopg
@@ -354,24 +355,26 @@ def scan(
     if changed:
         keeper.update(ScanProgress(0, len(changed), 0, sum(t.checkpoints for t in changed), 0.0))
         unsaved = 0
-        stretches = project_stretches(
+        running = project_stretches(
             settings, changed, missing, should_stop, together=together, on_progress=on_progress
         )
         try:
-            for stretch, result in stretches:
-                if result is None:
-                    stopped = True
-                    continue
-                tally.merge(result)
-                if stopped:
-                    continue  # done after an earlier stretch stopped: the watermark waits
-                reached = stretch[-1].newest
-                unsaved += len(stretch)
-                if unsaved >= SAVE_EVERY:
-                    unsaved = 0
-                    _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
-        except BaseException:
-            keeper.end(FAILED)
+            with closing(running) as stretches:  # an error here waits for what runs, then stops
+                for stretch, result in stretches:
+                    if result is None:
+                        stopped = True
+                        continue
+                    tally.merge(result)
+                    if stopped:
+                        continue  # done after an earlier stretch stopped: the watermark waits
+                    reached = stretch[-1].newest
+                    unsaved += len(stretch)
+                    if unsaved >= SAVE_EVERY:
+                        unsaved = 0
+                        watermark = _next_watermark(before, reached, tally, cap)
+                        _save_watermark(settings, source, watermark)
+        except BaseException as exc:
+            keeper.end(STOPPED if isinstance(exc, KeyboardInterrupt) else FAILED)
             if reached is not None:
                 _save_watermark(settings, source, _next_watermark(before, reached, tally, cap))
             raise

@@ -224,7 +224,8 @@ class ChatMessage(Base):
 
 
 class ScanWatermark(Base):
-    """How far an attached checkpointer's projection read; the last scan's platform and cost."""
+    """How far an attached checkpointer's projection read; the last scan's platform, cost and
+    progress (`attach.scan_progress`)."""
 
     __tablename__ = "scan_watermarks"
 
@@ -237,7 +238,7 @@ class ScanWatermark(Base):
     window_query_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     window_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # in the window
     table_rows: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)  # estimated
-    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)  # a scan's
+    progress: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, nullable=True)
 
 
 class AttachQuarantine(Base):
