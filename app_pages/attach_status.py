@@ -50,13 +50,14 @@ st.caption(
 @st.fragment(run_every=2.0 if status.scan_running else 15.0)
 def scan_progress() -> None:
     """The running scan's progress, or how the last one ended (read again while shown)."""
-    now = attach.status()
-    if now.scan_running != status.scan_running:
+    stored = attach.progress()  # the progress row alone, not the whole status again
+    running = stored is not None and stored.running
+    if running != status.scan_running:
         st.rerun(scope="app")  # a scan started or ended: poll at the other pace
-    if now.progress is None:
+    if stored is None:
         return
-    progress, state = now.progress.progress, now.progress.state
-    if now.scan_running:
+    progress, state = stored.progress, stored.state
+    if running:
         left = progress.seconds_left
         st.progress(
             min(1.0, progress.fraction),

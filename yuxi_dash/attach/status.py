@@ -121,3 +121,13 @@ def attach_status(settings: Settings | None = None) -> AttachStatus:
         table_rows=table,
         progress=progress,
     )
+
+
+def stored_progress(settings: Settings | None = None) -> StoredProgress | None:
+    """The running or last scan's progress alone (one row of our tables), for a page that
+    redraws it often; None when nothing is attached or no scan kept one."""
+    settings = settings or get_settings()
+    if not settings.attach_configured:
+        return None
+    row = read_watermark(settings, source_label(attach_conninfo(settings)))
+    return read_progress(row.progress) if row is not None else None

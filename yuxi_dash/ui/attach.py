@@ -10,12 +10,12 @@ from __future__ import annotations
 import pandas as pd
 
 from yuxi_dash.attach.quarantine import QuarantineEntry
-from yuxi_dash.attach.scan_progress import FINISHED, RUNNING
-from yuxi_dash.attach.status import AttachStatus, attach_status
+from yuxi_dash.attach.scan_progress import FINISHED, RUNNING, StoredProgress
+from yuxi_dash.attach.status import AttachStatus, attach_status, stored_progress
 from yuxi_dash.settings import get_settings
 from yuxi_dash.ui.page_text import stamp
 
-__all__ = ["FINISHED", "RUNNING", "problems_frame", "status"]
+__all__ = ["FINISHED", "RUNNING", "problems_frame", "progress", "status"]
 
 COLUMNS = ["thread", "checkpoint", "code", "reason", "first seen", "last seen"]
 
@@ -23,6 +23,11 @@ COLUMNS = ["thread", "checkpoint", "code", "reason", "first seen", "last seen"]
 def status() -> AttachStatus:
     """The attached platform as our tables know it."""
     return attach_status(get_settings())
+
+
+def progress() -> StoredProgress | None:
+    """The running or last scan's progress alone (what the page redraws every few seconds)."""
+    return stored_progress(get_settings())
 
 
 def problems_frame(rows: list[QuarantineEntry]) -> pd.DataFrame:
