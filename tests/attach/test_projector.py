@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import projector
+from yuxi_dash.attach.batch import NULL_TASK_ID
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
@@ -58,6 +59,20 @@ def _fresh_postgres() -> Iterator[str]:
         _drop_database(ADMIN_URL, url)
 
 
+@pytest.fixture
+def alone(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the threads projected alone (through `projector.project_one`), in order."""
+    projected: list[str] = []
+    one = projector.project_one
+
+    def spy(settings: Settings, store: Any, thread: projector.ChangedThread, tally: Any) -> None:
+        projected.append(thread.thread_id)
+        one(settings, store, thread, tally)
+
+    monkeypatch.setattr(projector, "project_one", spy)
+    return projected
+
+
 def dump(settings: Settings) -> dict[str, list[tuple[Any, ...]]]:
     """Every projected row, without ids and write times, in a stable order."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
@@ -76,22 +91,11 @@ def counts(report: ScanReport) -> dict[str, int]:
 
 
 def test_batched_and_per_thread_scans_project_identical_rows(
-    db_url: str,
-    second_database: str,
-    attached: Platform,
-    monkeypatch: pytest.MonkeyPatch,
+    db_url: str, second_database: str, attached: Platform, alone: list[str]
 ) -> None:
     batched = get_settings()
     per_thread = batched.model_copy(update={"database_url": second_database})
     db.get_engine(per_thread)  # migrated like the first
-    alone: list[str] = []
-    one = projector.project_one
-
-    def spy(settings: Settings, store: Any, thread: projector.ChangedThread, tally: Any) -> None:
-        alone.append(thread.thread_id)
-        one(settings, store, thread, tally)
-
-    monkeypatch.setattr(projector, "project_one", spy)
 
     attached.run(ROUND_ONE)
     first_batched = scan(batched)
@@ -174,26 +178,13 @@ def test_batched_and_per_thread_scans_project_identical_rows(
 
 
 def test_a_thread_with_writes_of_no_task_is_read_alone_and_projects_the_same_rows(
-    db_url: str,
-    second_database: str,
-    attached: Platform,
-    monkeypatch: pytest.MonkeyPatch,
+    db_url: str, second_database: str, attached: Platform, alone: list[str]
 ) -> None:
     """Writes of no task change the state's values (get_state applies them): the batch does
     not rebuild that, it hands the thread to the per-thread path, langgraph's public API."""
-    from yuxi_dash.attach.batch import NULL_TASK_ID
-
     batched = get_settings()
     per_thread = batched.model_copy(update={"database_url": second_database})
     db.get_engine(per_thread)
-    alone: list[str] = []
-    one = projector.project_one
-
-    def spy(settings: Settings, store: Any, thread: projector.ChangedThread, tally: Any) -> None:
-        alone.append(thread.thread_id)
-        one(settings, store, thread, tally)
-
-    monkeypatch.setattr(projector, "project_one", spy)
     attached.run(ROUND_ONE[:2])
     owner = open_postgres_store(attached.owner_conninfo, setup=False)
     try:

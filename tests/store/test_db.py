@@ -328,17 +328,24 @@ def test_upgrade_moves_legacy_thread_states_into_checkpoints(
     ]
 
 
+def _at_revision(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, revision: str
+) -> tuple[str, sa.Engine]:
+    """A new database of ``backend`` migrated up to ``revision`` (its URL, an engine on it)."""
+    url = (
+        f"sqlite:///{tmp_path / 'old.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    db.upgrade(url, revision)
+    return url, db.create_engine_for_url(url)
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_0013_adds_the_call_model_and_output_tokens_as_null_for_old_rows(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'calls.db'}"
-        if backend == "sqlite"
-        else request.getfixturevalue("fresh_postgres_url")
-    )
-    db.upgrade(url, "0012")
-    engine = db.create_engine_for_url(url)
+    url, engine = _at_revision(backend, tmp_path, request, "0012")
     try:
         with engine.begin() as conn:
             conn.execute(
@@ -377,13 +384,7 @@ def test_0013_adds_the_call_model_and_output_tokens_as_null_for_old_rows(
 def test_0014_adds_scan_progress_and_window_size_as_null_for_old_rows(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'scan.db'}"
-        if backend == "sqlite"
-        else request.getfixturevalue("fresh_postgres_url")
-    )
-    db.upgrade(url, "0013")
-    engine = db.create_engine_for_url(url)
+    url, engine = _at_revision(backend, tmp_path, request, "0013")
     try:
         with engine.begin() as conn:
             conn.execute(
