@@ -366,13 +366,14 @@ def main() -> None:
             return
         db.get_engine(settings)  # migrate the dashboard's database before timing anything
 
-        on_processes = len(thread_ids) >= scan_workers.PROCESS_MIN and (os.cpu_count() or 1) > 1
+        processes = scan_workers.process_count(settings)
+        on_processes = len(thread_ids) >= scan_workers.PROCESS_MIN and processes > 1
         first = scan(settings)
         print(
             f"(a) first scan: {first.seconds:.1f} s: {first.projected:,} threads projected, "
             f"{first.checkpoints_read:,} checkpoints read (query {first.query_seconds * 1000:.0f} ms)"
             f"; {first.seconds / first.projected * 1000:.2f} ms a thread, on "
-            + (f"{os.cpu_count()} worker processes" if on_processes else "threads")
+            + (f"{processes} worker processes" if on_processes else "threads")
         )
         assert first.projected == len(thread_ids) and first.failed == 0, first
         if args.compare_workers:

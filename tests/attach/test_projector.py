@@ -177,11 +177,26 @@ def test_batched_and_per_thread_scans_project_identical_rows(
     assert call is not None and tuple(call) == ("gpt-test", 42)  # the same in both paths (dump)
 
 
+def _folded_checkpoint(owner: Any, thread_id: str) -> str:
+    """A checkpoint of the thread between two others, at its parent's usage version (one the
+    batch's query folds away)."""
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    history = list(owner.saver.list(config))  # newest first
+    for newer, older in zip(history[1:-1], history[2:], strict=False):
+        named = newer.checkpoint["channel_versions"]
+        before = older.checkpoint["channel_versions"]
+        if named.get("token_usage") == before.get("token_usage"):
+            return str(newer.checkpoint["id"])
+    raise AssertionError("no folded checkpoint in the thread")
+
+
+@pytest.mark.parametrize("where", ["newest", "folded"])
 def test_a_thread_with_writes_of_no_task_is_read_alone_and_projects_the_same_rows(
-    db_url: str, second_database: str, attached: Platform, alone: list[str]
+    db_url: str, second_database: str, attached: Platform, alone: list[str], where: str
 ) -> None:
     """Writes of no task change the state's values (get_state applies them): the batch does
-    not rebuild that, it hands the thread to the per-thread path, langgraph's public API."""
+    not rebuild that, it hands the thread to the per-thread path, langgraph's public API.
+    Also when they sit on a checkpoint the batch's query folds away."""
     batched = get_settings()
     per_thread = batched.model_copy(update={"database_url": second_database})
     db.get_engine(per_thread)
@@ -192,12 +207,11 @@ def test_a_thread_with_writes_of_no_task_is_read_alone_and_projects_the_same_row
         assert latest is not None
         usage = dict(latest.values["token_usage"])
         usage["next_llm_input_tokens"] = int(usage["next_llm_input_tokens"]) + 500
+        target = (
+            latest.checkpoint_id if where == "newest" else _folded_checkpoint(owner, "plat-cool")
+        )
         config: Any = {
-            "configurable": {
-                "thread_id": "plat-cool",
-                "checkpoint_ns": "",
-                "checkpoint_id": latest.checkpoint_id,
-            }
+            "configurable": {"thread_id": "plat-cool", "checkpoint_ns": "", "checkpoint_id": target}
         }
         owner.saver.put_writes(config, [("token_usage", usage)], NULL_TASK_ID)
     finally:

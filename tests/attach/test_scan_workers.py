@@ -75,7 +75,9 @@ def test_worker_processes_project_the_rows_threads_project(
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(scan_workers, "ProcessPoolExecutor", CountedPool)
-    monkeypatch.setattr(scan_workers, "process_count", lambda: 2)  # even on a 1-core runner
+    monkeypatch.setattr(
+        scan_workers, "process_count", lambda _settings: 2
+    )  # even on a 1-core runner
     monkeypatch.setattr(scan_workers, "PROCESS_MIN", 2)
     monkeypatch.setattr(scan_workers, "CHUNK", 2)
     attached.run(ROUND_ONE)
@@ -219,3 +221,47 @@ def test_a_failed_scan_says_so_and_a_running_row_of_another_scan_is_left_alone(
     stored = read_watermark(settings, source)
     assert stored is not None and stored.progress is not None
     assert stored.progress["threads_total"] == 5
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "setting", "expected"),
+    [
+        (None, None, 2),  # no cgroup file: the usable cores (2 given)
+        ("max 100000\n", None, 2),  # no quota
+        ("150000 100000\n", None, 2),  # 1.5 cores: 2 processes
+        ("100000 100000\n", None, 1),  # one core: no worker processes
+        ("50000 100000\n", None, 1),
+        ("800000 100000\n", None, 2),  # more quota than cores
+        ("garbage\n", None, 2),  # unreadable: the cores
+        ("100000 100000\n", 3, 3),  # the setting wins
+    ],
+)
+def test_process_count_follows_the_setting_then_the_cores_and_the_cpu_quota(
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    cpu_max: str | None,
+    setting: int | None,
+    expected: int,
+) -> None:
+    monkeypatch.setattr(scan_workers.os, "sched_getaffinity", lambda _pid: {0, 1})
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    settings = get_settings().model_copy(update={"attach_scan_processes": setting})
+    assert scan_workers.process_count(settings, path) == expected
+
+
+def test_process_count_is_capped_without_a_setting(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan_workers.os, "sched_getaffinity", lambda _pid: set(range(64)))
+    settings = get_settings().model_copy(update={"attach_scan_processes": None})
+    assert scan_workers.process_count(settings, tmp_path / "absent") == scan_workers.MAX_PROCESSES
+
+
+def test_the_process_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YUXI_DASH_ATTACH_SCAN_PROCESSES", "3")
+    assert Settings().attach_scan_processes == 3
+    monkeypatch.setenv("YUXI_DASH_ATTACH_SCAN_PROCESSES", "0")
+    with pytest.raises(ValueError, match="attach_scan_processes|YUXI_DASH_ATTACH_SCAN_PROCESSES"):
+        Settings()

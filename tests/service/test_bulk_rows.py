@@ -22,7 +22,8 @@ def _chat(sequence: int, created_at: datetime) -> dict[str, Any]:
         "thread_id": "t1",
         "sequence": sequence,
         "role": "user",
-        "content": f'it\'s {sequence}: "quoted", {{braces}} and a comma',
+        # what COPY's text format must escape: tab, newline, backslash, its NULL and end marks
+        "content": f'it\'s {sequence}: "quoted", {{braces}}, a comma,\ta tab\nand \\N \\. \\x00',
         "created_at": created_at,
         "message_id": f"m{sequence}",
     }

@@ -2,8 +2,8 @@
 
 `read_new_checkpoints(store, since)` reads a batch's threads from the checkpoint each was
 projected up to, in three read-only queries (`ROWS_SQL`, then `BLOBS_SQL` twice), each as
-`project_thread` would get it: folded as `attach.reader.fold` folds, split at the projected
-checkpoint (`service.projection.split_since`).
+`project_thread` would get it: folded as `attach.reader.fold` folds (what it drops by version
+already in SQL), split at the projected checkpoint (`service.projection.split_since`).
 Each blob is fetched and decoded once, only where needed (`_plan`); of the projected
 checkpoint only ``token_usage`` and the summary event are read. A thread comes back as None
 when this read cannot stand in for the per-thread one (its projected checkpoint pruned, a
@@ -33,19 +33,40 @@ from yuxi_dash.service.projection import split_since, usage_from_values
 from yuxi_dash.store.checkpoint_serde import strict
 from yuxi_dash.store.checkpointer import ThreadCheckpoint
 
-# the checkpoints of the batch from each thread's projected one on, with their writes of no task
+# the checkpoints of the batch from each thread's projected one on that `fold` can keep: the
+# newest, the oldest read, and each whose usage or summary event is at another channel version
+# than the one before it's (same version, same value: what `fold` drops anyway); with what the
+# thread's whole window holds: its checkpoints, writes of no task, a checkpoint in an old format
 ROWS_SQL = """
-SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint,
-    c.metadata,
-    EXISTS (SELECT 1 FROM checkpoint_writes cw
+SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata,
+    read, pending_writes, old_format
+FROM (
+    SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint,
+        c.metadata,
+        count(*) OVER thread AS read,
+        bool_or(EXISTS (
+            SELECT 1 FROM checkpoint_writes cw
             WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
-              AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s)
-      AS pending_writes
-FROM checkpoints c
-JOIN unnest(%(threads)s::text[], %(since)s::text[]) AS wanted(w_thread, w_since)
-  ON wanted.w_thread = c.thread_id
-WHERE c.checkpoint_ns = '' AND (wanted.w_since IS NULL OR c.checkpoint_id >= wanted.w_since)
-ORDER BY c.thread_id, c.checkpoint_id DESC
+              AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s
+        )) OVER thread AS pending_writes,
+        bool_or(c.parent_checkpoint_id IS NOT NULL
+                AND COALESCE((c.checkpoint->>'v')::numeric, 0) < %(format_with_sends)s)
+            OVER thread AS old_format,
+        c.checkpoint_id = max(c.checkpoint_id) OVER thread AS newest,
+        (c.checkpoint->'channel_versions'->%(usage)s,
+         c.checkpoint->'channel_versions'->%(event)s) IS DISTINCT FROM
+        (lag(c.checkpoint->'channel_versions'->%(usage)s) OVER older,
+         lag(c.checkpoint->'channel_versions'->%(event)s) OVER older)
+          OR row_number() OVER older = 1 AS moved
+    FROM checkpoints c
+    JOIN unnest(%(threads)s::text[], %(since)s::text[]) AS wanted(w_thread, w_since)
+      ON wanted.w_thread = c.thread_id
+    WHERE c.checkpoint_ns = '' AND (wanted.w_since IS NULL OR c.checkpoint_id >= wanted.w_since)
+    WINDOW thread AS (PARTITION BY c.thread_id),
+        older AS (PARTITION BY c.thread_id ORDER BY c.checkpoint_id)
+) AS window_rows
+WHERE newest OR moved
+ORDER BY thread_id, checkpoint_id DESC
 """
 # the blobs of the channel versions those checkpoints name (each once)
 BLOBS_SQL = """
@@ -84,7 +105,14 @@ def read_new_checkpoints(
     threads = list(since)
     rows = store.fetch(
         ROWS_SQL,
-        {"threads": threads, "since": [since[t] for t in threads], "null_task": NULL_TASK_ID},
+        {
+            "threads": threads,
+            "since": [since[t] for t in threads],
+            "null_task": NULL_TASK_ID,
+            "format_with_sends": _FORMAT_WITH_SENDS,
+            "usage": TOKEN_USAGE_KEY,
+            "event": SUMMARIZATION_EVENT_KEY,
+        },
     )
     grouped: dict[str, list[dict[str, Any]]] = {thread_id: [] for thread_id in threads}
     for row in rows:
@@ -94,14 +122,21 @@ def read_new_checkpoints(
     reads: dict[str, ThreadRead | None] = {}
     folded: dict[str, list[dict[str, Any]]] = {}  # folded (usage, summary), then the kept read
     for thread_id, found in grouped.items():
-        if not _readable(since[thread_id], found) or any(row["pending_writes"] for row in found):
+        if not _readable(since[thread_id], found):
             reads[thread_id] = None  # writes of no task change the values: read it alone
         else:
             folded[thread_id] = found
-    # one query for what is read anyway: the usage of every checkpoint (what folding compares)
-    # and, where nothing is folded away (a thread that moved by one step), every small channel
-    # too; the messages wait for `_plan`
-    blobs.fetch([(t, row, _first_read(found, row)) for t, found in folded.items() for row in found])
+    # one query for what is read anyway: a thread read from the start whole (the query kept
+    # only the rows `fold` can keep), of the others the usage of every checkpoint (what folding
+    # compares) and, where nothing is folded away (a thread that moved by one step), every
+    # small channel too; the messages wait for `_plan`
+    blobs.fetch(
+        [
+            (t, row, _first_read(since[t], found, row))
+            for t, found in folded.items()
+            for row in found
+        ]
+    )
     plans: dict[str, list[tuple[dict[str, Any], frozenset[str] | None]]] = {}
     for thread_id, found in folded.items():
         try:
@@ -115,7 +150,7 @@ def read_new_checkpoints(
         except CheckpointRefused:
             reads[thread_id] = None
             continue
-        reads[thread_id] = _thread_read(since[thread_id], len(folded[thread_id]), kept)
+        reads[thread_id] = _thread_read(since[thread_id], int(folded[thread_id][0]["read"]), kept)
     return reads
 
 
@@ -176,8 +211,12 @@ def _plan(
     return plan
 
 
-def _first_read(found: list[dict[str, Any]], row: Mapping[str, Any]) -> frozenset[str]:
-    """The channels of ``row`` the first blob query reads (`read_new_checkpoints`)."""
+def _first_read(
+    since: str | None, found: list[dict[str, Any]], row: Mapping[str, Any]
+) -> frozenset[str] | None:
+    """The channels of ``row`` the first blob query reads (None: every one)."""
+    if since is None:
+        return None
     if len(found) > 2:
         return _FOLDED_ON
     return frozenset(versions(row)) - {MESSAGES_CHANNEL}
@@ -193,13 +232,11 @@ def versions(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _readable(since: str | None, rows: list[dict[str, Any]]) -> bool:
-    """Can this read stand for the per-thread one? Not when ``since`` is gone or the format old."""
+    """Can this read stand for the per-thread one? Not when ``since`` is gone, a checkpoint of
+    the window has writes of no task (they change the values) or is in an old format."""
     if since is not None and (not rows or str(rows[-1]["checkpoint_id"]) != since):
         return False  # the projected checkpoint is gone: the per-thread read starts over
-    return not any(
-        int(row["checkpoint"].get("v", 0)) < _FORMAT_WITH_SENDS and row["parent_checkpoint_id"]
-        for row in rows
-    )
+    return not any(row["pending_writes"] or row["old_format"] for row in rows[:1])
 
 
 def _thread_read(since: str | None, read: int, kept: list[ThreadCheckpoint]) -> ThreadRead:
@@ -254,6 +291,7 @@ class _Blobs:
                 "channels": [k[1] for k in keys],
                 "versions": [k[2] for k in keys],
             },
+            binary=True,  # the blobs as their bytes: messages are most of what a scan reads
         )
         for row in found:
             key = (str(row["thread_id"]), str(row["channel"]), str(row["version"]))

@@ -130,19 +130,26 @@ class PlatformStore(CheckpointStore):
             raise refused(thread_id, exc) from None
 
     def fetch(
-        self, sql: str, params: Mapping[str, Any], *, prepare: bool | None = None
+        self,
+        sql: str,
+        params: Mapping[str, Any],
+        *,
+        prepare: bool | None = None,
+        binary: bool = False,
     ) -> list[dict[str, Any]]:
         """Rows of one read-only query on the platform (the store's pool, its timeout).
 
         ``prepare=False`` plans it for its parameters every time (never a
-        server-side prepared statement with a generic plan).
+        server-side prepared statement with a generic plan). ``binary=True``
+        has the server send the rows in binary (``bytea`` as its bytes, not
+        twice as many hex digits).
         """
         pool = getattr(self.saver, "conn", None)
         if not isinstance(pool, ConnectionPool):  # pragma: no cover - open_postgres_store pools
             raise AttachUnavailable("the attached checkpointer store has no connection pool")
         try:
             with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
-                cursor.execute(sql, params, prepare=prepare)
+                cursor.execute(sql, params, prepare=prepare, binary=binary)
                 return list(cursor.fetchall())
         except psycopg.Error as exc:
             raise unavailable(exc, self._conninfo) from None

@@ -6,8 +6,8 @@ follows finished work. Rules:
 - SQLite: one batch at a time in the caller's thread (one writer: the scanner's own saves
   between batches never wait on a batch). PostgreSQL: `WORKERS` batches at once on threads;
   from `PROCESS_MIN` threads on (a first scan), chunks of `CHUNK` on spawned processes (never
-  forked: the caller may be a server with threads), one per usable core, at most
-  `MAX_PROCESSES`. Both give the same rows: `tests/attach/test_scan_workers.py`.
+  forked: the caller may be a server with threads), `process_count` of them. Both give the
+  same rows: `tests/attach/test_scan_workers.py`.
 - No more stretches are under way than there are workers; `should_stop` is asked before each
   one starts and while waiting, so a stop waits for at most the stretches already running.
 - `on_progress` gets a `ScanProgress` after each stretch and, on PostgreSQL, every
@@ -16,6 +16,7 @@ follows finished work. Rules:
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import signal
@@ -23,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from pathlib import Path
 
 from yuxi_dash.attach.platform_store import platform_store
 from yuxi_dash.attach.projector import ChangedThread, Tally, run_batch
@@ -36,15 +38,36 @@ PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker proc
 MAX_PROCESSES = 4  # each opens its own pools on the platform and on our database
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
 HEARTBEAT_SECONDS = 2.0  # progress while a stretch runs long
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # a container's CPU quota (cgroup v2)
 
 
-def process_count() -> int:
-    """Worker processes for a large scan: the cores this process may use, at most MAX_PROCESSES."""
+def process_count(settings: Settings, cpu_max: Path = CPU_MAX) -> int:
+    """Worker processes for a large scan: ``attach_scan_processes`` when set, else the cores this
+    process may use and its cgroup's CPU quota (``cpu_max``) allow, at most `MAX_PROCESSES`."""
+    if settings.attach_scan_processes is not None:
+        return settings.attach_scan_processes
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         usable = os.cpu_count() or 1
+    quota = cpu_quota(cpu_max)
+    if quota is not None:
+        usable = min(usable, quota)
     return max(1, min(usable, MAX_PROCESSES))
+
+
+def cpu_quota(cpu_max: Path = CPU_MAX) -> int | None:
+    """The whole cores a cgroup v2 CPU quota allows (``"150000 100000"``: 2), None without one."""
+    try:
+        limit, period = cpu_max.read_text(encoding="ascii").split()[:2]
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if limit == "max":
+        return None
+    try:
+        return max(1, math.ceil(int(limit) / int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
 
 
 def _quiet_interrupts() -> None:
@@ -68,7 +91,7 @@ def project_chunk(
 
 def _pool(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executor, int, int]:
     """The pool a scan of ``changed`` runs on (PostgreSQL), its workers, the stretch size."""
-    processes = process_count()
+    processes = process_count(settings)
     if len(changed) >= PROCESS_MIN and processes > 1:
         spawn = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(processes, mp_context=spawn, initializer=_quiet_interrupts)

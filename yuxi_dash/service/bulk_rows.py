@@ -1,13 +1,15 @@
 """Many rows in one statement: a bulk INSERT, a bulk UPDATE by primary key, rows to join on.
 
-On PostgreSQL both send each column as ONE array parameter and read the rows
-back with ``unnest`` (``INSERT … SELECT … FROM unnest(…)``,
-``UPDATE … FROM unnest(…)``): the SQL text depends only on the table and
-the column names, so it is built once, never compiled per row count, and the
-driver can keep it prepared. Each array is cast to its column's type, so a
-column that is NULL in every row is still typed. SQLite gets the same rows
-through SQLAlchemy (a multi-row INSERT per `INSERT_ROWS`; an UPDATE by
-primary key executed for every row).
+On PostgreSQL an INSERT is one ``COPY … FROM STDIN`` in the session's
+transaction (the driver formats the rows in C, the server reads them
+typed by their columns). An UPDATE sends each column as ONE array
+parameter and reads the rows back with ``unnest`` (``UPDATE … FROM
+unnest(…)``): the SQL text depends only on the table and the column
+names, so it is built once and the driver can keep it prepared. Each
+array is cast to its column's type, so a column NULL in every row is
+still typed. Values go through their column type's bind processing
+either way. SQLite gets the same rows through SQLAlchemy (a multi-row
+INSERT per `INSERT_ROWS`; an UPDATE by primary key for every row).
 
 Every row of one call must name the same columns. The column names come from
 the table's own metadata, never from input.
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
@@ -37,6 +40,13 @@ def _names(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...
 
 
 @cache
+def _copy(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
+    """``COPY table (names) FROM STDIN``; identifiers from the table's metadata, quoted."""
+    quote = dialect.identifier_preparer.quote
+    return f"COPY {quote(table.name)} ({', '.join(map(quote, names))}) FROM STDIN"
+
+
+@cache
 def _unnest(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
     arrays = ", ".join(
         f"CAST(:{name} AS {table.c[name].type.compile(dialect=dialect)}[])" for name in names
@@ -44,20 +54,24 @@ def _unnest(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
     return f"unnest({arrays}) AS given({', '.join(names)})"
 
 
+def _processors(table: sa.Table, names: Sequence[str], dialect: Dialect) -> list[Any]:
+    """Each column's bind processing (None: the value as it is)."""
+    return [table.c[name].type.bind_processor(dialect) for name in names]
+
+
 def _arrays(
     table: sa.Table, names: Sequence[str], rows: Sequence[Mapping[str, Any]], dialect: Dialect
 ) -> dict[str, list[Any]]:
     """Each column's values as one list, through the column type's own bind processing."""
     arrays: dict[str, list[Any]] = {}
-    for name in names:
-        process = table.c[name].type.bind_processor(dialect)
+    for name, process in zip(names, _processors(table, names, dialect), strict=True):
         values = [row[name] for row in rows]
         arrays[name] = [process(v) for v in values] if process is not None else values
     return arrays
 
 
 def insert_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert ``rows`` into ``table``, in their order (one statement on PostgreSQL)."""
+    """Insert ``rows`` into ``table``, in their order (one COPY on PostgreSQL)."""
     if not rows:
         return
     names = _names(table, rows)
@@ -65,12 +79,19 @@ def insert_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, A
         for start in range(0, len(rows), INSERT_ROWS):
             session.execute(sa.insert(table).values(list(rows[start : start + INSERT_ROWS])))
         return
+    session.flush()  # what the ORM holds goes first, as before any statement the session runs
     dialect = session.get_bind().dialect
-    columns = ", ".join(names)
-    # identifiers from the table's metadata (checked by `_names`), every value a parameter
-    sql = f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM "  # noqa: S608
-    sql += _unnest(table, names, dialect)
-    session.execute(sa.text(sql), _arrays(table, names, rows, dialect))
+    processors = _processors(table, names, dialect)
+    statement = _copy(table, names, dialect)
+    driver = cast(psycopg.Connection[Any], session.connection().connection.driver_connection)
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(
+                [
+                    row[name] if process is None else process(row[name])
+                    for name, process in zip(names, processors, strict=True)
+                ]
+            )
 
 
 def update_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
