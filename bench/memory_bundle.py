@@ -1,7 +1,7 @@
 """The support bundle at scale: one user with 200,000 facts, streamed, against a raw Cypher dump.
 
 Run: `.venv/bin/python bench/memory_bundle.py [--scale 1.0] [--data-dir DIR] [--page 20000]
-[--no-gc-pause]`.
+[--no-gc-pause] [--markdown]`.
 
 Seeds (or reuses, with a kept --data-dir) bench/memory.py's graph — 50,000
 entities, 200,000 facts, 5,000 episodes in graphiti-core's true schema — on a
@@ -13,6 +13,7 @@ is that work's alone (VmHWM):
   process would run it, with a progress callback as the page and the CLI pass;
 - with `--no-gc-pause`, the same bundle again with `bundle_sources.collector_paused`
   made a no-op in that process only (the cyclic collector runs as usual);
+- with `--markdown`, the same bundle as Markdown (the format people read) instead of JSON;
 - the raw dump: one `MATCH (s)-[e:RELATES_TO]->(t) RETURN ...` of the same
   columns, every row at once, written as JSON lines.
 
@@ -87,7 +88,7 @@ def settings_for(data_dir: Path, work: Path) -> Settings:
     )
 
 
-def child_bundle(data_dir: Path, work: Path, page: int, gc_pause: bool) -> None:
+def child_bundle(data_dir: Path, work: Path, page: int, gc_pause: bool, fmt: str) -> None:
     from ldclient.integrations.test_data import TestData
 
     from yuxi_dash.access.roles import Actor, Role
@@ -104,7 +105,7 @@ def child_bundle(data_dir: Path, work: Path, page: int, gc_pause: bool) -> None:
     td.update(td.flag("graphiti-memory").variation_for_all(True))
     td.update(td.flag("graphiti-communities-enabled").variation_for_all(False))
     evaluator = FlagEvaluator.from_test_data(settings, td)
-    out = work / "bundle.json"
+    out = work / ("bundle.md" if fmt == "md" else "bundle.json")
     reports: list[float] = []
     before = status_mb("VmRSS")  # the libraries a dashboard process has loaded anyway
     full_before = gc.get_stats()[2]["collections"]
@@ -117,6 +118,7 @@ def child_bundle(data_dir: Path, work: Path, page: int, gc_pause: bool) -> None:
         evaluator=evaluator,
         fact_page=page,
         progress=lambda step: reports.append(step.fraction),
+        fmt=fmt,
     )
     seconds = time.perf_counter() - started
     full_collections = gc.get_stats()[2]["collections"] - full_before
@@ -184,13 +186,19 @@ def main() -> None:
         action="store_true",
         help="also run the bundle with the collector on during page reads, and compare",
     )
+    parser.add_argument(
+        "--markdown", action="store_true", help="also run the bundle as Markdown, and compare"
+    )
+    parser.add_argument("--format", default="json", help=argparse.SUPPRESS)
     parser.add_argument("--unpaused", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=["bundle", "raw"], help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         if args.child == "bundle":
-            child_bundle(args.data_dir, args.work, args.page, gc_pause=not args.unpaused)
+            child_bundle(
+                args.data_dir, args.work, args.page, gc_pause=not args.unpaused, fmt=args.format
+            )
         else:
             child_raw(args.data_dir, args.work)
         return
@@ -212,6 +220,9 @@ def main() -> None:
         unpaused = (
             run_child("--child", "bundle", "--unpaused", *common) if args.no_gc_pause else None
         )
+        markdown = (
+            run_child("--child", "bundle", "--format", "md", *common) if args.markdown else None
+        )
         raw = run_child("--child", "raw", *common)
         print(
             f"\nsupport bundle, {int(bundle['facts']):,} facts, keyset pages of {args.page:,}: "
@@ -230,6 +241,13 @@ def main() -> None:
                 f"{int(unpaused['full_collections'])}, peak RSS {bundle['peak_mb']:.0f} MB vs "
                 f"{unpaused['peak_mb']:.0f} MB"
             )
+        if markdown is not None:
+            print(
+                f"the same bundle as Markdown: {markdown['seconds']:.1f} s "
+                f"({markdown['seconds'] / bundle['seconds']:.2f}x the JSON bundle), "
+                f"{markdown['bytes'] / 1e6:.0f} MB, peak RSS {markdown['peak_mb']:.0f} MB, "
+                f"{int(markdown['progress_reports'])} progress reports"
+            )
         print(
             f"raw Cypher dump, {int(raw['facts']):,} facts in one result: {raw['seconds']:.1f} s, "
             f"{raw['bytes'] / 1e6:.0f} MB of JSON lines, peak RSS {raw['peak_mb']:.0f} MB "
@@ -238,6 +256,11 @@ def main() -> None:
         print(
             f"bundle / raw dump: time {bundle['seconds'] / raw['seconds']:.1f}x, "
             f"peak RSS {bundle['peak_mb'] / raw['peak_mb']:.2f}x"
+            + (
+                f"; Markdown bundle / raw dump: time {markdown['seconds'] / raw['seconds']:.1f}x"
+                if markdown is not None
+                else ""
+            )
         )
     finally:
         stop_server(settings)

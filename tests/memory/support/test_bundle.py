@@ -17,6 +17,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from tests.fixtures.graph import memory_audit
@@ -33,7 +35,7 @@ from yuxi_dash.memory.support.bundle import (
     bundle_to_file,
     write_bundle,
 )
-from yuxi_dash.memory.support.bundle_render import md_code, md_text
+from yuxi_dash.memory.support.bundle_render import escape_inline, md_code, md_text
 from yuxi_dash.memory.support.bundle_schema import BUNDLE_SCHEMA
 from yuxi_dash.memory.support.bundle_sources import FACTS_AFTER, collector_paused
 from yuxi_dash.settings import Settings, get_settings
@@ -208,6 +210,24 @@ def test_block_starts_and_inline_marks_stay_literal(hostile: str) -> None:
     assert "".join(c.content for c in inline[0].children or []) == hostile
     heading = parser.parse(f"### {md_text(hostile)}\n")
     assert "".join(c.content for c in heading[1].children or []) == hostile
+
+
+_MARKS = list("#>+=-*`[]<>|~&;:/@_\\!().") + ["www.", "http://", "a@b.co", "&amp;", "1."]
+_PLAIN = st.sampled_from(list("aZ09 ") + ["word", "\n", "\t"])
+
+
+@pytest.mark.parametrize("mark", _MARKS)
+@pytest.mark.parametrize("shape", ["{m}", "a{m}", "{m}a", "a {m} b", "x{m}{m}"])
+def test_text_without_a_mark_skips_no_escape_it_needs(mark: str, shape: str) -> None:
+    """`md_text` runs the inline rules only where a mark is: the same as running them always."""
+    text = shape.format(m=mark)
+    assert md_text(text) == escape_inline(text)
+
+
+@given(st.lists(st.one_of(_PLAIN, _PLAIN, _PLAIN, st.sampled_from(_MARKS)), max_size=30))
+def test_md_text_is_the_inline_rules_on_any_text(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert md_text(text) == escape_inline(" ".join(text.split()))
 
 
 @pytest.mark.parametrize("value", ["t-001", "a|b", "x`y", "`edge`", "2026-12-02T16:21:46+00:00"])

@@ -30,6 +30,8 @@ _SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)")  # http:// and friends
 _EMAIL_AT = re.compile(r"(?<=[0-9A-Za-z._%+-])@(?=[0-9A-Za-z-]+\.)")  # no mailto autolink
 _BLOCK_MARK = re.compile(r"^(?:([#>+=-])|(\d+)([.)]))")  # a line start that opens a block
 _CLOSING_HASHES = re.compile(r"(#+)$")  # a heading's closing sequence would be dropped
+# every character the inline rules above act on: a text without any needs none of them
+_INLINE_MARK = re.compile(r"[\\`*\[\]<>|~_&:@#]|(?i:www)\.")
 
 
 def md_text(value: Any, *, limit: int | None = None, block_start: bool = False) -> str:
@@ -42,18 +44,24 @@ def md_text(value: Any, *, limit: int | None = None, block_start: bool = False) 
     text = " ".join(text.split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
+    if _INLINE_MARK.search(text):
+        text = escape_inline(text)
+    if block_start:
+        text = _BLOCK_MARK.sub(
+            lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text
+        )
+    return text
+
+
+def escape_inline(text: str) -> str:
+    """Every inline rule of `md_text` on ``text`` (one line), escaping what Markdown would read."""
     text = _INLINE.sub(lambda m: "\\" + m.group(0), text)
     text = _UNDERSCORE.sub(r"\\_", text)
     text = _ENTITY.sub(r"\\&", text)
     text = _SCHEME.sub(r"\1\\:", text)
     text = _EMAIL_AT.sub(r"\\@", text)
     text = re.sub(r"(?i)\b(www)\.", rf"\1{WORD_JOINER}.", text)
-    text = _CLOSING_HASHES.sub(lambda m: "\\#" * len(m.group(1)), text)
-    if block_start:
-        text = _BLOCK_MARK.sub(
-            lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text
-        )
-    return text
+    return _CLOSING_HASHES.sub(lambda m: "\\#" * len(m.group(1)), text)
 
 
 def md_code(value: Any, *, in_table: bool = False) -> str:
