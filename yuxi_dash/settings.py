@@ -56,9 +56,10 @@ class Settings(BaseSettings):
     attach_scan_seconds: float = Field(
         30.0, gt=0, validation_alias=_env("YUXI_DASH_ATTACH_SCAN_SECONDS")
     )
-    # worker processes of a large scan (unset: the usable cores and CPU quota, at most 4)
+    # worker processes of a large scan (unset: the usable cores and CPU quota, at most 4);
+    # each opens about 4 connections on the platform and 5 on our database
     attach_scan_processes: int | None = Field(
-        None, ge=1, le=32, validation_alias=_env("YUXI_DASH_ATTACH_SCAN_PROCESSES")
+        None, ge=1, le=16, validation_alias=_env("YUXI_DASH_ATTACH_SCAN_PROCESSES")
     )
     # the platform's own volume, where its offloaded results are (unset: the same as ours)
     attach_workdir: Path | None = Field(None, validation_alias=_env("YUXI_DASH_ATTACH_WORKDIR"))

@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import projector
-from yuxi_dash.attach.batch import NULL_TASK_ID
+from yuxi_dash.attach.batch import NULL_TASK_ID, read_new_checkpoints
+from yuxi_dash.attach.platform_store import PlatformStore, platform_store
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
@@ -185,7 +187,7 @@ def _folded_checkpoint(owner: Any, thread_id: str) -> str:
     for newer, older in zip(history[1:-1], history[2:], strict=False):
         named = newer.checkpoint["channel_versions"]
         before = older.checkpoint["channel_versions"]
-        if named.get("token_usage") == before.get("token_usage"):
+        if all(named.get(c) == before.get(c) for c in ("token_usage", "_summarization_event")):
             return str(newer.checkpoint["id"])
     raise AssertionError("no folded checkpoint in the thread")
 
@@ -222,3 +224,35 @@ def test_a_thread_with_writes_of_no_task_is_read_alone_and_projects_the_same_row
     assert counts(first_batched) == counts(first_alone)
     assert first_batched.projected == 2 and first_batched.failed == 0
     assert dump(batched) == dump(per_thread)
+
+
+def test_a_thread_gone_from_the_platform_reads_as_no_checkpoints(
+    db_url: str, attached: Platform
+) -> None:
+    """A thread deleted between the scan's listing and the batch's read costs it nothing."""
+    attached.run(ROUND_ONE[1:2])
+    store = platform_store(get_settings())
+    assert isinstance(store, PlatformStore)
+    reads = read_new_checkpoints(store, {"plat-gone": None, "plat-cool": None})
+    gone, cool = reads["plat-gone"], reads["plat-cool"]
+    assert gone is not None and (gone.read, gone.new, gone.newer, gone.baseline) == (0, 0, [], None)
+    assert cool is not None and cool.read > 0 and cool.newer
+
+
+def test_a_checkpoint_with_an_odd_format_version_costs_its_thread_alone(
+    db_url: str, attached: Platform, alone: list[str]
+) -> None:
+    """A ``v`` that is no number marks the thread as read alone; the batch's other threads
+    and the scan go on."""
+    attached.run(ROUND_ONE[:2])
+    with psycopg.connect(attached.owner_conninfo, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = jsonb_set(checkpoint, '{v}', '\"x\"') "
+            "WHERE thread_id = 'plat-cool'"
+        )
+    report = scan(get_settings())
+    assert alone == ["plat-cool"]
+    with db.session_scope() as session:
+        projected = set(session.scalars(sa.select(Conversation.thread_id)))
+    assert "plat-hot" in projected
+    assert report.projected + report.quarantined == 2 and report.failed == 0

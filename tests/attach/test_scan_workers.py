@@ -259,6 +259,22 @@ def test_process_count_is_capped_without_a_setting(
     assert scan_workers.process_count(settings, tmp_path / "absent") == scan_workers.MAX_PROCESSES
 
 
+def test_the_quota_is_read_from_the_process_own_cgroup_else_the_root(tmp_path: Any) -> None:
+    root = tmp_path / "cgroup"
+    own = root / "system.slice" / "dash.service"
+    own.mkdir(parents=True)
+    (root / "cpu.max").write_text("max 100000\n")
+    membership = tmp_path / "membership"
+    membership.write_text("0::/system.slice/dash.service\n")
+    assert scan_workers.cgroup_cpu_max(root, membership) == root / "cpu.max"  # none of its own
+    (own / "cpu.max").write_text("100000 100000\n")
+    assert scan_workers.cgroup_cpu_max(root, membership) == own / "cpu.max"
+    assert scan_workers.cpu_quota(own / "cpu.max") == 1
+    membership.write_text("12:cpu:/v1/only\n")  # cgroup v1: the root one
+    assert scan_workers.cgroup_cpu_max(root, membership) == root / "cpu.max"
+    assert scan_workers.cgroup_cpu_max(root, tmp_path / "absent") == root / "cpu.max"
+
+
 def test_the_process_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YUXI_DASH_ATTACH_SCAN_PROCESSES", "3")
     assert Settings().attach_scan_processes == 3

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import json
 
-from langchain_core.messages import HumanMessage
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    HumanMessageChunk,
+    SystemMessage,
+    SystemMessageChunk,
+    ToolMessage,
+    ToolMessageChunk,
+)
 
 from tests.compression.builders import build_thread
 from yuxi_dash.compression import (
@@ -13,6 +24,7 @@ from yuxi_dash.compression import (
     ThreadContextState,
     is_summary_message,
 )
+from yuxi_dash.compression.thread_state import chat_role
 
 
 def test_storage_round_trip_is_json_and_equal() -> None:
@@ -43,3 +55,20 @@ def test_summary_marker_is_the_lc_source() -> None:
         HumanMessage(content="x", additional_kwargs={"lc_source": SUMMARY_SOURCE})
     )
     assert not is_summary_message(HumanMessage(content="x"))
+
+
+@pytest.mark.parametrize(
+    ("message", "role"),
+    [
+        (HumanMessage("hi"), "user"),
+        (AIMessage("ok"), "assistant"),
+        (ToolMessage("r", tool_call_id="c1"), "tool"),
+        (SystemMessage("s"), "system"),
+        (HumanMessageChunk(content="hi"), "user"),
+        (AIMessageChunk(content="ok"), "assistant"),
+        (ToolMessageChunk(content="r", tool_call_id="c1"), "tool"),
+        (SystemMessageChunk(content="s"), "system"),
+    ],
+)
+def test_chat_role_names_a_streamed_chunk_as_its_message(message: BaseMessage, role: str) -> None:
+    assert chat_role(message) == role

@@ -87,3 +87,36 @@ def test_a_column_the_table_lacks_is_refused_before_any_sql(db_url: str) -> None
         insert_rows(session, CHAT, [{"thread_id": "t1", "no_such_column": 1}])  # type: ignore[arg-type]
     with session_scope() as session, pytest.raises(ValueError, match="id"):
         update_rows(session, THREADS, [{"status": "active"}])  # type: ignore[arg-type]
+
+
+def test_a_failed_insert_raises_sqlalchemys_error_and_writes_nothing(db_url: str) -> None:
+    """A duplicate is `IntegrityError` on both backends (callers retry or quarantine on it)."""
+    seed_thread()
+    at = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    with session_scope() as session:
+        insert_rows(session, CHAT, [_chat(1, at)])  # type: ignore[arg-type]
+    with pytest.raises(sa.exc.IntegrityError), session_scope() as session:
+        insert_rows(session, CHAT, [_chat(2, at), _chat(1, at)])  # type: ignore[arg-type]
+    with session_scope() as session:
+        assert session.scalars(sa.select(ChatMessage.sequence)).all() == [1]
+
+
+def test_a_string_longer_than_its_column_is_cut_on_postgresql(db_url: str) -> None:
+    seed_thread()
+    row = {**_chat(1, datetime(2026, 11, 1, 9, 0, tzinfo=UTC)), "role": "r" * 20}
+    with session_scope() as session:
+        insert_rows(session, CHAT, [row])  # type: ignore[arg-type]
+    with session_scope() as session:
+        role = session.scalar(sa.select(ChatMessage.role))
+    # SQLite keeps any length, as the ORM writes it there
+    assert role == ("r" * 20 if db_url.startswith("sqlite") else "r" * 16)
+
+
+def test_rows_the_session_holds_are_written_before_rows_that_refer_to_them(db_url: str) -> None:
+    with session_scope() as session:
+        session.add(Conversation(thread_id="fresh", user_id="u", agent_slug="a", title=""))
+        insert_rows(  # type: ignore[arg-type]
+            session, CHAT, [{**_chat(1, datetime(2026, 11, 1, tzinfo=UTC)), "thread_id": "fresh"}]
+        )
+    with session_scope() as session:
+        assert session.scalars(sa.select(ChatMessage.thread_id)).all() == ["fresh"]

@@ -35,8 +35,10 @@ from yuxi_dash.store.checkpointer import ThreadCheckpoint
 
 # the checkpoints of the batch from each thread's projected one on that `fold` can keep: the
 # newest, the oldest read, and each whose usage or summary event is at another channel version
-# than the one before it's (same version, same value: what `fold` drops anyway); with what the
-# thread's whole window holds: its checkpoints, writes of no task, a checkpoint in an old format
+# than the one before it's (what `fold` drops anyway: the saver's versions are unique, a
+# counter and a random fraction, so the same version is the same write, across forks too);
+# with what the thread's whole window holds: its checkpoints, writes of no task, a checkpoint
+# in an old format (a ``v`` that is not a number counts as old: the thread is read alone)
 ROWS_SQL = """
 SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata,
     read, pending_writes, old_format
@@ -50,7 +52,8 @@ FROM (
               AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s
         )) OVER thread AS pending_writes,
         bool_or(c.parent_checkpoint_id IS NOT NULL
-                AND COALESCE((c.checkpoint->>'v')::numeric, 0) < %(format_with_sends)s)
+                AND CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number'
+                         THEN (c.checkpoint->>'v')::numeric ELSE 0 END < %(format_with_sends)s)
             OVER thread AS old_format,
         c.checkpoint_id = max(c.checkpoint_id) OVER thread AS newest,
         (c.checkpoint->'channel_versions'->%(usage)s,
@@ -91,7 +94,7 @@ class ThreadRead:
 
     baseline: ThreadCheckpoint | None  # the projected checkpoint (None: never projected)
     newer: list[ThreadCheckpoint]  # the ones to project, oldest first (folded)
-    read: int  # checkpoints read from the platform
+    read: int  # checkpoints in its window on the platform (as the per-thread read counts them)
     new: int  # of those, the ones newer than the projected one
     first_at: datetime | None  # the thread's first checkpoint's time, when read from the start
 
@@ -123,13 +126,13 @@ def read_new_checkpoints(
     folded: dict[str, list[dict[str, Any]]] = {}  # folded (usage, summary), then the kept read
     for thread_id, found in grouped.items():
         if not _readable(since[thread_id], found):
-            reads[thread_id] = None  # writes of no task change the values: read it alone
+            reads[thread_id] = None  # pruned, old format or writes of no task: read it alone
         else:
             folded[thread_id] = found
     # one query for what is read anyway: a thread read from the start whole (the query kept
-    # only the rows `fold` can keep), of the others the usage of every checkpoint (what folding
-    # compares) and, where nothing is folded away (a thread that moved by one step), every
-    # small channel too; the messages wait for `_plan`
+    # only rows `fold` may keep), of the others the usage of every row (what folding compares)
+    # and, where two rows at most came back (a thread that moved by one step), every small
+    # channel too; the messages wait for `_plan`
     blobs.fetch(
         [
             (t, row, _first_read(since[t], found, row))
@@ -150,7 +153,9 @@ def read_new_checkpoints(
         except CheckpointRefused:
             reads[thread_id] = None
             continue
-        reads[thread_id] = _thread_read(since[thread_id], int(folded[thread_id][0]["read"]), kept)
+        window = folded[thread_id]
+        read = int(window[0]["read"]) if window else 0  # none: gone since the scan listed it
+        reads[thread_id] = _thread_read(since[thread_id], read, kept)
     return reads
 
 

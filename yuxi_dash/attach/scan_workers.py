@@ -38,26 +38,43 @@ PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker proc
 MAX_PROCESSES = 4  # each opens its own pools on the platform and on our database
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
 HEARTBEAT_SECONDS = 2.0  # progress while a stretch runs long
-CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # a container's CPU quota (cgroup v2)
+CGROUP_ROOT = Path("/sys/fs/cgroup")  # where cgroup v2 is mounted
+CGROUP_MEMBERSHIP = Path("/proc/self/cgroup")  # "0::/its/path" on cgroup v2
 
 
-def process_count(settings: Settings, cpu_max: Path = CPU_MAX) -> int:
+def process_count(settings: Settings, cpu_max: Path | None = None) -> int:
     """Worker processes for a large scan: ``attach_scan_processes`` when set, else the cores this
-    process may use and its cgroup's CPU quota (``cpu_max``) allow, at most `MAX_PROCESSES`."""
+    process may use and its cgroup's CPU quota allow (`cpu_quota` of ``cpu_max``, by default
+    `cgroup_cpu_max`), at most `MAX_PROCESSES`."""
     if settings.attach_scan_processes is not None:
         return settings.attach_scan_processes
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         usable = os.cpu_count() or 1
-    quota = cpu_quota(cpu_max)
+    quota = cpu_quota(cpu_max or cgroup_cpu_max())
     if quota is not None:
         usable = min(usable, quota)
     return max(1, min(usable, MAX_PROCESSES))
 
 
-def cpu_quota(cpu_max: Path = CPU_MAX) -> int | None:
-    """The whole cores a cgroup v2 CPU quota allows (``"150000 100000"``: 2), None without one."""
+def cgroup_cpu_max(root: Path = CGROUP_ROOT, membership: Path = CGROUP_MEMBERSHIP) -> Path:
+    """This process's cgroup v2 ``cpu.max``: its own group's, else the mount's root one (a
+    container with its own cgroup namespace sees its group there)."""
+    try:
+        for line in membership.read_text(encoding="utf-8").splitlines():
+            if line.startswith("0::"):
+                own = root / line[3:].strip().lstrip("/") / "cpu.max"
+                if own.is_file():
+                    return own
+    except (OSError, UnicodeDecodeError):
+        pass
+    return root / "cpu.max"
+
+
+def cpu_quota(cpu_max: Path) -> int | None:
+    """The cores a cgroup v2 CPU quota allows, rounded up (``"150000 100000"``: 2); None
+    without a quota or a readable file."""
     try:
         limit, period = cpu_max.read_text(encoding="ascii").split()[:2]
     except (OSError, ValueError, UnicodeDecodeError):

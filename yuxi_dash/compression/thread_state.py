@@ -75,8 +75,12 @@ _CHAT_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "sy
 
 
 def chat_role(message: BaseMessage) -> str:
-    """The chat-record role of a message: user, assistant, tool or system."""
-    return _CHAT_ROLES.get(message.type, message.type)
+    """The chat-record role of a message: user, assistant, tool or system (a streamed chunk's
+    too: ``AIMessageChunk`` is the assistant's)."""
+    kind = message.type
+    if kind.endswith("MessageChunk"):
+        kind = kind.removesuffix("MessageChunk").lower()
+    return _CHAT_ROLES.get(kind, kind)
 
 
 @dataclass(frozen=True)

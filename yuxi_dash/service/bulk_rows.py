@@ -1,16 +1,15 @@
 """Many rows in one statement: a bulk INSERT, a bulk UPDATE by primary key, rows to join on.
 
 On PostgreSQL an INSERT is one ``COPY … FROM STDIN`` in the session's
-transaction (the driver formats the rows in C, the server reads them
-typed by their columns). An UPDATE sends each column as ONE array
-parameter and reads the rows back with ``unnest`` (``UPDATE … FROM
-unnest(…)``): the SQL text depends only on the table and the column
-names, so it is built once and the driver can keep it prepared. Each
-array is cast to its column's type, so a column NULL in every row is
-still typed. Values go through their column type's bind processing
-either way. SQLite gets the same rows through SQLAlchemy (a multi-row
+transaction (psycopg formats the rows, the server reads them typed by their
+columns); its errors are SQLAlchemy's, as for a statement. An UPDATE sends
+each column as ONE array parameter and reads the rows back with ``unnest``
+(``UPDATE … FROM unnest(…)``): the SQL depends only on the table and the
+column names, so the driver can keep it prepared; each array is cast to its
+column's type, so a column NULL in every row is still typed. Values go
+through their column type's bind processing (on PostgreSQL a string longer
+than its column is cut to it). SQLite gets the same rows through SQLAlchemy (a multi-row
 INSERT per `INSERT_ROWS`; an UPDATE by primary key for every row).
-
 Every row of one call must name the same columns. The column names come from
 the table's own metadata, never from input.
 """
@@ -42,8 +41,9 @@ def _names(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...
 @cache
 def _copy(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
     """``COPY table (names) FROM STDIN``; identifiers from the table's metadata, quoted."""
-    quote = dialect.identifier_preparer.quote
-    return f"COPY {quote(table.name)} ({', '.join(map(quote, names))}) FROM STDIN"
+    preparer = dialect.identifier_preparer
+    columns = ", ".join(map(preparer.quote, names))
+    return f"COPY {preparer.format_table(table)} ({columns}) FROM STDIN"
 
 
 @cache
@@ -55,8 +55,26 @@ def _unnest(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
 
 
 def _processors(table: sa.Table, names: Sequence[str], dialect: Dialect) -> list[Any]:
-    """Each column's bind processing (None: the value as it is)."""
-    return [table.c[name].type.bind_processor(dialect) for name in names]
+    """Each column's bind processing (None: the value as it is); a string longer than its
+    ``String(n)`` column is cut to it, as a ``varchar(n)`` cast cuts it."""
+    processors = []
+    for name in names:
+        column_type = table.c[name].type
+        process = column_type.bind_processor(dialect)
+        length = getattr(column_type, "length", None)
+        if isinstance(column_type, sa.String) and length:
+            process = _cut(process, length)
+        processors.append(process)
+    return processors
+
+
+def _cut(process: Any, length: int) -> Any:
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > length:
+            value = value[:length]
+        return process(value) if process is not None else value
+
+    return cut
 
 
 def _arrays(
@@ -79,19 +97,30 @@ def insert_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, A
         for start in range(0, len(rows), INSERT_ROWS):
             session.execute(sa.insert(table).values(list(rows[start : start + INSERT_ROWS])))
         return
-    session.flush()  # what the ORM holds goes first, as before any statement the session runs
+    session.flush()  # the ORM's pending rows first (a thread's row before rows that refer to it)
     dialect = session.get_bind().dialect
     processors = _processors(table, names, dialect)
     statement = _copy(table, names, dialect)
     driver = cast(psycopg.Connection[Any], session.connection().connection.driver_connection)
-    with driver.cursor() as cursor, cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row(
-                [
-                    row[name] if process is None else process(row[name])
-                    for name, process in zip(names, processors, strict=True)
-                ]
-            )
+    try:
+        with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(
+                    [
+                        row[name] if process is None else process(row[name])
+                        for name, process in zip(names, processors, strict=True)
+                    ]
+                )
+    except psycopg.Error as exc:  # as SQLAlchemy raises it for a statement: IntegrityError, ...
+        raise sa.exc.DBAPIError.instance(
+            statement,
+            None,
+            exc,
+            psycopg.Error,
+            hide_parameters=True,
+            connection_invalidated=driver.broken,
+            dialect=dialect,
+        ) from None
 
 
 def update_rows(session: Session, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -212,7 +212,15 @@ def test_block_starts_and_inline_marks_stay_literal(hostile: str) -> None:
     assert "".join(c.content for c in heading[1].children or []) == hostile
 
 
-_MARKS = list("#>+=-*`[]<>|~&;:/@_\\!().") + ["www.", "http://", "a@b.co", "&amp;", "1."]
+_MARKS = list("#>+=-*`[]<>|~&;:/@_\\!().") + [
+    "www.",
+    "WWW.",
+    "Www.",
+    "http://",
+    "a@b.co",
+    "&amp;",
+    "1.",
+]
 _PLAIN = st.sampled_from(list("aZ09 ") + ["word", "\n", "\t"])
 
 
