@@ -18,6 +18,7 @@ what it buys over the public API per thread).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,14 +72,15 @@ FROM (
 WHERE newest OR moved
 ORDER BY thread_id, checkpoint_id DESC
 """
-# the blobs of the channel versions those checkpoints name (each once)
+# the blobs of the channel versions those checkpoints name (each once); the keys come as one
+# JSON array of [thread, channel, version] (dumped in C, where an array parameter per column is
+# dumped element by element)
 BLOBS_SQL = """
 SELECT b.thread_id, b.channel, b.version, b.type, b.blob
 FROM checkpoint_blobs b
-JOIN unnest(%(threads)s::text[], %(channels)s::text[], %(versions)s::text[])
-  AS wanted(w_thread, w_channel, w_version)
-  ON b.thread_id = wanted.w_thread AND b.checkpoint_ns = ''
-  AND b.channel = wanted.w_channel AND b.version = wanted.w_version
+JOIN jsonb_array_elements(%(keys)s::jsonb) AS wanted(k)
+  ON b.thread_id = wanted.k->>0 AND b.checkpoint_ns = ''
+  AND b.channel = wanted.k->>1 AND b.version = wanted.k->>2
 """
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # langgraph's writes of no task
 _FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
@@ -291,16 +293,12 @@ class _Blobs:
         self.asked.update(keys)
         found = self.store.fetch(
             BLOBS_SQL,
-            {
-                "threads": [k[0] for k in keys],
-                "channels": [k[1] for k in keys],
-                "versions": [k[2] for k in keys],
-            },
+            {"keys": json.dumps(keys)},
             binary=True,  # the blobs as their bytes: messages are most of what a scan reads
         )
-        for row in found:
-            key = (str(row["thread_id"]), str(row["channel"]), str(row["version"]))
-            self.raw[key] = (str(row["type"]), bytes(row["blob"]) if row["blob"] else b"")
+        for row in found:  # text columns come back as str, bytea as bytes
+            key = (row["thread_id"], row["channel"], row["version"])
+            self.raw[key] = (row["type"], row["blob"] or b"")
 
     def _values(
         self, thread_id: str, row: Mapping[str, Any], only: Collection[str] | None = None
