@@ -20,8 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -137,17 +136,18 @@ def _listen() -> None:
             _listener_on = True
 
 
-@contextmanager
-def refusing() -> Iterator[None]:
-    """Raise `CheckpointRefused` after the block if LangGraph blocked a type inside it."""
-    found: list[str] = []
-    token = _refused.set(found)
-    try:
-        yield
-    finally:
-        _refused.reset(token)
-    if found:
-        raise refusal(found[0])
+class Refusing:
+    """``with Refusing():`` raises `CheckpointRefused` after the block if LangGraph blocked a type
+    inside it (a class, not a generator: it wraps every blob a scan decodes)."""
+
+    def __enter__(self) -> None:
+        self.found: list[str] = []
+        self.token = _refused.set(self.found)
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        _refused.reset(self.token)
+        if kind is None and self.found:
+            raise refusal(self.found[0])
 
 
 class CheckpointSerializer(JsonPlusSerializer):
@@ -165,7 +165,7 @@ class CheckpointSerializer(JsonPlusSerializer):
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         if data[0] not in _FORMATS:
             raise refusal(type_name("format", data[0]))
-        with refusing():
+        with Refusing():
             return super().loads_typed(data)
 
     def loads_msgpack(self, data: bytes, memo: dict[tuple[int, bytes], Any] | None = None) -> Any:
@@ -177,7 +177,7 @@ class CheckpointSerializer(JsonPlusSerializer):
         hook = self._unpack_ext_hook
         if memo is not None:
             hook = _memoized(hook, memo)
-        with refusing():
+        with Refusing():
             return ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
     def _reviver(self, value: dict[str, Any]) -> Any:
