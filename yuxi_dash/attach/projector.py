@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,7 +31,7 @@ from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
-from yuxi_dash.service.bulk_rows import update_rows
+from yuxi_dash.service.bulk_rows import given_rows, update_rows
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
 from yuxi_dash.service.projection import (
@@ -215,27 +215,32 @@ def _insert_missing(session: Session, thread_ids: Sequence[str]) -> set[str]:
     """Rows for threads we never saw (one statement); returns the ones this inserted.
 
     A row another scanner made meanwhile is kept as it is (and projected from
-    what it holds).
+    what it holds). On PostgreSQL the ids are one array parameter
+    (``INSERT … SELECT … FROM unnest(…)``, the columns' defaults included), so
+    the statement is the same for any batch; SQLite gets a row of values each.
     """
     if not thread_ids:
         return set()
-    table = Conversation.__table__
-    dialect = sqlite if is_sqlite(session) else postgresql
-    insert = dialect.insert(table).on_conflict_do_nothing(index_elements=["thread_id"])
-    result = session.execute(
-        insert.returning(table.c.thread_id),
-        [
-            {
-                "thread_id": thread_id,
-                "user_id": UNKNOWN_USER,
-                "agent_slug": ATTACHED_AGENT,
-                "title": "",
-                "origin": ORIGIN_ATTACHED,
-            }
-            for thread_id in sorted(thread_ids)
-        ],
+    table = cast(sa.Table, Conversation.__table__)
+    fixed = {
+        "user_id": UNKNOWN_USER,
+        "agent_slug": ATTACHED_AGENT,
+        "title": "",
+        "origin": ORIGIN_ATTACHED,
+    }
+    if is_sqlite(session):
+        insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=["thread_id"])
+        rows = [{"thread_id": thread_id, **fixed} for thread_id in sorted(thread_ids)]
+        return set(session.execute(insert.returning(table.c.thread_id), rows).scalars())
+    given = given_rows({"thread_id": (sa.String(), sorted(thread_ids))})
+    chosen = sa.select(given.c.thread_id, *(sa.literal(v).label(k) for k, v in fixed.items()))
+    statement = (
+        postgresql.insert(table)
+        .from_select(["thread_id", *fixed], chosen)
+        .on_conflict_do_nothing(index_elements=["thread_id"])
+        .returning(table.c.thread_id)
     )
-    return set(result.scalars())
+    return set(session.execute(statement).scalars())
 
 
 def _lock_rows(session: Session, thread_ids: Sequence[str]) -> dict[str, Conversation]:
