@@ -243,7 +243,8 @@ def _readable(since: str | None, rows: list[dict[str, Any]]) -> bool:
     the window has writes of no task (they change the values) or is in an old format."""
     if since is not None and (not rows or str(rows[-1]["checkpoint_id"]) != since):
         return False  # the projected checkpoint is gone: the per-thread read starts over
-    return not any(row["pending_writes"] or row["old_format"] for row in rows[:1])
+    # every row carries its window's aggregates (`ROWS_SQL`): the first one speaks for all
+    return not rows or not (rows[0]["pending_writes"] or rows[0]["old_format"])
 
 
 def _thread_read(since: str | None, read: int, kept: list[ThreadCheckpoint]) -> ThreadRead:

@@ -7,11 +7,11 @@ each column as ONE array parameter and reads the rows back with ``unnest``
 (``UPDATE … FROM unnest(…)``): the SQL depends only on the table and the
 column names, so the driver can keep it prepared; each array is cast to its
 column's type, so a column NULL in every row is still typed. Values go
-through their column type's bind processing (on PostgreSQL a string longer
-than its column is cut to it). SQLite gets the same rows through SQLAlchemy (a multi-row
-INSERT per `INSERT_ROWS`; an UPDATE by primary key for every row).
-Every row of one call must name the same columns. The column names come from
-the table's own metadata, never from input.
+through their column type's bind processing; on PostgreSQL a string longer
+than its column is cut to it. SQLite gets the same rows through SQLAlchemy
+(a multi-row INSERT per `INSERT_ROWS`; an UPDATE by primary key per row).
+
+Every row of one call names the same columns, from the table's own metadata.
 """
 
 from __future__ import annotations
