@@ -71,7 +71,17 @@ def scan_progress() -> None:
                 "time left unknown" if left is None else md("about {:,.0f} s left", left),
             ),
         )
-        st.caption("Threads show on the other pages as each batch is projected.")
+        if progress.shown:  # a first scan showed the threads it never saw before projecting
+            st.caption(
+                md(
+                    "{:,} threads new to the dashboard show on the other pages at their newest "
+                    "usage; their history (usage timeline, chat record, saved results) follows "
+                    "as each batch is projected.",
+                    progress.shown,
+                )
+            )
+        else:
+            st.caption("Threads show on the other pages as each batch is projected.")
     elif state == attach.FINISHED:
         st.caption(
             md(

@@ -90,6 +90,11 @@ blocker = compress_blocker(row, actor)
 if row["attached"]:  # read from the platform's checkpointer; compressed only through it
     note = attached_note(row["platform"], route=row["compress_route"])
     st.info(literal(note), icon=":material/link:")
+    if row["checkpoint_id"] is None:  # a first scan showed it before projecting its history
+        st.caption(
+            "Shown at its newest usage by the first scan: its usage history, chat record and "
+            "saved results appear once that scan projects it."
+        )
 st.button(
     "Compress…",
     key="detail_compress",

@@ -105,6 +105,34 @@ def test_thread_detail_draws_the_platform_state(
     )
     chat = [d.value for d in at.dataframe if "sequence" in d.value.columns]
     assert chat and len(chat[0]) == messages
+    assert not any("Shown at its newest usage" in c.value for c in at.caption)
+
+
+def test_thread_detail_says_a_thread_shown_first_has_its_history_to_come(
+    demo_env: Settings,
+    attached: Platform,
+    app_test: Callable[..., AppTest],
+) -> None:
+    """A first scan stopped after showing: the page draws the platform's state and says the
+    history is still to be projected."""
+    from yuxi_dash.attach.scanner import scan
+    from yuxi_dash.settings import get_settings
+
+    ran = attached.run([HOT])
+    report = scan(get_settings(), show_first=True, should_stop=lambda: True)
+    assert report.shown_first == 1 and report.projected == 0
+
+    at = app_test()
+    at.query_params["thread"] = "plat-hot"
+    at.switch_page("app_pages/thread_detail.py").run()
+    assert not at.exception and not at.error
+    assert any(
+        c.value.startswith("Shown at its newest usage by the first scan") for c in at.caption
+    )
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Summary pressure"] == pct(
+        ran["plat-hot"]["token_usage"]["summary_pressure_ratio"]
+    )
 
 
 def test_attach_status_page_lists_quarantined_and_flagged_threads_literally(
@@ -145,7 +173,7 @@ def test_attach_status_page_gives_the_missing_index_statement_until_it_exists(
     attached: Platform,
     app_test: Callable[..., AppTest],
 ) -> None:
-    from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
+    from yuxi_dash.attach.platforms import CREATE_INDEX_STATEMENT
 
     put_checkpoint(attached.owner_conninfo, "p-one", values())
     assert main(["attach", "scan"]) == 0
@@ -213,6 +241,18 @@ def test_attach_status_page_shows_a_running_scans_progress(
         "about 15 s left"
     )
     assert any("as each batch is projected" in c.value for c in at.caption)
+
+    with session_scope() as session:  # a first scan that showed its new threads first
+        row = session.get(ScanWatermark, source_label(attached.reader_conninfo))
+        assert row is not None
+        row.progress = {**progress, "shown": 1200, "updated_at": utcnow().isoformat()}
+    at = app_test("app_pages/attach_status.py")
+    assert not at.exception
+    assert any(
+        c.value.startswith("1,200 threads new to the dashboard show on the other pages at their "
+                           "newest usage")
+        for c in at.caption
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

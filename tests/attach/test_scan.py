@@ -416,7 +416,7 @@ def test_status_names_the_missing_checkpoint_id_index_until_the_owner_creates_it
     attached: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The saver keys checkpoints by thread first: the window query needs its own index."""
-    from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
+    from yuxi_dash.attach.platforms import CREATE_INDEX_STATEMENT
 
     put_checkpoint(attached.owner_conninfo, "plat-one", values())
     code, report = cli(capsys, "attach", "scan")

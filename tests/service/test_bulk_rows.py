@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.service.builders import seed_thread
-from yuxi_dash.service.bulk_rows import insert_rows, update_rows
+from yuxi_dash.service.bulk_rows import insert_new_rows, insert_rows, update_rows
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import ChatMessage, Conversation
 
@@ -120,3 +120,43 @@ def test_rows_the_session_holds_are_written_before_rows_that_refer_to_them(db_ur
         )
     with session_scope() as session:
         assert session.scalars(sa.select(ChatMessage.thread_id)).all() == ["fresh"]
+
+
+def test_new_rows_skip_the_keys_the_table_holds_and_get_the_columns_defaults(db_url: str) -> None:
+    """`insert_new_rows` inserts the keys not there, leaves a held row as it is (values and all),
+    returns the keys it inserted, and fills the columns it was not given with their defaults."""
+    seed_thread("t1", create_agent=False)
+    with session_scope() as session:
+        held = session.execute(sa.select(Conversation.user_id, Conversation.title)).one()
+    seen = datetime(2026, 11, 3, 7, 0, tzinfo=UTC)
+    rows = [
+        {"thread_id": thread_id, "user_id": "u-new", "agent_slug": "a", "title": "new",
+         "origin": "attached", "last_activity_at": seen, "summary_pressure_ratio": 0.9}
+        for thread_id in ("t1", "t2", "t3")
+    ]  # fmt: skip
+    with session_scope() as session:
+        assert insert_new_rows(session, THREADS, rows, "thread_id") == {"t2", "t3"}  # type: ignore[arg-type]
+        assert insert_new_rows(session, THREADS, [], "thread_id") == set()  # type: ignore[arg-type]
+    with session_scope() as session:
+        found = {
+            row.thread_id: row
+            for row in session.execute(
+                sa.select(
+                    Conversation.thread_id,
+                    Conversation.user_id,
+                    Conversation.title,
+                    Conversation.status,
+                    Conversation.created_at,
+                    Conversation.last_activity_at,
+                    Conversation.summary_pressure_ratio,
+                    Conversation.checkpoint_id,
+                )
+            )
+        }
+    assert (found["t1"].user_id, found["t1"].title) == tuple(held)  # left as it was
+    for thread_id in ("t2", "t3"):
+        row = found[thread_id]
+        assert (row.user_id, row.title, row.summary_pressure_ratio) == ("u-new", "new", 0.9)
+        assert row.last_activity_at.replace(tzinfo=UTC) == seen
+        assert row.status == "active" and row.created_at is not None  # the columns' defaults
+        assert row.checkpoint_id is None

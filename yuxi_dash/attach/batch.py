@@ -83,7 +83,7 @@ JOIN jsonb_array_elements(%(keys)s::jsonb) AS wanted(k)
   AND b.channel = wanted.k->>1 AND b.version = wanted.k->>2
 """
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # langgraph's writes of no task
-_FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
+FORMAT_WITH_SENDS = 4  # checkpoints before this version keep pending sends in the writes
 MESSAGES_CHANNEL = "messages"
 _VERSIONS = "_versions"  # each row's channel versions, normalized once
 _FOLDED_ON = frozenset({TOKEN_USAGE_KEY, SUMMARIZATION_EVENT_KEY})  # what folding compares
@@ -114,7 +114,7 @@ def read_new_checkpoints(
             "threads": threads,
             "since": [since[t] for t in threads],
             "null_task": NULL_TASK_ID,
-            "format_with_sends": _FORMAT_WITH_SENDS,
+            "format_with_sends": FORMAT_WITH_SENDS,
             "usage": TOKEN_USAGE_KEY,
             "event": SUMMARIZATION_EVENT_KEY,
         },

@@ -1,4 +1,4 @@
-"""Which platform a scan reads, and its clock: the guards a scan checks before it projects.
+"""What a scan asks the platform before it projects: which platform, its clock, its index.
 
 `platform_identity` asks the platform's database, in one read-only query,
 for its system identifier (``pg_control_system()``, the same for a cluster
@@ -8,13 +8,17 @@ another platform than the last identified scan read (`PlatformChanged`,
 audited, nothing done) unless the operator confirms it (audited too).
 `clock_cap` is the largest checkpoint id a watermark may hold: the platform
 database's clock plus `FUTURE_SKEW_SECONDS` (checkpoint ids are UUIDv6 dated
-by the writer's clock, which may run ahead or be forged).
+by the writer's clock, which may run ahead or be forged). `has_checkpoint_index`
+asks the catalog whether ``checkpoints`` has an index led by ``checkpoint_id``:
+without one the window query (`attach.scanner.CHANGED_THREADS_SQL`) reads the whole
+table. The platform owns its tables: `CREATE_INDEX_STATEMENT` is for its owner to run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import sqlalchemy as sa
@@ -115,3 +119,53 @@ def check_platform(
         settings=settings,
     )
     return True
+
+
+CREATE_INDEX_STATEMENT = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS checkpoints_checkpoint_id_idx "
+    "ON checkpoints (checkpoint_id);"
+)
+
+# a valid index on the table whose first key column is the column
+INDEX_SQL = """
+SELECT EXISTS (
+    SELECT 1 FROM pg_index i
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass(%(table)s) AND i.indisvalid AND a.attname = %(column)s
+) AS present
+"""
+_PARAMS = {"table": "checkpoints", "column": "checkpoint_id"}
+# the catalog's estimate of the table's rows (-1 or 0 before the table was first analyzed)
+TABLE_ROWS_SQL = """
+SELECT c.reltuples::bigint AS estimate FROM pg_class c WHERE c.oid = to_regclass(%(table)s)
+"""
+
+
+def _fetch_one(conninfo: str, store: PlatformStore | None, sql: str) -> tuple[Any, ...] | None:
+    """The first row of a catalog query, on ``store``'s pool or a read-only connection."""
+    if store is not None:
+        rows = store.fetch(sql, _PARAMS)
+        return tuple(rows[0].values()) if rows else None
+    try:
+        with connect(conninfo) as conn, conn.cursor() as cursor:
+            cursor.execute(sql, _PARAMS)
+            row = cursor.fetchone()
+    except psycopg.Error as exc:
+        raise unavailable(exc, conninfo) from None
+    return tuple(row) if row else None
+
+
+def checkpoint_table_rows(conninfo: str, store: PlatformStore | None = None) -> int | None:
+    """The catalog's estimate of the platform's ``checkpoints`` rows; None when it has none."""
+    row = _fetch_one(conninfo, store, TABLE_ROWS_SQL)
+    estimate = int(row[0]) if row and row[0] is not None else -1
+    return estimate if estimate > 0 else None
+
+
+def has_checkpoint_index(conninfo: str, store: PlatformStore | None = None) -> bool:
+    """True when the platform's ``checkpoints`` has a valid index led by ``checkpoint_id``.
+
+    Asked on ``store``'s pool when given, else on a read-only connection of its own.
+    """
+    row = _fetch_one(conninfo, store, INDEX_SQL)
+    return bool(row and row[0])

@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any, cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
@@ -31,7 +30,7 @@ from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.quarantine import TRANSIENT, Problem
 from yuxi_dash.attach.reader import ProjectionReader
 from yuxi_dash.errors import AttachUnavailable, CheckpointRefused, InvalidInput, YuxiDashError
-from yuxi_dash.service.bulk_rows import given_rows, update_rows
+from yuxi_dash.service.bulk_rows import insert_new_rows, update_rows
 from yuxi_dash.service.locking import thread_lock
 from yuxi_dash.service.projected_rows import ProjectedRows, load_projected
 from yuxi_dash.service.projection import (
@@ -42,7 +41,7 @@ from yuxi_dash.service.projection import (
 )
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpointer import CheckpointStore, ThreadCheckpoint
-from yuxi_dash.store.db import is_lock_failure, is_sqlite, locked_session
+from yuxi_dash.store.db import is_lock_failure, locked_session
 from yuxi_dash.store.models import ORIGIN_ATTACHED, Agent, Conversation, utcnow
 from yuxi_dash.store.origin import UNNAMED_AGENT, is_attached
 
@@ -139,7 +138,7 @@ def _metadata_identifier(metadata: Mapping[str, Any], keys: Sequence[str]) -> st
     return None
 
 
-def _finish(
+def finish_row(
     conv: Conversation, latest: ThreadCheckpoint | None, *, first_at: datetime | None, fresh: bool
 ) -> None:
     """Who and which agent the newest checkpoint names, when it was written; alive again."""
@@ -159,13 +158,7 @@ def _finish(
 
 
 def _new_row(session: Session, thread_id: str) -> Conversation:
-    conv = Conversation(
-        thread_id=thread_id,
-        user_id=UNKNOWN_USER,
-        agent_slug=ATTACHED_AGENT,
-        title="",
-        origin=ORIGIN_ATTACHED,
-    )
+    conv = Conversation(**new_row_values(thread_id))
     session.add(conv)
     session.flush()  # another scanner creating it too: IntegrityError here
     return conv
@@ -190,7 +183,7 @@ def _apply(
         return
     reader = ProjectionReader(store, since=conv.checkpoint_id)
     latest = project_thread(session, conv, reader)
-    _finish(conv, latest, first_at=reader.first_at, fresh=reader.since is None)
+    finish_row(conv, latest, first_at=reader.first_at, fresh=reader.since is None)
     tally.checkpoints_read += reader.read
     tally.new_checkpoints += reader.new
     tally.projected += 1
@@ -212,35 +205,22 @@ def project_one(
 
 
 def _insert_missing(session: Session, thread_ids: Sequence[str]) -> set[str]:
-    """Rows for threads we never saw (one statement); returns the ones this inserted.
+    """Rows for threads we never saw (one statement, `insert_new_rows`); returns the ones this
+    inserted. A row another scanner made meanwhile is kept as it is (and projected from what
+    it holds)."""
+    rows = [new_row_values(thread_id) for thread_id in sorted(thread_ids)]
+    return insert_new_rows(session, cast(sa.Table, Conversation.__table__), rows, "thread_id")
 
-    A row another scanner made meanwhile is kept as it is (and projected from
-    what it holds). On PostgreSQL the ids are one array parameter
-    (``INSERT … SELECT … FROM unnest(…)``, the columns' defaults included), so
-    the statement is the same for any batch; SQLite gets a row of values each.
-    """
-    if not thread_ids:
-        return set()
-    table = cast(sa.Table, Conversation.__table__)
-    fixed = {
+
+def new_row_values(thread_id: str) -> dict[str, Any]:
+    """The columns of a new attached thread's row before anything is projected into it."""
+    return {
+        "thread_id": thread_id,
         "user_id": UNKNOWN_USER,
         "agent_slug": ATTACHED_AGENT,
         "title": "",
         "origin": ORIGIN_ATTACHED,
     }
-    if is_sqlite(session):
-        insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=["thread_id"])
-        rows = [{"thread_id": thread_id, **fixed} for thread_id in sorted(thread_ids)]
-        return set(session.execute(insert.returning(table.c.thread_id), rows).scalars())
-    given = given_rows({"thread_id": (sa.String(), sorted(thread_ids))})
-    chosen = sa.select(given.c.thread_id, *(sa.literal(v).label(k) for k, v in fixed.items()))
-    statement = (
-        postgresql.insert(table)
-        .from_select(["thread_id", *fixed], chosen)
-        .on_conflict_do_nothing(index_elements=["thread_id"])
-        .returning(table.c.thread_id)
-    )
-    return set(session.execute(statement).scalars())
 
 
 def _lock_rows(session: Session, thread_ids: Sequence[str]) -> dict[str, Conversation]:
@@ -276,7 +256,7 @@ def _project_together(
     tally: Tally,
 ) -> list[ChangedThread]:
     """Project the batch in the session's transaction; returns the threads left to do alone."""
-    fresh = _insert_missing(session, [t.thread_id for t in batch if t.thread_id in missing])
+    _insert_missing(session, [t.thread_id for t in batch if t.thread_id in missing])
     convs = _lock_rows(session, [t.thread_id for t in batch])
     alone: list[ChangedThread] = []
     todo: list[tuple[ChangedThread, Conversation]] = []
@@ -299,7 +279,8 @@ def _project_together(
             alone.append(thread)
         else:
             ready.append((conv, read))
-    known = [conv.thread_id for conv, _ in ready if conv.thread_id not in fresh]
+    # a row holds projected rows only once its checkpoint id is set (the same transaction)
+    known = [conv.thread_id for conv, _ in ready if conv.checkpoint_id is not None]
     talk = {conv.thread_id: new_message_ids(read.baseline, read.newer) for conv, read in ready}
     # the saved results of a newest checkpoint read without its messages are indexed already
     indexing = {c.thread_id for c, r in ready if r.newer and MESSAGES_CHANNEL in r.newer[-1].values}
@@ -311,7 +292,7 @@ def _project_together(
     for conv, read in ready:
         thread_rows = rows.get(conv.thread_id) or ProjectedRows()
         latest = project_checkpoints(conv, read.baseline, read.newer, thread_rows, writes, agent_of)
-        _finish(conv, latest, first_at=read.first_at, fresh=read.baseline is None)
+        finish_row(conv, latest, first_at=read.first_at, fresh=read.baseline is None)
         tally.checkpoints_read += read.read
         tally.new_checkpoints += read.new
         tally.projected += 1

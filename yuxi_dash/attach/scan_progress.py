@@ -41,6 +41,7 @@ class ScanProgress:
     checkpoints_done: int
     checkpoints_total: int
     seconds: float  # since the projection started
+    shown: int = 0  # threads shown at their newest usage before their history (`newest_usage`)
 
     @property
     def rate(self) -> float:
@@ -61,7 +62,8 @@ class ScanProgress:
     def line(self) -> str:
         """One line for a terminal: done of total, the rate, the time left."""
         left = self.seconds_left
-        return (
+        first = f"{self.shown:,} threads shown at their newest usage · " if self.shown else ""
+        return first + (
             f"projected {self.threads_done:,} of {self.threads_total:,} threads "
             f"({self.checkpoints_done:,} of {self.checkpoints_total:,} checkpoints) · "
             f"{self.rate:,.0f} threads/s · "
@@ -95,6 +97,7 @@ def read_progress(stored: dict[str, Any] | None) -> StoredProgress | None:
         checkpoints_done=int(stored.get("checkpoints_done", 0)),
         checkpoints_total=int(stored.get("checkpoints_total", 0)),
         seconds=float(stored.get("seconds", 0.0)),
+        shown=int(stored.get("shown", 0)),
     )
     at = stored.get("updated_at")
     return StoredProgress(
@@ -133,6 +136,7 @@ class ProgressKeeper:
             "checkpoints_done": progress.checkpoints_done,
             "checkpoints_total": progress.checkpoints_total,
             "seconds": round(progress.seconds, 3),
+            "shown": progress.shown,
             "updated_at": utcnow().isoformat(),
         }
         try:

@@ -1,8 +1,8 @@
 """The incremental scan: project an attached platform's threads into the dashboard's tables.
 
-`scan(settings)` lists the threads with a checkpoint above a floor in ONE read-only,
-parameterized, timed-out query on the platform's ``checkpoints`` (root namespace), then
-projects them (`attach.scan_workers`, its progress kept by `attach.scan_progress`;
+`scan(settings)` lists the threads with a root checkpoint above a floor (ONE read-only,
+parameterized, timed-out query), shows those never seen at their newest usage from
+`SHOW_FIRST_MIN` on (`attach.newest_usage`), then projects them (`attach.scan_workers`;
 docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rules:
 - The floor is the stored watermark minus `attach.checkpoint_clock`' overlap, never above the
   platform's ``now()`` minus it; a listed thread already projected is skipped unread.
@@ -17,6 +17,7 @@ docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rul
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -30,18 +31,25 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.attach import quarantine
 from yuxi_dash.attach.checkpoint_clock import OVERLAP_SECONDS, checkpoint_time, scan_floor
+from yuxi_dash.attach.newest_usage import drop_unprojected, show_newest_usage
 from yuxi_dash.attach.platform_store import (
     PlatformStore,
     attach_conninfo,
     connect,
     opened_platform_store,
+    platform_store,
     source_label,
     unavailable,
 )
-from yuxi_dash.attach.platforms import check_platform, clock_cap, platform_identity
+from yuxi_dash.attach.platforms import (
+    check_platform,
+    checkpoint_table_rows,
+    clock_cap,
+    has_checkpoint_index,
+    platform_identity,
+)
 from yuxi_dash.attach.projector import ACTIVE, DELETED, ChangedThread, Tally
 from yuxi_dash.attach.quarantine import SCAN_ACTOR, Problem
-from yuxi_dash.attach.scan_index import checkpoint_table_rows, has_checkpoint_index
 from yuxi_dash.attach.scan_progress import FAILED, FINISHED, STOPPED, ProgressKeeper, ScanProgress
 from yuxi_dash.attach.scan_workers import project_stretches
 from yuxi_dash.printable_record import Record
@@ -60,6 +68,7 @@ GROUP BY thread_id
 """
 _FLAGS_SHOWN = 20
 SAVE_EVERY = 500  # threads projected between two saves of the watermark in a long scan
+SHOW_FIRST_MIN = 1_000  # threads never seen from which a scan shows their newest usage first
 _LOOKUP_CHUNK = 1000
 _FUTURE_REASON = "its newest checkpoint id is dated ahead of the platform database's clock"
 
@@ -97,6 +106,8 @@ class ScanReport(Record):
     quarantined: int = 0  # threads this scan could not project (quarantined, moved past)
     quarantined_skipped: int = 0  # quarantined before at the same checkpoint: not read again
     undeleted: int = 0  # threads marked deleted that the platform has again
+    shown_first: int = 0  # threads never seen, shown at their newest usage before projecting
+    shown_seconds: float | None = None  # from the scan's start until they were shown
     future_threads: list[str] = field(default_factory=list)  # printable ids
     quarantined_threads: list[str] = field(default_factory=list)  # printable ids
 
@@ -285,11 +296,14 @@ def scan(
     together: bool = True,
     accept_new_platform: bool = False,
     actor: str = SCAN_ACTOR,
+    show_first: bool | None = None,
 ) -> ScanReport:
     """Project every platform thread that moved since the last scan (all of them with ``full``).
 
     ``together=False`` projects each thread alone under its row lock (the
     per-thread path the batches give the same rows as; for tests and the bench).
+    ``show_first``: show the threads never seen at their newest usage before
+    projecting (None: from `SHOW_FIRST_MIN` of them on).
     PlatformChanged (nothing done) when the platform is not the one the last
     scan read, unless ``accept_new_platform``.
     """
@@ -311,7 +325,7 @@ def scan(
         before = ""
     floor = scan_floor(before, OVERLAP_SECONDS, now=identity.now)  # a look-back from now()
     seen, query_seconds = changed_threads(conninfo, floor=floor, store=opened)
-    indexed = has_checkpoint_index(conninfo, opened)  # once per scan (attach.scan_index)
+    indexed = has_checkpoint_index(conninfo, opened)  # once per scan (attach.platforms)
     table_rows = None if indexed else checkpoint_table_rows(conninfo, opened)
     tally = Tally()
     with session_scope(settings) as session:
@@ -346,14 +360,24 @@ def scan(
     stopped = False
     platform_id = identity.platform_id
     keeper = ProgressKeeper(settings, source)
+    first = [t for t in changed if t.thread_id in missing]
+    shown: set[str] = set()
+    shown_seconds = None
+    if first and (len(first) >= SHOW_FIRST_MIN if show_first is None else show_first):
+        store = opened or platform_store(settings)
+        if isinstance(store, PlatformStore):
+            shown = show_newest_usage(settings, store, first, platform_id)
+            shown_seconds = round(time.perf_counter() - started, 4)
 
     def on_progress(now: ScanProgress) -> None:
+        now = dataclasses.replace(now, shown=len(shown))
         if progress is not None:
             progress(now)
         keeper.update(now)
 
     if changed:
-        keeper.update(ScanProgress(0, len(changed), 0, sum(t.checkpoints for t in changed), 0.0))
+        total = sum(t.checkpoints for t in changed)
+        keeper.update(ScanProgress(0, len(changed), 0, total, 0.0, shown=len(shown)))
         unsaved = 0
         running = project_stretches(
             settings, changed, missing, should_stop, together=together, on_progress=on_progress
@@ -382,6 +406,7 @@ def scan(
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
     quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
+    drop_unprojected(settings, [p.thread_id for p in tally.problems if p.thread_id in shown])
     quarantine.lift(
         settings, source, [t for t in retried if t in tally.done], quarantine.QUARANTINED
     )
@@ -426,6 +451,8 @@ def scan(
         quarantined=len(tally.problems),
         quarantined_skipped=skipped,
         undeleted=len(revived),
+        shown_first=len(shown),
+        shown_seconds=shown_seconds,
         future_threads=[quarantine.printable(p.thread_id) for p in future[:_FLAGS_SHOWN]],
         quarantined_threads=[
             quarantine.printable(p.thread_id) for p in tally.problems[:_FLAGS_SHOWN]

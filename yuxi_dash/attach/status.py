@@ -5,7 +5,7 @@ source label (host, port and database, never the URL), the platform it was
 last scanned as, the watermark and when, the attached threads, and the
 quarantined and flagged threads (`attach.quarantine`), their strings printable,
 the last scan's cost: its window query's time and whether the platform's
-``checkpoints`` has an index led by ``checkpoint_id`` (`attach.scan_index`), and what that
+``checkpoints`` has an index led by ``checkpoint_id`` (`attach.platforms`), and what that
 index would save (`index_saving_ms`), and the running or last scan's progress.
 """
 
@@ -17,8 +17,8 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from yuxi_dash.attach.platform_store import attach_conninfo, source_label
+from yuxi_dash.attach.platforms import CREATE_INDEX_STATEMENT
 from yuxi_dash.attach.quarantine import QuarantineEntry, entries
-from yuxi_dash.attach.scan_index import CREATE_INDEX_STATEMENT
 from yuxi_dash.attach.scan_progress import StoredProgress, read_progress
 from yuxi_dash.attach.scanner import read_watermark
 from yuxi_dash.printable_record import Record

@@ -1,4 +1,4 @@
-"""Many rows in one statement: a bulk INSERT, a bulk UPDATE by primary key, rows to join on.
+"""Many rows in one statement: a bulk INSERT, an INSERT of new keys, a bulk UPDATE, rows to join on.
 
 On PostgreSQL an INSERT is one ``COPY … FROM STDIN`` in the session's
 transaction (psycopg formats the rows, the server reads them typed by their
@@ -10,6 +10,7 @@ column's type, so a column NULL in every row is still typed. Values go
 through their column type's bind processing; on PostgreSQL a string longer
 than its column is cut to it. SQLite gets the same rows through SQLAlchemy
 (a multi-row INSERT per `INSERT_ROWS`; an UPDATE by primary key per row).
+`insert_new_rows` skips a key the table holds (``ON CONFLICT DO NOTHING``).
 
 Every row of one call names the same columns, from the table's own metadata.
 """
@@ -22,6 +23,7 @@ from typing import Any, cast
 
 import psycopg
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
@@ -152,3 +154,29 @@ def given_rows(columns: Mapping[str, tuple[sa.types.TypeEngine[Any], Sequence[An
         for name, (type_, values) in columns.items()
     ]
     return sa.func.unnest(*arrays).table_valued(*columns).render_derived(name="given")
+
+
+def insert_new_rows(
+    session: Session, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+) -> set[Any]:
+    """The rows whose ``key`` the table does not hold, in one statement; returns the keys inserted.
+
+    A row another transaction inserted meanwhile is kept as it is (``ON CONFLICT DO
+    NOTHING``). On PostgreSQL the rows are one array parameter per column
+    (``INSERT … SELECT … FROM unnest(…)``, the columns' defaults included), so the
+    statement is the same for any count; SQLite gets a row of values each.
+    """
+    if not rows:
+        return set()
+    names = _names(table, rows)
+    if is_sqlite(session):
+        insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=[key])
+        return set(session.execute(insert.returning(table.c[key]), list(rows)).scalars())
+    given = given_rows({name: (table.c[name].type, [row[name] for row in rows]) for name in names})
+    statement = (
+        postgresql.insert(table)
+        .from_select(list(names), sa.select(*(given.c[name] for name in names)))
+        .on_conflict_do_nothing(index_elements=[key])
+        .returning(table.c[key])
+    )
+    return set(session.execute(statement).scalars())

@@ -136,7 +136,8 @@ def _possible(value: Any, name: str, *, low: int = 0, high: int = INT32_MAX) -> 
     return int(value)
 
 
-def _measured_at(values: Mapping[str, Any], checkpoint: ThreadCheckpoint) -> datetime:
+def usage_measured_at(values: Mapping[str, Any], checkpoint: ThreadCheckpoint) -> datetime:
+    """When a checkpoint's usage was measured: its ``token_usage`` says, else the checkpoint's time."""
     usage = values.get(TOKEN_USAGE_KEY)
     stated = usage.get("measured_at") if isinstance(usage, Mapping) else None
     if isinstance(stated, str):
@@ -323,7 +324,9 @@ def project_checkpoints(
             TOKEN_USAGE_KEY
         )
         if usage is not None and changed and _imported(checkpoint.values):
-            set_current_usage(conv, usage, measured_at=_measured_at(checkpoint.values, checkpoint))
+            set_current_usage(
+                conv, usage, measured_at=usage_measured_at(checkpoint.values, checkpoint)
+            )
             snapshots += 1  # an import measures the thread, it is not a model call
         elif usage is not None and changed:
             _snapshot(
@@ -331,7 +334,7 @@ def project_checkpoints(
                 conv,
                 usage,
                 source=_source(previous, checkpoint.values),
-                measured_at=_measured_at(checkpoint.values, checkpoint),
+                measured_at=usage_measured_at(checkpoint.values, checkpoint),
                 usage=checkpoint.values.get(TOKEN_USAGE_KEY),
             )
             snapshots += 1

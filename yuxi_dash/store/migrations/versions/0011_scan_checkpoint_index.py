@@ -2,7 +2,7 @@
 
 The last scan of a source records whether the platform's ``checkpoints`` table
 had an index led by ``checkpoint_id`` (None: not read yet) and how many
-milliseconds that scan's window query took (`attach.scan_index`).
+milliseconds that scan's window query took (`attach.platforms`).
 
 Revision ID: 0011
 Revises: 0010

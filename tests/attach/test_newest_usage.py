@@ -1,0 +1,152 @@
+"""A large first scan shows each thread at its newest usage before projecting its history.
+
+The platform is a real one (a separate process, a `create_agent` graph on LangGraph's
+PostgresSaver); odd rows are written with the saver's own ``put``. A scan that shows first
+must end with the rows a scan that does not gives, also when it was stopped in between; a
+thread it cannot project keeps no row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests.attach.checkpoints import put_checkpoint, usage, values
+from tests.attach.test_projector import counts, dump, second_database  # noqa: F401 - a fixture
+from tests.attach.test_quarantine import POISON_USAGE
+from tests.attach.test_scan import ROUND_ONE
+from tests.fixtures.platform import Platform
+from yuxi_dash.attach.batch import NULL_TASK_ID
+from yuxi_dash.attach.newest_usage import show_newest_usage
+from yuxi_dash.attach.platform_store import PlatformStore, platform_store
+from yuxi_dash.attach.projector import ChangedThread
+from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL, scan
+from yuxi_dash.attach.status import stored_progress
+from yuxi_dash.settings import get_settings
+from yuxi_dash.store import db
+from yuxi_dash.store.checkpointer import open_postgres_store
+from yuxi_dash.store.models import ChatMessage, Conversation, UsageSnapshotRow
+from yuxi_dash.usage import UsageSnapshot
+
+pytestmark = pytest.mark.services
+
+
+def _changed(store: PlatformStore) -> list[ChangedThread]:
+    rows = store.fetch(CHANGED_THREADS_SQL, {"floor": ""}, prepare=False)
+    return [
+        ChangedThread(str(r["thread_id"]), str(r["newest"]), int(r["checkpoints"])) for r in rows
+    ]
+
+
+def _rows() -> dict[str, Any]:
+    with db.session_scope() as session:
+        return {row.thread_id: row for row in session.execute(sa.select(Conversation.__table__))}
+
+
+def _count(model: Any) -> int:
+    with db.session_scope() as session:
+        return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
+
+
+def test_a_scan_that_shows_first_ends_with_the_rows_of_one_that_does_not(
+    db_url: str,
+    second_database: str,  # noqa: F811 - the fixture imported above
+    attached: Platform,
+) -> None:
+    """Stopped right after showing (the threads at their newest usage, nothing projected),
+    then resumed: the rows are those of a scan that never showed first."""
+    shows = get_settings()
+    plain = shows.model_copy(update={"database_url": second_database})
+    db.get_engine(plain)
+    ran = attached.run(ROUND_ONE)
+
+    stopped = scan(shows, show_first=True, should_stop=lambda: True)
+    assert stopped.stopped and stopped.projected == 0
+    assert stopped.shown_first == 4 and stopped.shown_seconds is not None
+    shown = _rows()
+    assert set(shown) == set(ran)
+    for thread_id, thread in ran.items():
+        row = shown[thread_id]
+        assert row.checkpoint_id is None  # nothing projected: its history is still to read
+        assert row.summary_pressure_ratio == pytest.approx(
+            thread["token_usage"]["summary_pressure_ratio"], abs=1e-4
+        )
+        assert row.origin == "attached" and row.platform_id == stopped.platform
+    assert (shown["plat-hot"].user_id, shown["plat-hot"].agent_slug) == ("alice", "research")
+    assert shown["plat-anon"].user_id == "unknown"
+    assert _count(UsageSnapshotRow) == 0 and _count(ChatMessage) == 0
+    progress = stored_progress(shows)
+    assert progress is not None and progress.progress.shown == 4
+    assert progress.progress.line().startswith("4 threads shown at their newest usage · ")
+
+    resumed = scan(shows)
+    assert resumed.shown_first == 0  # every thread has a row now: projected, not shown
+    reference = scan(plain, show_first=False)
+    assert reference.shown_first == 0 and reference.shown_seconds is None
+    assert counts(resumed) == counts(reference) and resumed.projected == 4
+    rows = dump(shows)
+    assert rows == dump(plain)
+    assert all(rows[table] for table in rows)
+
+
+def test_only_a_newest_checkpoint_that_states_its_usage_alone_is_shown(
+    db_url: str, attached: Platform
+) -> None:
+    """No usage, usage we cannot hold, writes of no task, an id we cannot hold: left to the
+    projection. A row that exists is left as it is."""
+    owner = attached.owner_conninfo
+    put_checkpoint(owner, "n-good", values(tokens=6000), metadata={"user_id": "erin"})
+    put_checkpoint(owner, "n-none", {"messages": values()["messages"]})
+    put_checkpoint(owner, "n-nan", {**values(), "token_usage": POISON_USAGE["p-nan"]})
+    put_checkpoint(owner, "bad\nid", values())
+    pending = put_checkpoint(owner, "n-pending", values(tokens=7000))
+    put_checkpoint(owner, "n-held", values(tokens=7500))
+    saver = open_postgres_store(owner, setup=False)
+    try:
+        config: Any = {
+            "configurable": {
+                "thread_id": "n-pending",
+                "checkpoint_ns": "",
+                "checkpoint_id": pending,
+            }
+        }
+        saver.saver.put_writes(config, [("token_usage", usage(100))], NULL_TASK_ID)
+    finally:
+        saver.close()
+    with db.session_scope() as session:
+        session.add(
+            Conversation(
+                thread_id="n-held", user_id="u", agent_slug="a", title="mine", origin="attached"
+            )
+        )
+    store = platform_store(get_settings())
+    assert isinstance(store, PlatformStore)
+
+    assert show_newest_usage(get_settings(), store, _changed(store), "sys/db") == {"n-good"}
+    rows = _rows()
+    assert set(rows) == {"n-good", "n-held"}
+    good = rows["n-good"]
+    stated = UsageSnapshot(
+        llm_input_tokens=6000, next_llm_input_tokens=6000, context_window=8000,
+        summary_trigger_tokens=25_000, summary_active=False,
+    )  # fmt: skip
+    assert good.summary_pressure_ratio == pytest.approx(stated.summary_pressure_ratio)
+    assert good.context_usage_ratio == pytest.approx(stated.context_usage_ratio)
+    assert (good.user_id, good.platform_id, good.checkpoint_id) == ("erin", "sys/db", None)
+    assert good.last_activity_at is not None and good.usage_measured_at is not None
+    assert rows["n-held"].title == "mine" and rows["n-held"].summary_pressure_ratio in (None, 0)
+
+
+def test_a_thread_shown_then_quarantined_keeps_no_row(db_url: str, attached: Platform) -> None:
+    """NUL text in its messages, usage we can hold: shown, then quarantined by the projection,
+    and its row goes (a quarantined thread is never drawn)."""
+    owner = attached.owner_conninfo
+    put_checkpoint(owner, "q-good", values(tokens=20_000), metadata={"user_id": "alice"})
+    put_checkpoint(owner, "q-nul", values("before\x00after", tokens=30_000))
+
+    report = scan(get_settings(), show_first=True)
+    assert (report.shown_first, report.projected, report.quarantined) == (2, 1, 1)
+    rows = _rows()
+    assert set(rows) == {"q-good"} and rows["q-good"].checkpoint_id is not None

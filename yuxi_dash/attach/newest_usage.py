@@ -1,0 +1,162 @@
+"""A large first scan's threads shown at once, each at the usage its newest checkpoint states.
+
+A first scan projects every checkpoint of every thread: minutes on a large platform. Before
+that, `show_newest_usage` gives each thread the scan holds no row for a row with the usage
+its newest checkpoint's ``token_usage`` states (what the fleet pages and the 85% list read),
+its user, agent and last activity: one platform query (`NEWEST_SQL`) and one insert per
+`CHUNK` threads. Rules:
+- The row's projected checkpoint stays empty, so the projection that follows reads the
+  thread from its first checkpoint, as it would have, and sets every figure again.
+- Shown only: a newest checkpoint in the saver's current format, without writes of no task,
+  with usage and ids we can hold. The others wait for the projection, which measures,
+  refuses or quarantines them as always; `drop_unprojected` removes the row of a thread
+  the projection then quarantines. A row that exists by then is left as it is.
+- Nothing is written to the platform; the watermark is the projection's alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from yuxi_dash import validation
+from yuxi_dash.attach.batch import FORMAT_WITH_SENDS, NULL_TASK_ID
+from yuxi_dash.attach.platform_store import PlatformStore
+from yuxi_dash.attach.projector import ChangedThread, finish_row, new_row_values
+from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
+from yuxi_dash.errors import YuxiDashError
+from yuxi_dash.service.bulk_rows import insert_new_rows
+from yuxi_dash.service.projection import usage_from_values, usage_measured_at
+from yuxi_dash.service.usage_writes import set_current_usage
+from yuxi_dash.settings import Settings
+from yuxi_dash.store.checkpoint_serde import strict
+from yuxi_dash.store.checkpointer import ThreadCheckpoint
+from yuxi_dash.store.db import is_lock_failure, locked_session
+from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.origin import attached_rows
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1000  # threads read in one platform query and inserted in one statement
+# each wanted thread's newest root checkpoint, whether it can stand alone (current format, no
+# writes of no task), and its token_usage blob (the version the checkpoint names)
+NEWEST_SQL = """
+SELECT c.thread_id, c.checkpoint_id, c.metadata, c.checkpoint->>'ts' AS ts,
+    (c.parent_checkpoint_id IS NOT NULL
+     AND CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number'
+              THEN (c.checkpoint->>'v')::numeric ELSE 0 END < %(format_with_sends)s
+     OR EXISTS (
+        SELECT 1 FROM checkpoint_writes cw
+        WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
+          AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s
+     )) AS not_alone,
+    b.type, b.blob
+FROM unnest(%(threads)s::text[], %(newest)s::text[]) AS wanted(w_thread, w_newest)
+JOIN checkpoints c
+  ON c.thread_id = wanted.w_thread AND c.checkpoint_ns = '' AND c.checkpoint_id = wanted.w_newest
+LEFT JOIN checkpoint_blobs b
+  ON b.thread_id = c.thread_id AND b.checkpoint_ns = '' AND b.channel = %(usage)s
+  AND b.version = c.checkpoint->'channel_versions'->>%(usage)s
+"""
+# the columns a shown row sets (the rest keep their defaults until the projection)
+SHOWN_COLUMNS = (
+    "thread_id", "user_id", "agent_slug", "title", "origin", "platform_id", "last_activity_at",
+    "llm_input_tokens", "next_llm_input_tokens", "context_window", "context_usage_ratio",
+    "summary_trigger_tokens", "summary_pressure_ratio", "summary_active", "usage_measured_at",
+)  # fmt: skip
+
+
+def show_newest_usage(
+    settings: Settings,
+    store: PlatformStore,
+    threads: Sequence[ChangedThread],
+    platform_id: str | None = None,
+) -> set[str]:
+    """Rows for ``threads`` at the usage their newest checkpoints state; the ids shown.
+
+    A chunk whose insert waits past the lock timeout is left to the projection.
+    """
+    shown: set[str] = set()
+    for start in range(0, len(threads), CHUNK):
+        rows = _rows(store, threads[start : start + CHUNK], platform_id)
+        try:
+            with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
+                table = cast(sa.Table, Conversation.__table__)
+                shown |= insert_new_rows(session, table, rows, "thread_id")
+        except sa.exc.OperationalError as exc:
+            if not is_lock_failure(exc):
+                raise
+            log.info("attach scan: %d threads wait for their projection (a row busy)", len(rows))
+    return shown
+
+
+def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
+    """Remove the shown rows of ``thread_ids`` that nothing was projected into; how many."""
+    if not thread_ids:
+        return 0
+    with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
+        done = session.execute(
+            sa.delete(Conversation).where(
+                Conversation.thread_id.in_(list(thread_ids)),
+                attached_rows(),
+                Conversation.checkpoint_id.is_(None),
+            )
+        )
+        return int(getattr(done, "rowcount", 0) or 0)
+
+
+def _rows(
+    store: PlatformStore, threads: Sequence[ChangedThread], platform_id: str | None
+) -> list[dict[str, Any]]:
+    """The shown rows of one chunk of threads (one platform query)."""
+    found = store.fetch(
+        NEWEST_SQL,
+        {
+            "threads": [t.thread_id for t in threads],
+            "newest": [t.newest for t in threads],
+            "format_with_sends": FORMAT_WITH_SENDS,
+            "null_task": NULL_TASK_ID,
+            "usage": TOKEN_USAGE_KEY,
+        },
+        binary=True,  # the usage blob as its bytes
+    )
+    serde = strict(store.saver.serde)
+    rows = []
+    for row in found:
+        if row["not_alone"] or row["blob"] is None or row["type"] == "empty":
+            continue
+        try:
+            validation.thread_id(str(row["thread_id"]))
+            usage = serde.loads_typed((row["type"], row["blob"]))
+            checkpoint = _checkpoint(row, {TOKEN_USAGE_KEY: usage})
+            figures = usage_from_values(checkpoint.values)
+        except (YuxiDashError, ValueError):
+            continue  # an id, a type or figures we cannot hold: the projection says which
+        if figures is None:
+            continue  # no usage stated: the projection measures it on the messages
+        conv = Conversation(**new_row_values(checkpoint.thread_id), platform_id=platform_id)
+        set_current_usage(
+            conv, figures, measured_at=usage_measured_at(checkpoint.values, checkpoint)
+        )
+        finish_row(conv, checkpoint, first_at=None, fresh=False)
+        rows.append({name: getattr(conv, name) for name in SHOWN_COLUMNS})
+    return rows
+
+
+def _checkpoint(row: Mapping[str, Any], values: dict[str, Any]) -> ThreadCheckpoint:
+    """The newest checkpoint with ``values`` (its usage alone), as the projection sees it."""
+    metadata = dict(row["metadata"] or {})
+    created = datetime.fromisoformat(row["ts"]) if row["ts"] else None
+    return ThreadCheckpoint(
+        thread_id=str(row["thread_id"]),
+        checkpoint_id=str(row["checkpoint_id"]),
+        values=values,
+        created_at=created.astimezone(UTC) if created else None,
+        step=0,
+        source="",
+        metadata=metadata,
+    )
