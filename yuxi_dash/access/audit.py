@@ -29,9 +29,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.resources import AUDIT_WRITER, get_resources
 from yuxi_dash.settings import Settings
-from yuxi_dash.store.db import is_lock_failure
+from yuxi_dash.store.db import is_lock_failure, session_scope
+from yuxi_dash.store.models import AuditEntry
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +93,6 @@ def record_audit(
     settings: Settings | None = None,
 ) -> int | None:
     """Append one audit row; returns its id (None when written in the caller's unflushed session)."""
-    from yuxi_dash.store.db import session_scope
-    from yuxi_dash.store.models import AuditEntry
 
     entry = AuditEntry(
         actor=storable(str(actor), 256),
@@ -126,7 +126,6 @@ def record_audits(
     The same rules as `record_audit`; for a projection that refuses many items at once.
     Returns the rows written.
     """
-    from yuxi_dash.store.models import AuditEntry
 
     if not rows:
         return 0
@@ -151,8 +150,6 @@ def complete_audit(
 ) -> bool:
     """Finish a row written before its work ran (outcome "pending"): set the outcome and merge
     ``detail`` into what it holds, sanitized the same way. False when no such row exists."""
-    from yuxi_dash.store.db import session_scope
-    from yuxi_dash.store.models import AuditEntry
 
     with session_scope(settings) as session:
         entry = session.get(AuditEntry, entry_id)
@@ -265,7 +262,6 @@ def audited_refusals(
     The row is written after the block's own transaction ended (eventually, if
     the database is write-locked); an audit hiccup never hides the refusal.
     """
-    from yuxi_dash.errors import YuxiDashError
 
     try:
         yield
