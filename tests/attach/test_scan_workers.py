@@ -224,7 +224,7 @@ def test_a_failed_scan_says_so_and_a_running_row_of_another_scan_is_left_alone(
 
 
 @pytest.mark.parametrize(
-    ("cpu_max", "setting", "expected"),
+    ("quota", "setting", "expected"),
     [
         (None, None, 2),  # no cgroup file: the usable cores (2 given)
         ("max 100000\n", None, 2),  # no quota
@@ -239,16 +239,28 @@ def test_a_failed_scan_says_so_and_a_running_row_of_another_scan_is_left_alone(
 def test_process_count_follows_the_setting_then_the_cores_and_the_cpu_quota(
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
-    cpu_max: str | None,
+    quota: str | None,
     setting: int | None,
     expected: int,
 ) -> None:
     monkeypatch.setattr(scan_workers.os, "sched_getaffinity", lambda _pid: {0, 1})
     path = tmp_path / "cpu.max"
-    if cpu_max is not None:
-        path.write_text(cpu_max)
+    if quota is not None:
+        path.write_text(quota)
     settings = get_settings().model_copy(update={"attach_scan_processes": setting})
     assert scan_workers.process_count(settings, path) == expected
+
+
+@pytest.mark.parametrize(
+    ("quota", "period", "expected"),
+    [("-1", "100000", None), ("150000", "100000", 2), ("50000", "100000", 1), ("x", "1", None)],
+)
+def test_a_cgroup_v1_quota_is_read_with_its_period(
+    tmp_path: Any, quota: str, period: str, expected: int | None
+) -> None:
+    (tmp_path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+    (tmp_path / "cpu.cfs_period_us").write_text(f"{period}\n")
+    assert scan_workers.cpu_quota(tmp_path / "cpu.cfs_quota_us") == expected
 
 
 def test_process_count_is_capped_without_a_setting(
@@ -266,13 +278,33 @@ def test_the_quota_is_read_from_the_process_own_cgroup_else_the_root(tmp_path: A
     (root / "cpu.max").write_text("max 100000\n")
     membership = tmp_path / "membership"
     membership.write_text("0::/system.slice/dash.service\n")
-    assert scan_workers.cgroup_cpu_max(root, membership) == root / "cpu.max"  # none of its own
+    assert scan_workers.cgroup_quota_file(root, membership) == root / "cpu.max"  # none of its own
     (own / "cpu.max").write_text("100000 100000\n")
-    assert scan_workers.cgroup_cpu_max(root, membership) == own / "cpu.max"
+    assert scan_workers.cgroup_quota_file(root, membership) == own / "cpu.max"
     assert scan_workers.cpu_quota(own / "cpu.max") == 1
-    membership.write_text("12:cpu:/v1/only\n")  # cgroup v1: the root one
-    assert scan_workers.cgroup_cpu_max(root, membership) == root / "cpu.max"
-    assert scan_workers.cgroup_cpu_max(root, tmp_path / "absent") == root / "cpu.max"
+    assert scan_workers.cgroup_quota_file(root, tmp_path / "absent") == root / "cpu.max"
+
+
+def test_a_cgroup_v1_quota_is_found_in_the_cpu_controllers_mount(tmp_path: Any) -> None:
+    """Hybrid and v1 hosts: "N:cpu,cpuacct:/path" names the group under the controllers' mount
+    (or its "cpu" link); a v2 group of its own still wins."""
+    root = tmp_path / "cgroup"
+    mount = root / "cpu,cpuacct"
+    group = mount / "docker" / "abc"
+    group.mkdir(parents=True)
+    for folder, quota in ((mount, "-1"), (group, "200000")):
+        (folder / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        (folder / "cpu.cfs_period_us").write_text("100000\n")
+    membership = tmp_path / "membership"
+    membership.write_text("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n")
+    found = scan_workers.cgroup_quota_file(root, membership)
+    assert found == group / "cpu.cfs_quota_us" and scan_workers.cpu_quota(found) == 2
+    membership.write_text("3:cpu,cpuacct:/elsewhere\n")  # its group not mounted here: the root
+    assert scan_workers.cgroup_quota_file(root, membership) == mount / "cpu.cfs_quota_us"
+    (root / "docker" / "abc").mkdir(parents=True)
+    (root / "docker" / "abc" / "cpu.max").write_text("100000 100000\n")
+    membership.write_text("3:cpu,cpuacct:/docker/abc\n0::/docker/abc\n")
+    assert scan_workers.cgroup_quota_file(root, membership) == root / "docker" / "abc" / "cpu.max"
 
 
 def test_the_process_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,48 +38,63 @@ PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker proc
 MAX_PROCESSES = 4  # each opens its own pools on the platform and on our database
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
 HEARTBEAT_SECONDS = 2.0  # progress while a stretch runs long
-CGROUP_ROOT = Path("/sys/fs/cgroup")  # where cgroup v2 is mounted
-CGROUP_MEMBERSHIP = Path("/proc/self/cgroup")  # "0::/its/path" on cgroup v2
+CGROUP_ROOT = Path("/sys/fs/cgroup")  # where cgroup v2 (or v1's controllers) is mounted
+CGROUP_MEMBERSHIP = Path("/proc/self/cgroup")  # "0::/its/path" (v2), "4:cpu,cpuacct:/path" (v1)
+V2_QUOTA = "cpu.max"
+V1_QUOTA, V1_PERIOD = "cpu.cfs_quota_us", "cpu.cfs_period_us"
 
 
-def process_count(settings: Settings, cpu_max: Path | None = None) -> int:
+def process_count(settings: Settings, quota_file: Path | None = None) -> int:
     """Worker processes for a large scan: ``attach_scan_processes`` when set, else the cores this
-    process may use and its cgroup's CPU quota allow (`cpu_quota` of ``cpu_max``, by default
-    `cgroup_cpu_max`), at most `MAX_PROCESSES`."""
+    process may use and its cgroup's CPU quota allow (`cpu_quota` of ``quota_file``, by default
+    `cgroup_quota_file`), at most `MAX_PROCESSES`."""
     if settings.attach_scan_processes is not None:
         return settings.attach_scan_processes
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         usable = os.cpu_count() or 1
-    quota = cpu_quota(cpu_max or cgroup_cpu_max())
+    quota = cpu_quota(quota_file or cgroup_quota_file())
     if quota is not None:
         usable = min(usable, quota)
     return max(1, min(usable, MAX_PROCESSES))
 
 
-def cgroup_cpu_max(root: Path = CGROUP_ROOT, membership: Path = CGROUP_MEMBERSHIP) -> Path:
-    """This process's cgroup v2 ``cpu.max``: its own group's, else the mount's root one (a
-    container with its own cgroup namespace sees its group there)."""
+def cgroup_quota_file(root: Path = CGROUP_ROOT, membership: Path = CGROUP_MEMBERSHIP) -> Path:
+    """This process's CPU quota file: its own cgroup's v2 ``cpu.max``, else its v1 ``cpu``
+    group's ``cpu.cfs_quota_us``, else that v1 mount's root one, else the v2 root ``cpu.max``
+    (a container with its own cgroup namespace sees its group at the root)."""
     try:
-        for line in membership.read_text(encoding="utf-8").splitlines():
-            if line.startswith("0::"):
-                own = root / line[3:].strip().lstrip("/") / "cpu.max"
-                if own.is_file():
-                    return own
+        lines = membership.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        pass
-    return root / "cpu.max"
+        lines = []
+    own: list[Path] = []  # its own group's files, v2 first
+    mounts: list[Path] = []  # the v1 cpu mounts' root ones
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        path = path.strip().lstrip("/")
+        if line.startswith("0::"):
+            own.insert(0, root / path / V2_QUOTA)
+        elif "cpu" in controllers.split(","):
+            for mount in dict.fromkeys((controllers, "cpu")):  # "cpu,cpuacct" or its "cpu" link
+                own.append(root / mount / path / V1_QUOTA)
+                mounts.append(root / mount / V1_QUOTA)
+    return next((f for f in [*own, *mounts] if f.is_file()), root / V2_QUOTA)
 
 
-def cpu_quota(cpu_max: Path) -> int | None:
-    """The cores a cgroup v2 CPU quota allows, rounded up (``"150000 100000"``: 2); None
-    without a quota or a readable file."""
+def cpu_quota(quota_file: Path) -> int | None:
+    """The cores a cgroup CPU quota allows, rounded up (v2 ``"150000 100000"``, or v1
+    ``cpu.cfs_quota_us`` 150000 beside ``cpu.cfs_period_us`` 100000: 2); None without a quota
+    or a readable file."""
     try:
-        limit, period = cpu_max.read_text(encoding="ascii").split()[:2]
+        if quota_file.name == V1_QUOTA:
+            limit = quota_file.read_text(encoding="ascii").strip()
+            period = (quota_file.parent / V1_PERIOD).read_text(encoding="ascii").strip()
+        else:
+            limit, period = quota_file.read_text(encoding="ascii").split()[:2]
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if limit == "max":
+    if limit in ("max", "-1"):
         return None
     try:
         return max(1, math.ceil(int(limit) / int(period)))
