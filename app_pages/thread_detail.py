@@ -90,10 +90,10 @@ blocker = compress_blocker(row, actor)
 if row["attached"]:  # read from the platform's checkpointer; compressed only through it
     note = attached_note(row["platform"], route=row["compress_route"])
     st.info(literal(note), icon=":material/link:")
-    if row["checkpoint_id"] is None:  # a first scan showed it before projecting its history
+    if row["checkpoint_id"] is None:  # shown at its newest usage, its history not projected
         st.caption(
-            "Shown at its newest usage by the first scan: its usage history, chat record and "
-            "saved results appear once that scan projects it."
+            "Its history (usage timeline, chat record, saved results) is not projected yet: "
+            "it appears once a scan projects the thread."
         )
 st.button(
     "Compress…",

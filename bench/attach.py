@@ -387,7 +387,7 @@ def main() -> None:
         if first.shown_seconds is not None:
             print(
                 f"(a-shown) every thread shown at its newest usage before its history: "
-                f"{first.shown_first:,} threads after {first.shown_seconds:.2f} s"
+                f"{first.shown:,} threads after {first.shown_seconds:.2f} s"
             )
         assert first.projected == len(thread_ids) and first.failed == 0, first
         if args.compare_show_first:

@@ -8,8 +8,10 @@ thread it cannot project keeps no row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -18,16 +20,18 @@ from tests.attach.test_projector import counts, dump, second_database  # noqa: F
 from tests.attach.test_quarantine import POISON_USAGE
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
+from yuxi_dash.attach import newest_usage, projector, scanner
 from yuxi_dash.attach.batch import NULL_TASK_ID
 from yuxi_dash.attach.newest_usage import show_newest_usage
 from yuxi_dash.attach.platform_store import PlatformStore, platform_store
-from yuxi_dash.attach.projector import ChangedThread
+from yuxi_dash.attach.projector import ChangedThread, new_row_values
 from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL, scan
 from yuxi_dash.attach.status import stored_progress
 from yuxi_dash.settings import get_settings
 from yuxi_dash.store import db
 from yuxi_dash.store.checkpointer import open_postgres_store
-from yuxi_dash.store.models import ChatMessage, Conversation, UsageSnapshotRow
+from yuxi_dash.store.compressions import CompressionRecord
+from yuxi_dash.store.models import ChatMessage, Conversation, UsageSnapshotRow, utcnow
 from yuxi_dash.usage import UsageSnapshot
 
 pytestmark = pytest.mark.services
@@ -45,6 +49,18 @@ def _rows() -> dict[str, Any]:
         return {row.thread_id: row for row in session.execute(sa.select(Conversation.__table__))}
 
 
+def stop_after(asked: int) -> Callable[[], bool]:
+    """A ``should_stop`` that says stop from its ``asked + 1``-th question on (the show phase
+    asks once per chunk before the projection asks)."""
+    questions: list[None] = []
+
+    def should_stop() -> bool:
+        questions.append(None)
+        return len(questions) > asked
+
+    return should_stop
+
+
 def _count(model: Any) -> int:
     with db.session_scope() as session:
         return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
@@ -54,17 +70,20 @@ def test_a_scan_that_shows_first_ends_with_the_rows_of_one_that_does_not(
     db_url: str,
     second_database: str,  # noqa: F811 - the fixture imported above
     attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Stopped right after showing (the threads at their newest usage, nothing projected),
-    then resumed: the rows are those of a scan that never showed first."""
+    then resumed: the rows are those of a scan that never showed first (each thread projected
+    alone, the reference path), compressions and the agent they record included."""
     shows = get_settings()
     plain = shows.model_copy(update={"database_url": second_database})
     db.get_engine(plain)
-    ran = attached.run(ROUND_ONE)
+    attached.run(ROUND_ONE)
+    ran = {**attached.run(ROUND_ONE), **attached.run([{**ROUND_ONE[0], "round": 2}])}  # summarizes
 
-    stopped = scan(shows, show_first=True, should_stop=lambda: True)
+    stopped = scan(shows, show_first=True, should_stop=stop_after(1))  # shown, none projected
     assert stopped.stopped and stopped.projected == 0
-    assert stopped.shown_first == 4 and stopped.shown_seconds is not None
+    assert stopped.shown == 4 and stopped.shown_seconds is not None
     shown = _rows()
     assert set(shown) == set(ran)
     for thread_id, thread in ran.items():
@@ -81,14 +100,26 @@ def test_a_scan_that_shows_first_ends_with_the_rows_of_one_that_does_not(
     assert progress is not None and progress.progress.shown == 4
     assert progress.progress.line().startswith("4 threads shown at their newest usage · ")
 
+    loaded: list[str] = []  # the threads whose projected rows a batch loads
+    load = projector.load_projected
+
+    def spy(session: Any, thread_ids: list[str], **kwargs: Any) -> Any:
+        loaded.extend(thread_ids)
+        return load(session, thread_ids, **kwargs)
+
+    monkeypatch.setattr(projector, "load_projected", spy)
     resumed = scan(shows)
-    assert resumed.shown_first == 0  # every thread has a row now: projected, not shown
-    reference = scan(plain, show_first=False)
-    assert reference.shown_first == 0 and reference.shown_seconds is None
+    assert loaded == []  # a shown row holds nothing projected: nothing to load
+    assert resumed.shown == 0  # every thread has a row now: projected, not shown
+    reference = scan(plain, show_first=False, together=False)  # each alone: the reference path
+    assert reference.shown == 0 and reference.shown_seconds is None
     assert counts(resumed) == counts(reference) and resumed.projected == 4
     rows = dump(shows)
     assert rows == dump(plain)
-    assert all(rows[table] for table in rows)
+    assert all(rows[table] for table in rows)  # compressions too: what they record is the same
+    with db.session_scope() as session:
+        agents = set(session.scalars(sa.select(CompressionRecord.agent_slug)))
+    assert agents == {"research"}  # the newest checkpoint's agent, in both (not "attached")
 
 
 def test_only_a_newest_checkpoint_that_states_its_usage_alone_is_shown(
@@ -141,12 +172,72 @@ def test_only_a_newest_checkpoint_that_states_its_usage_alone_is_shown(
 
 def test_a_thread_shown_then_quarantined_keeps_no_row(db_url: str, attached: Platform) -> None:
     """NUL text in its messages, usage we can hold: shown, then quarantined by the projection,
-    and its row goes (a quarantined thread is never drawn)."""
+    and its row goes (a quarantined thread is never drawn): in the same scan, in the scan after
+    a stopped one, and in a scan that finds it still quarantined with such a row."""
     owner = attached.owner_conninfo
     put_checkpoint(owner, "q-good", values(tokens=20_000), metadata={"user_id": "alice"})
-    put_checkpoint(owner, "q-nul", values("before\x00after", tokens=30_000))
+    nul = put_checkpoint(owner, "q-nul", values("before\x00after", tokens=30_000))
 
     report = scan(get_settings(), show_first=True)
-    assert (report.shown_first, report.projected, report.quarantined) == (2, 1, 1)
+    assert (report.shown, report.projected, report.quarantined) == (2, 1, 1)
     rows = _rows()
     assert set(rows) == {"q-good"} and rows["q-good"].checkpoint_id is not None
+
+    put_checkpoint(owner, "q-nul2", values("a\x00b", tokens=30_000))
+    put_checkpoint(owner, "q-good2", values(tokens=2_000))
+    stopped = scan(get_settings(), show_first=True, should_stop=stop_after(1))
+    assert stopped.shown == 2 and set(_rows()) == {"q-good", "q-nul2", "q-good2"}
+    after = scan(get_settings())
+    assert (after.shown, after.projected, after.quarantined) == (0, 1, 1)
+    assert set(_rows()) == {"q-good", "q-good2"}
+
+    with db.session_scope() as session:  # a row shown by a scan whose drop never came
+        shown = {"summary_pressure_ratio": 1.2, "usage_measured_at": utcnow()}
+        session.add(Conversation(**new_row_values("q-nul"), **shown))
+    again = scan(get_settings(), full=True)
+    assert again.quarantined_skipped == 2 and again.quarantined == 0
+    assert set(_rows()) == {"q-good", "q-good2"}
+    assert nul  # still its newest checkpoint: quarantined there, not read again
+
+
+def test_odd_newest_rows_are_left_to_the_projection_and_never_stop_the_scan(
+    db_url: str, attached: Platform
+) -> None:
+    """A newest checkpoint without a time, metadata that is no object: not shown; the scan
+    shows the others and projects (or quarantines) every one."""
+    owner = attached.owner_conninfo
+    put_checkpoint(owner, "o-good", values(tokens=6000))
+    put_checkpoint(owner, "o-no-ts", values(tokens=6000))
+    put_checkpoint(owner, "o-array", values(tokens=6000))
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = checkpoint - 'ts' WHERE thread_id = %s",
+            ("o-no-ts",),
+        )
+        conn.execute(
+            "UPDATE checkpoints SET metadata = '[1, 2]'::jsonb WHERE thread_id = %s", ("o-array",)
+        )
+    store = platform_store(get_settings())
+    assert isinstance(store, PlatformStore)
+    shown = show_newest_usage(get_settings(), store, _changed(store))
+    assert shown <= {"o-good", "o-array"} and "o-good" in shown and "o-no-ts" not in shown
+    report = scan(get_settings())
+    assert report.failed == 0 and report.projected + report.quarantined == 3
+
+
+def test_a_scan_shows_first_from_its_threshold_on_in_chunks(
+    db_url: str, attached: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        put_checkpoint(attached.owner_conninfo, f"c-{n}", values(tokens=1000 + n))
+    monkeypatch.setattr(newest_usage, "CHUNK", 2)  # three chunks
+    monkeypatch.setattr(scanner, "SHOW_FIRST_MIN", 6)
+    stopped = scan(get_settings(), should_stop=lambda: True)
+    assert stopped.shown == 0 and stopped.shown_seconds is None and _rows() == {}
+    monkeypatch.setattr(scanner, "SHOW_FIRST_MIN", 5)
+    stopped = scan(get_settings(), should_stop=lambda: True)
+    assert stopped.shown == 0  # asked to stop before the first chunk: nothing shown
+    stopped = scan(get_settings(), should_stop=stop_after(2))
+    assert stopped.shown == 4 and len(_rows()) == 4  # two chunks of two, then asked to stop
+    rest = scan(get_settings())
+    assert rest.shown == 0 and rest.projected == 5  # one left unseen: under the threshold

@@ -105,30 +105,29 @@ def test_thread_detail_draws_the_platform_state(
     )
     chat = [d.value for d in at.dataframe if "sequence" in d.value.columns]
     assert chat and len(chat[0]) == messages
-    assert not any("Shown at its newest usage" in c.value for c in at.caption)
+    assert not any("is not projected yet" in c.value for c in at.caption)
 
 
-def test_thread_detail_says_a_thread_shown_first_has_its_history_to_come(
+def test_thread_detail_says_a_thread_shown_has_its_history_to_come(
     demo_env: Settings,
     attached: Platform,
     app_test: Callable[..., AppTest],
 ) -> None:
     """A first scan stopped after showing: the page draws the platform's state and says the
     history is still to be projected."""
+    from tests.attach.test_newest_usage import stop_after
     from yuxi_dash.attach.scanner import scan
     from yuxi_dash.settings import get_settings
 
     ran = attached.run([HOT])
-    report = scan(get_settings(), show_first=True, should_stop=lambda: True)
-    assert report.shown_first == 1 and report.projected == 0
+    report = scan(get_settings(), show_first=True, should_stop=stop_after(1))
+    assert report.shown == 1 and report.projected == 0
 
     at = app_test()
     at.query_params["thread"] = "plat-hot"
     at.switch_page("app_pages/thread_detail.py").run()
     assert not at.exception and not at.error
-    assert any(
-        c.value.startswith("Shown at its newest usage by the first scan") for c in at.caption
-    )
+    assert any(c.value.startswith("Its history (usage timeline, chat record") for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Summary pressure"] == pct(
         ran["plat-hot"]["token_usage"]["summary_pressure_ratio"]

@@ -3,7 +3,7 @@
 A first scan projects every checkpoint of every thread: minutes on a large platform. Before
 that, `show_newest_usage` gives each thread the scan holds no row for a row with the usage
 its newest checkpoint's ``token_usage`` states (what the fleet pages and the 85% list read),
-its user, agent and last activity: one platform query (`NEWEST_SQL`) and one insert per
+its user, agent and last activity: one platform query (`NEWEST_USAGE_SQL`) and one insert per
 `CHUNK` threads. Rules:
 - The row's projected checkpoint stays empty, so the projection that follows reads the
   thread from its first checkpoint, as it would have, and sets every figure again.
@@ -17,7 +17,7 @@ its user, agent and last activity: one platform query (`NEWEST_SQL`) and one ins
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from yuxi_dash import validation
 from yuxi_dash.attach.batch import FORMAT_WITH_SENDS, NULL_TASK_ID
 from yuxi_dash.attach.platform_store import PlatformStore
-from yuxi_dash.attach.projector import ChangedThread, finish_row, new_row_values
+from yuxi_dash.attach.projector import DEADLOCK, ChangedThread, finish_row, new_row_values
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.service.bulk_rows import insert_new_rows
@@ -35,8 +35,16 @@ from yuxi_dash.service.usage_writes import set_current_usage
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpoint_serde import strict
 from yuxi_dash.store.checkpointer import ThreadCheckpoint
+from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import is_lock_failure, locked_session
-from yuxi_dash.store.models import Conversation
+from yuxi_dash.store.models import (
+    AgentRun,
+    ChatMessage,
+    Conversation,
+    RunRequest,
+    ToolResult,
+    UsageSnapshotRow,
+)
 from yuxi_dash.store.origin import attached_rows
 
 log = logging.getLogger(__name__)
@@ -44,7 +52,7 @@ log = logging.getLogger(__name__)
 CHUNK = 1000  # threads read in one platform query and inserted in one statement
 # each wanted thread's newest root checkpoint, whether it can stand alone (current format, no
 # writes of no task), and its token_usage blob (the version the checkpoint names)
-NEWEST_SQL = """
+NEWEST_USAGE_SQL = """
 SELECT c.thread_id, c.checkpoint_id, c.metadata, c.checkpoint->>'ts' AS ts,
     (c.parent_checkpoint_id IS NOT NULL
      AND CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number'
@@ -62,6 +70,8 @@ LEFT JOIN checkpoint_blobs b
   ON b.thread_id = c.thread_id AND b.checkpoint_ns = '' AND b.channel = %(usage)s
   AND b.version = c.checkpoint->'channel_versions'->>%(usage)s
 """
+# the tables whose rows refer to a thread's row (a delete cascades to them)
+_REFERRING = (UsageSnapshotRow, ChatMessage, ToolResult, CompressionRecord, RunRequest, AgentRun)
 # the columns a shown row sets (the rest keep their defaults until the projection)
 SHOWN_COLUMNS = (
     "thread_id", "user_id", "agent_slug", "title", "origin", "platform_id", "last_activity_at",
@@ -75,46 +85,73 @@ def show_newest_usage(
     store: PlatformStore,
     threads: Sequence[ChangedThread],
     platform_id: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> set[str]:
     """Rows for ``threads`` at the usage their newest checkpoints state; the ids shown.
 
-    A chunk whose insert waits past the lock timeout is left to the projection.
+    Best effort: a chunk whose insert waits past the lock timeout, deadlocks with another
+    scanner or is refused is left to the projection (one log line by type).
     """
     shown: set[str] = set()
+    table = cast(sa.Table, Conversation.__table__)
     for start in range(0, len(threads), CHUNK):
+        if should_stop is not None and should_stop():
+            break
         rows = _rows(store, threads[start : start + CHUNK], platform_id)
         try:
             with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
-                table = cast(sa.Table, Conversation.__table__)
                 shown |= insert_new_rows(session, table, rows, "thread_id")
-        except sa.exc.OperationalError as exc:
-            if not is_lock_failure(exc):
-                raise
-            log.info("attach scan: %d threads wait for their projection (a row busy)", len(rows))
+        except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.DataError) as exc:
+            if isinstance(exc, sa.exc.OperationalError) and not _busy(exc):
+                raise  # our own database is down
+            log.warning(
+                "attach scan: %d threads wait for their projection (%s)",
+                len(rows),
+                type(exc.orig).__name__,
+            )
     return shown
 
 
 def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
-    """Remove the shown rows of ``thread_ids`` that nothing was projected into; how many."""
-    if not thread_ids:
+    """Remove the rows of ``thread_ids`` shown at their newest usage; how many.
+
+    Such a row is an attached one with usage but without a projected checkpoint, and no rows
+    refer to it (a row the batch made for a thread it read alone has no usage: it stays, as
+    without showing). Busy (a lock timeout, a deadlock): left to the next scan, which asks again.
+    """
+    dropped = 0
+    refer = [model.thread_id for model in _REFERRING]  # what cascades with a row
+    try:
+        with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
+            for start in range(0, len(thread_ids), CHUNK):
+                done = session.execute(
+                    sa.delete(Conversation).where(
+                        Conversation.thread_id.in_(list(thread_ids[start : start + CHUNK])),
+                        attached_rows(),
+                        Conversation.checkpoint_id.is_(None),
+                        Conversation.usage_measured_at.is_not(None),
+                        *(~sa.exists().where(column == Conversation.thread_id) for column in refer),
+                    )
+                )
+                dropped += int(getattr(done, "rowcount", 0) or 0)
+    except sa.exc.OperationalError as exc:
+        if not _busy(exc):
+            raise
+        log.info("attach scan: shown rows of quarantined threads wait for the next scan")
         return 0
-    with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
-        done = session.execute(
-            sa.delete(Conversation).where(
-                Conversation.thread_id.in_(list(thread_ids)),
-                attached_rows(),
-                Conversation.checkpoint_id.is_(None),
-            )
-        )
-        return int(getattr(done, "rowcount", 0) or 0)
+    return dropped
+
+
+def _busy(exc: sa.exc.OperationalError) -> bool:
+    return is_lock_failure(exc) or getattr(exc.orig, "sqlstate", None) == DEADLOCK
 
 
 def _rows(
     store: PlatformStore, threads: Sequence[ChangedThread], platform_id: str | None
 ) -> list[dict[str, Any]]:
-    """The shown rows of one chunk of threads (one platform query)."""
+    """The shown rows of one chunk of threads (one platform query), in thread id order."""
     found = store.fetch(
-        NEWEST_SQL,
+        NEWEST_USAGE_SQL,
         {
             "threads": [t.thread_id for t in threads],
             "newest": [t.newest for t in threads],
@@ -134,22 +171,22 @@ def _rows(
             usage = serde.loads_typed((row["type"], row["blob"]))
             checkpoint = _checkpoint(row, {TOKEN_USAGE_KEY: usage})
             figures = usage_from_values(checkpoint.values)
-        except (YuxiDashError, ValueError):
-            continue  # an id, a type or figures we cannot hold: the projection says which
-        if figures is None:
-            continue  # no usage stated: the projection measures it on the messages
+        except (YuxiDashError, ValueError, TypeError):
+            continue  # an id, a type, a time or figures we cannot hold: the projection says
+        if figures is None or checkpoint.created_at is None:
+            continue  # no usage stated (measured on the messages) or no time: the projection
         conv = Conversation(**new_row_values(checkpoint.thread_id), platform_id=platform_id)
         set_current_usage(
             conv, figures, measured_at=usage_measured_at(checkpoint.values, checkpoint)
         )
         finish_row(conv, checkpoint, first_at=None, fresh=False)
         rows.append({name: getattr(conv, name) for name in SHOWN_COLUMNS})
-    return rows
+    return sorted(rows, key=lambda row: row["thread_id"])  # the batches' order: no deadlock
 
 
 def _checkpoint(row: Mapping[str, Any], values: dict[str, Any]) -> ThreadCheckpoint:
     """The newest checkpoint with ``values`` (its usage alone), as the projection sees it."""
-    metadata = dict(row["metadata"] or {})
+    metadata = dict(row["metadata"]) if isinstance(row["metadata"], Mapping) else {}
     created = datetime.fromisoformat(row["ts"]) if row["ts"] else None
     return ThreadCheckpoint(
         thread_id=str(row["thread_id"]),

@@ -143,18 +143,27 @@ def finish_row(
 ) -> None:
     """Who and which agent the newest checkpoint names, when it was written; alive again."""
     if latest is not None:
-        user = _metadata_identifier(latest.metadata, USER_KEYS)
-        agent = _metadata_identifier(latest.metadata, AGENT_KEYS)
-        if user is not None:
-            conv.user_id = user
-        if agent is not None:
-            conv.agent_slug = agent
+        name_row(conv, latest)
         if latest.created_at is not None:
             conv.last_activity_at = latest.created_at
         if conv.status == DELETED:  # the platform has the thread again
             conv.status, conv.deleted_at = ACTIVE, None
     if first_at is not None and fresh:
         conv.created_at = first_at  # when the platform started it, not when we saw it
+
+
+def name_row(conv: Conversation, newest: ThreadCheckpoint) -> None:
+    """The user and agent the newest checkpoint's metadata names (kept where it names none).
+
+    Set before a thread's checkpoints are projected too: what they record (a compression's
+    agent, the agent whose settings measure a state without usage) is the newest agent's.
+    """
+    user = _metadata_identifier(newest.metadata, USER_KEYS)
+    agent = _metadata_identifier(newest.metadata, AGENT_KEYS)
+    if user is not None:
+        conv.user_id = user
+    if agent is not None:
+        conv.agent_slug = agent
 
 
 def _new_row(session: Session, thread_id: str) -> Conversation:
@@ -182,7 +191,7 @@ def _apply(
         tally.done.add(thread.thread_id)
         return
     reader = ProjectionReader(store, since=conv.checkpoint_id)
-    latest = project_thread(session, conv, reader)
+    latest = project_thread(session, conv, reader, naming=name_row)
     finish_row(conv, latest, first_at=reader.first_at, fresh=reader.since is None)
     tally.checkpoints_read += reader.read
     tally.new_checkpoints += reader.new
@@ -285,6 +294,9 @@ def _project_together(
     # the saved results of a newest checkpoint read without its messages are indexed already
     indexing = {c.thread_id for c, r in ready if r.newer and MESSAGES_CHANNEL in r.newer[-1].values}
     rows = load_projected(session, known, messages=talk, indexing=indexing)
+    for conv, read in ready:
+        if read.newer:
+            name_row(conv, read.newer[-1])  # before projecting, as `project_thread` does
     slugs = sorted({conv.agent_slug for conv, _ in ready})
     agents = {a.slug: a for a in session.scalars(sa.select(Agent).where(Agent.slug.in_(slugs)))}
     agent_of: Callable[[str], Agent | None] = agents.get

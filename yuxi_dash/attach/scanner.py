@@ -106,7 +106,7 @@ class ScanReport(Record):
     quarantined: int = 0  # threads this scan could not project (quarantined, moved past)
     quarantined_skipped: int = 0  # quarantined before at the same checkpoint: not read again
     undeleted: int = 0  # threads marked deleted that the platform has again
-    shown_first: int = 0  # threads never seen, shown at their newest usage before projecting
+    shown: int = 0  # threads never seen, shown at their newest usage before projecting
     shown_seconds: float | None = None  # from the scan's start until they were shown
     future_threads: list[str] = field(default_factory=list)  # printable ids
     quarantined_threads: list[str] = field(default_factory=list)  # printable ids
@@ -333,7 +333,7 @@ def scan(
     held = quarantine.held(settings, source, quarantine.QUARANTINED)
     flagged = quarantine.held(settings, source, quarantine.FLAGGED)
     changed: list[ChangedThread] = []
-    skipped = 0
+    skipped: list[str] = []  # quarantined at their newest checkpoint: not read again
     retried: list[str] = []  # quarantined before, moved since: tried again
     revived: list[str] = []  # marked deleted, seen again with the checkpoint projected
     missing = {t.thread_id for t in seen if t.thread_id not in projected}
@@ -343,7 +343,7 @@ def scan(
         if not is_attached(origin):
             tally.conflict(thread.thread_id)
         elif held.get(key) == quarantine.printable(thread.newest, 64):
-            skipped += 1  # quarantined at this checkpoint: moved past, not read again
+            skipped.append(thread.thread_id)  # quarantined at this checkpoint: moved past
         elif checkpoint != thread.newest:
             changed.append(thread)
             if key in held:
@@ -366,7 +366,7 @@ def scan(
     if first and (len(first) >= SHOW_FIRST_MIN if show_first is None else show_first):
         store = opened or platform_store(settings)
         if isinstance(store, PlatformStore):
-            shown = show_newest_usage(settings, store, first, platform_id)
+            shown = show_newest_usage(settings, store, first, platform_id, should_stop)
             shown_seconds = round(time.perf_counter() - started, 4)
 
     def on_progress(now: ScanProgress) -> None:
@@ -406,7 +406,9 @@ def scan(
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
     quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
-    drop_unprojected(settings, [p.thread_id for p in tally.problems if p.thread_id in shown])
+    # a quarantined thread is never drawn: no row shown at its newest usage stays (this scan's,
+    # or one a stopped scan left), however it came to be quarantined
+    drop_unprojected(settings, [p.thread_id for p in tally.problems] + skipped)
     quarantine.lift(
         settings, source, [t for t in retried if t in tally.done], quarantine.QUARANTINED
     )
@@ -449,9 +451,9 @@ def scan(
         watermark_reset=reset,
         future=len(future),
         quarantined=len(tally.problems),
-        quarantined_skipped=skipped,
+        quarantined_skipped=len(skipped),
         undeleted=len(revived),
-        shown_first=len(shown),
+        shown=len(shown),
         shown_seconds=shown_seconds,
         future_threads=[quarantine.printable(p.thread_id) for p in future[:_FLAGS_SHOWN]],
         quarantined_threads=[

@@ -164,7 +164,8 @@ def insert_new_rows(
     A row another transaction inserted meanwhile is kept as it is (``ON CONFLICT DO
     NOTHING``). On PostgreSQL the rows are one array parameter per column
     (``INSERT … SELECT … FROM unnest(…)``, the columns' defaults included), so the
-    statement is the same for any count; SQLite gets a row of values each.
+    statement is the same for any count; SQLite gets a row of values each. Every row names
+    the same columns; a column given as None is NULL (defaults fill the columns not named).
     """
     if not rows:
         return set()

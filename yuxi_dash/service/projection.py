@@ -402,12 +402,20 @@ def _record_event(
 
 
 def project_thread(
-    session: Session, conv: Conversation, store: CheckpointStore, settings: Settings | None = None
+    session: Session,
+    conv: Conversation,
+    store: CheckpointStore,
+    settings: Settings | None = None,
+    *,
+    naming: Callable[[Conversation, ThreadCheckpoint], None] | None = None,
 ) -> ThreadCheckpoint | None:
-    """Bring the conversation's projection up to its newest checkpoint; return that checkpoint."""
+    """Bring the conversation's projection up to its newest checkpoint; return that checkpoint
+    (``naming``: the row's user and agent set from it first)."""
     baseline, newer = checkpoints_since(store, conv.thread_id, conv.checkpoint_id)
     if not newer:
         return baseline
+    if naming is not None:
+        naming(conv, newer[-1])  # what the checkpoints record is the newest agent's
     rows = load_projected(session, [conv.thread_id])[conv.thread_id]
     writes = ProjectionWrites(known={conv.thread_id}, settings=settings)
     latest = project_checkpoints(
