@@ -8,6 +8,7 @@ thread it cannot project keeps no row.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import newest_usage, projector, scanner
 from yuxi_dash.attach.batch import NULL_TASK_ID
-from yuxi_dash.attach.newest_usage import show_newest_usage
+from yuxi_dash.attach.newest_usage import drop_unprojected, show_newest_usage
 from yuxi_dash.attach.platform_store import PlatformStore, platform_store
 from yuxi_dash.attach.projector import ChangedThread, new_row_values
 from yuxi_dash.attach.scanner import CHANGED_THREADS_SQL, scan
@@ -170,10 +171,12 @@ def test_only_a_newest_checkpoint_that_states_its_usage_alone_is_shown(
     assert rows["n-held"].title == "mine" and rows["n-held"].summary_pressure_ratio in (None, 0)
 
 
-def test_a_thread_shown_then_quarantined_keeps_no_row(db_url: str, attached: Platform) -> None:
+def test_a_thread_shown_then_quarantined_keeps_no_row(
+    db_url: str, attached: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """NUL text in its messages, usage we can hold: shown, then quarantined by the projection,
     and its row goes (a quarantined thread is never drawn): in the same scan, in the scan after
-    a stopped one, and in a scan that finds it still quarantined with such a row."""
+    a stopped one, and in any later scan that finds such a row, window or not."""
     owner = attached.owner_conninfo
     put_checkpoint(owner, "q-good", values(tokens=20_000), metadata={"user_id": "alice"})
     nul = put_checkpoint(owner, "q-nul", values("before\x00after", tokens=30_000))
@@ -191,13 +194,76 @@ def test_a_thread_shown_then_quarantined_keeps_no_row(db_url: str, attached: Pla
     assert (after.shown, after.projected, after.quarantined) == (0, 1, 1)
     assert set(_rows()) == {"q-good", "q-good2"}
 
-    with db.session_scope() as session:  # a row shown by a scan whose drop never came
+    # a row shown by a scan whose drop never came (busy, a crash), its thread out of the next
+    # scans' window now: a later scan still drops it
+    with db.session_scope() as session:
         shown = {"summary_pressure_ratio": 1.2, "usage_measured_at": utcnow()}
         session.add(Conversation(**new_row_values("q-nul"), **shown))
-    again = scan(get_settings(), full=True)
-    assert again.quarantined_skipped == 2 and again.quarantined == 0
-    assert set(_rows()) == {"q-good", "q-good2"}
-    assert nul  # still its newest checkpoint: quarantined there, not read again
+    monkeypatch.setattr(scanner, "OVERLAP_SECONDS", 0.0)  # as if minutes had passed
+    put_checkpoint(owner, "q-later", values(tokens=1_000))
+    later = scan(get_settings())
+    assert (later.quarantined_skipped, later.projected) == (0, 1)  # q-nul out of its window
+    assert set(_rows()) == {"q-good", "q-good2", "q-later"}
+    assert nul  # still its newest checkpoint: quarantined there, never read again
+
+
+def test_only_a_shown_row_nothing_refers_to_is_dropped(db_url: str) -> None:
+    """Usage, no projected checkpoint, attached, no rows that refer to it: else it stays."""
+    at = utcnow()
+    usage = {"summary_pressure_ratio": 0.9, "usage_measured_at": at}
+    with db.session_scope() as session:
+        session.add(Conversation(**new_row_values("d-shown"), **usage))
+        session.add(Conversation(**new_row_values("d-talked"), **usage))
+        session.add(Conversation(**new_row_values("d-empty")))  # a batch's row, read alone
+        session.add(Conversation(**new_row_values("d-projected"), **usage, checkpoint_id="c1"))
+        session.add(Conversation(**{**new_row_values("d-ours"), "origin": "dashboard"}, **usage))
+        session.flush()
+        session.add(
+            ChatMessage(thread_id="d-talked", sequence=1, role="user", content="hi", created_at=at)
+        )
+    every = ["d-shown", "d-talked", "d-empty", "d-projected", "d-ours", "d-none"]
+    assert drop_unprojected(get_settings(), every) == 1
+    assert set(_rows()) == {"d-talked", "d-empty", "d-projected", "d-ours"}
+    assert drop_unprojected(get_settings(), []) == 0
+
+
+def test_a_busy_drop_is_left_for_a_later_scan(db_url: str) -> None:
+    """The shown row locked by another transaction: nothing dropped, no error; then dropped."""
+    settings = get_settings().model_copy(update={"lock_timeout_seconds": 0.3})
+    with db.session_scope() as session:
+        session.add(Conversation(**new_row_values("b-shown"), usage_measured_at=utcnow()))
+    holder = db.get_engine(settings).connect()
+    try:
+        if db_url.startswith("sqlite"):  # the one writer's lock, on a connection of its own
+            holder.close()
+            holder = sqlite3.connect(sa.engine.make_url(db_url).database, isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+        else:
+            holder.begin()
+            holder.execute(
+                sa.select(Conversation.id)
+                .where(Conversation.thread_id == "b-shown")
+                .with_for_update()
+            )
+        assert drop_unprojected(settings, ["b-shown"]) == 0
+    finally:
+        holder.rollback()
+        holder.close()
+    assert drop_unprojected(settings, ["b-shown"]) == 1
+
+
+def test_a_refused_insert_leaves_the_threads_to_the_projection(
+    db_url: str, attached: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(3):
+        put_checkpoint(attached.owner_conninfo, f"r-{n}", values(tokens=1000 + n))
+
+    def refused(*_args: Any) -> set[str]:
+        raise sa.exc.IntegrityError("INSERT", {}, ValueError("refused"))
+
+    monkeypatch.setattr(newest_usage, "insert_new_rows", refused)
+    report = scan(get_settings(), show_first=True)
+    assert (report.shown, report.projected, report.failed) == (0, 3, 0)
 
 
 def test_odd_newest_rows_are_left_to_the_projection_and_never_stop_the_scan(

@@ -183,6 +183,25 @@ def test_batched_and_per_thread_scans_project_identical_rows(
     assert call is not None and tuple(call) == ("gpt-test", 42)  # the same in both paths (dump)
 
 
+def test_a_first_scan_records_the_threads_agent_on_its_compressions_on_both_paths(
+    db_url: str, second_database: str, attached: Platform
+) -> None:
+    """A thread read from its first checkpoint is named from its newest before its checkpoints
+    are projected: its compressions record its agent, not the placeholder, batched or alone."""
+    batched = get_settings()
+    per_thread = batched.model_copy(update={"database_url": second_database})
+    db.get_engine(per_thread)
+    attached.run(ROUND_ONE[:1])
+    attached.run([{**ROUND_ONE[0], "round": 2}])  # summarizes
+    scan(batched, show_first=False)
+    scan(per_thread, show_first=False, together=False)
+    rows = dump(batched)
+    assert rows["compressions"] and rows == dump(per_thread)
+    with db.session_scope(batched) as session:
+        agents = set(session.scalars(sa.select(CompressionRecord.agent_slug)))
+    assert agents == {"research"}
+
+
 def _folded_checkpoint(owner: Any, thread_id: str) -> str:
     """A checkpoint of the thread between two others, at its parent's usage version (one the
     batch's query folds away)."""

@@ -27,8 +27,8 @@ from yuxi_dash import validation
 from yuxi_dash.attach.batch import FORMAT_WITH_SENDS, NULL_TASK_ID
 from yuxi_dash.attach.platform_store import PlatformStore
 from yuxi_dash.attach.projector import DEADLOCK, ChangedThread, finish_row, new_row_values
+from yuxi_dash.attach.quarantine import QUARANTINED, thread_key
 from yuxi_dash.compression.state_format import TOKEN_USAGE_KEY
-from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.service.bulk_rows import insert_new_rows
 from yuxi_dash.service.projection import usage_from_values, usage_measured_at
 from yuxi_dash.service.usage_writes import set_current_usage
@@ -36,9 +36,10 @@ from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpoint_serde import strict
 from yuxi_dash.store.checkpointer import ThreadCheckpoint
 from yuxi_dash.store.compressions import CompressionRecord
-from yuxi_dash.store.db import is_lock_failure, locked_session
+from yuxi_dash.store.db import is_lock_failure, locked_session, session_scope
 from yuxi_dash.store.models import (
     AgentRun,
+    AttachQuarantine,
     ChatMessage,
     Conversation,
     RunRequest,
@@ -90,7 +91,7 @@ def show_newest_usage(
     """Rows for ``threads`` at the usage their newest checkpoints state; the ids shown.
 
     Best effort: a chunk whose insert waits past the lock timeout, deadlocks with another
-    scanner or is refused is left to the projection (one log line by type).
+    scanner or is refused is left to the projection (a log line naming the error's type).
     """
     shown: set[str] = set()
     table = cast(sa.Table, Conversation.__table__)
@@ -112,13 +113,39 @@ def show_newest_usage(
     return shown
 
 
+def drop_quarantined(settings: Settings, source: str) -> int:
+    """Remove the shown rows of ``source``'s quarantined threads, whichever scan quarantined
+    them; how many.
+
+    Every scan asks, whatever its window, so a drop that was busy (or never came: a stopped
+    scan, a crash) comes with a later scan. A valid thread id is its own printable label: the
+    quarantine is joined on it, then matched on the exact id's key.
+    """
+    with session_scope(settings) as session:
+        found = session.execute(
+            sa.select(Conversation.thread_id, AttachQuarantine.thread_key)
+            .join(AttachQuarantine, AttachQuarantine.thread_label == Conversation.thread_id)
+            .where(
+                AttachQuarantine.source == source,
+                AttachQuarantine.action == QUARANTINED,
+                attached_rows(),
+                Conversation.checkpoint_id.is_(None),
+                Conversation.usage_measured_at.is_not(None),
+            )
+        ).all()
+    return drop_unprojected(settings, [t for t, key in found if thread_key(t) == key])
+
+
 def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
     """Remove the rows of ``thread_ids`` shown at their newest usage; how many.
 
     Such a row is an attached one with usage but without a projected checkpoint, and no rows
     refer to it (a row the batch made for a thread it read alone has no usage: it stays, as
-    without showing). Busy (a lock timeout, a deadlock): left to the next scan, which asks again.
+    without showing). Busy (a lock timeout, a deadlock): 0 and one log line; a later scan's
+    `drop_quarantined` asks again.
     """
+    if not thread_ids:
+        return 0
     dropped = 0
     refer = [model.thread_id for model in _REFERRING]  # what cascades with a row
     try:
@@ -137,7 +164,7 @@ def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
     except sa.exc.OperationalError as exc:
         if not _busy(exc):
             raise
-        log.info("attach scan: shown rows of quarantined threads wait for the next scan")
+        log.info("attach scan: shown rows of quarantined threads wait for a later scan")
         return 0
     return dropped
 
@@ -171,8 +198,8 @@ def _rows(
             usage = serde.loads_typed((row["type"], row["blob"]))
             checkpoint = _checkpoint(row, {TOKEN_USAGE_KEY: usage})
             figures = usage_from_values(checkpoint.values)
-        except (YuxiDashError, ValueError, TypeError):
-            continue  # an id, a type, a time or figures we cannot hold: the projection says
+        except Exception:  # noqa: BLE001 - outside data: the projection says what is wrong
+            continue  # an id, a type, a time, metadata or figures we cannot hold
         if figures is None or checkpoint.created_at is None:
             continue  # no usage stated (measured on the messages) or no time: the projection
         conv = Conversation(**new_row_values(checkpoint.thread_id), platform_id=platform_id)

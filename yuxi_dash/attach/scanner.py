@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from yuxi_dash.attach import quarantine
 from yuxi_dash.attach.checkpoint_clock import OVERLAP_SECONDS, checkpoint_time, scan_floor
-from yuxi_dash.attach.newest_usage import drop_unprojected, show_newest_usage
+from yuxi_dash.attach.newest_usage import drop_quarantined, show_newest_usage
 from yuxi_dash.attach.platform_store import (
     PlatformStore,
     attach_conninfo,
@@ -333,7 +333,7 @@ def scan(
     held = quarantine.held(settings, source, quarantine.QUARANTINED)
     flagged = quarantine.held(settings, source, quarantine.FLAGGED)
     changed: list[ChangedThread] = []
-    skipped: list[str] = []  # quarantined at their newest checkpoint: not read again
+    skipped = 0
     retried: list[str] = []  # quarantined before, moved since: tried again
     revived: list[str] = []  # marked deleted, seen again with the checkpoint projected
     missing = {t.thread_id for t in seen if t.thread_id not in projected}
@@ -343,7 +343,7 @@ def scan(
         if not is_attached(origin):
             tally.conflict(thread.thread_id)
         elif held.get(key) == quarantine.printable(thread.newest, 64):
-            skipped.append(thread.thread_id)  # quarantined at this checkpoint: moved past
+            skipped += 1  # quarantined at this checkpoint: moved past, not read again
         elif checkpoint != thread.newest:
             changed.append(thread)
             if key in held:
@@ -406,9 +406,9 @@ def scan(
     if not stopped:
         reached = max((t.newest for t in seen), default=None)
     quarantined = quarantine.record(settings, source, tally.problems, quarantine.QUARANTINED)
-    # a quarantined thread is never drawn: no row shown at its newest usage stays (this scan's,
-    # or one a stopped scan left), however it came to be quarantined
-    drop_unprojected(settings, [p.thread_id for p in tally.problems] + skipped)
+    # a quarantined thread is never drawn: no row shown at its newest usage stays, whichever
+    # scan showed or quarantined it
+    drop_quarantined(settings, source)
     quarantine.lift(
         settings, source, [t for t in retried if t in tally.done], quarantine.QUARANTINED
     )
@@ -451,7 +451,7 @@ def scan(
         watermark_reset=reset,
         future=len(future),
         quarantined=len(tally.problems),
-        quarantined_skipped=len(skipped),
+        quarantined_skipped=skipped,
         undeleted=len(revived),
         shown=len(shown),
         shown_seconds=shown_seconds,
