@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +110,20 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     upgrade(f"sqlite:///{path}")
     assert not path.with_name(path.name + "-wal").exists(), "the migration left a WAL behind"
     return path
+
+
+_MAIN = sys.modules["__main__"]  # the interpreter's own (pytest, or an xdist worker)
+
+
+@pytest.fixture(autouse=True)
+def interpreter_main(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with the interpreter's ``__main__``.
+
+    Streamlit's script runner (AppTest) installs the page it ran as ``__main__`` and leaves
+    it there; a process spawned later in the same worker (the attach scan's, the tuning
+    fleet's) would then run that page before its task.
+    """
+    monkeypatch.setitem(sys.modules, "__main__", _MAIN)
 
 
 @pytest.fixture(autouse=True)
