@@ -9,8 +9,8 @@ its user, agent and last activity: one platform query (`NEWEST_USAGE_SQL`) and o
   thread from its first checkpoint, as it would have, and sets every figure again.
 - Shown only: a newest checkpoint in the saver's current format, without writes of no task,
   with usage and ids we can hold. The others wait for the projection, which measures,
-  refuses or quarantines them as always; `drop_unprojected` removes the row of a thread
-  the projection then quarantines. A row that exists by then is left as it is.
+  refuses or quarantines them as always; `drop_quarantined` removes the row of a thread
+  that is quarantined. A row that exists by then is left as it is.
 - Nothing is written to the platform; the watermark is the projection's alone.
 """
 
@@ -35,17 +35,8 @@ from yuxi_dash.service.usage_writes import set_current_usage
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.checkpoint_serde import strict
 from yuxi_dash.store.checkpointer import ThreadCheckpoint
-from yuxi_dash.store.compressions import CompressionRecord
 from yuxi_dash.store.db import is_lock_failure, locked_session, session_scope
-from yuxi_dash.store.models import (
-    AgentRun,
-    AttachQuarantine,
-    ChatMessage,
-    Conversation,
-    RunRequest,
-    ToolResult,
-    UsageSnapshotRow,
-)
+from yuxi_dash.store.models import AttachQuarantine, Conversation
 from yuxi_dash.store.origin import attached_rows
 
 log = logging.getLogger(__name__)
@@ -71,8 +62,6 @@ LEFT JOIN checkpoint_blobs b
   ON b.thread_id = c.thread_id AND b.checkpoint_ns = '' AND b.channel = %(usage)s
   AND b.version = c.checkpoint->'channel_versions'->>%(usage)s
 """
-# the tables whose rows refer to a thread's row (a delete cascades to them)
-_REFERRING = (UsageSnapshotRow, ChatMessage, ToolResult, CompressionRecord, RunRequest, AgentRun)
 # the columns a shown row sets (the rest keep their defaults until the projection)
 SHOWN_COLUMNS = (
     "thread_id", "user_id", "agent_slug", "title", "origin", "platform_id", "last_activity_at",
@@ -128,9 +117,7 @@ def drop_quarantined(settings: Settings, source: str) -> int:
             .where(
                 AttachQuarantine.source == source,
                 AttachQuarantine.action == QUARANTINED,
-                attached_rows(),
-                Conversation.checkpoint_id.is_(None),
-                Conversation.usage_measured_at.is_not(None),
+                *_shown_rows(),
             )
         ).all()
     return drop_unprojected(settings, [t for t, key in found if thread_key(t) == key])
@@ -147,16 +134,14 @@ def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
     if not thread_ids:
         return 0
     dropped = 0
-    refer = [model.thread_id for model in _REFERRING]  # what cascades with a row
+    refer = _referring()  # what a delete would cascade to
     try:
         with locked_session(settings, wait_seconds=settings.lock_timeout_seconds) as session:
             for start in range(0, len(thread_ids), CHUNK):
                 done = session.execute(
                     sa.delete(Conversation).where(
                         Conversation.thread_id.in_(list(thread_ids[start : start + CHUNK])),
-                        attached_rows(),
-                        Conversation.checkpoint_id.is_(None),
-                        Conversation.usage_measured_at.is_not(None),
+                        *_shown_rows(),
                         *(~sa.exists().where(column == Conversation.thread_id) for column in refer),
                     )
                 )
@@ -167,6 +152,22 @@ def drop_unprojected(settings: Settings, thread_ids: Sequence[str]) -> int:
         log.info("attach scan: shown rows of quarantined threads wait for a later scan")
         return 0
     return dropped
+
+
+def _shown_rows() -> tuple[sa.ColumnElement[bool], ...]:
+    """A row shown at its newest usage: attached, with usage, nothing projected into it."""
+    return (
+        attached_rows(),
+        Conversation.checkpoint_id.is_(None),
+        Conversation.usage_measured_at.is_not(None),
+    )
+
+
+def _referring() -> list[sa.Column[Any]]:
+    """The columns of every table that refer to a thread's row, read from the schema."""
+    thread = Conversation.__table__.c.thread_id
+    tables = Conversation.metadata.tables.values()
+    return [fk.parent for table in tables for fk in table.foreign_keys if fk.column is thread]
 
 
 def _busy(exc: sa.exc.OperationalError) -> bool:

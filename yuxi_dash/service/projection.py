@@ -434,8 +434,8 @@ def project_thread(
 def catch_up(
     session: Session, conv: Conversation, store: CheckpointStore, settings: Settings | None = None
 ) -> dict[str, Any] | None:
-    """`project_thread`, and what it caught up on ({from, to, source}; None when nothing): a
-    write whose projection never committed (a crash) or one outside the lock; the caller audits."""
+    """`project_thread`, and what it caught up on ({from, to, source}; None when nothing). A row
+    behind means a projection never committed or a write outside the lock: the caller audits."""
     before = conv.checkpoint_id
     latest = project_thread(session, conv, store, settings)
     if latest is None or latest.checkpoint_id == before:
