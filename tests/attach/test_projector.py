@@ -10,6 +10,7 @@ the first scan and after an incremental one, every projected row is the same.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import sqlalchemy as sa
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import projector
-from yuxi_dash.attach.batch import NULL_TASK_ID, read_new_checkpoints
+from yuxi_dash.attach.batch import BLOBS_SQL, NULL_TASK_ID, StateShape, read_new_checkpoints
 from yuxi_dash.attach.platform_store import PlatformStore, platform_store
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
@@ -279,3 +280,55 @@ def test_a_checkpoint_with_an_odd_format_version_costs_its_thread_alone(
         projected = set(session.scalars(sa.select(Conversation.thread_id)))
     assert "plat-hot" in projected
     assert report.projected + report.quarantined == 2 and report.failed == 0
+
+
+@pytest.mark.parametrize("which", ["first", "newest"])
+def test_a_checkpoint_that_is_no_json_object_costs_its_thread_alone(
+    db_url: str, attached: Platform, alone: list[str], which: str
+) -> None:
+    """The batch reads parts of a checkpoint's JSON; one that is no object (first or later)
+    is read alone, as langgraph's own reader reads it."""
+    attached.run(ROUND_ONE[:2])
+    with psycopg.connect(attached.owner_conninfo, autocommit=True) as conn:
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'plat-cool' "
+                "ORDER BY checkpoint_id"
+            )
+        ]
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = '[]'::jsonb WHERE thread_id = 'plat-cool' "
+            "AND checkpoint_id = %s",
+            (ids[0] if which == "first" else ids[-1],),
+        )
+    report = scan(get_settings())
+    assert alone == ["plat-cool"]
+    assert report.projected + report.quarantined == 2 and report.failed == 0
+
+
+def test_the_batch_reads_only_the_blobs_of_the_state_s_channels(
+    db_url: str, attached: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint's other channels (the graph's input, its tasks, its branches) are never
+    fetched: the rows are the per-thread path's all the same (the first test)."""
+    attached.run(ROUND_ONE[:2])
+    store = platform_store(get_settings())
+    assert isinstance(store, PlatformStore)
+    asked: list[str] = []
+    fetch = store.fetch
+
+    def spy(sql: str, params: Any, **options: Any) -> list[dict[str, Any]]:
+        if sql == BLOBS_SQL:
+            asked.extend(channel for _, channel, _ in json.loads(params["keys"]))
+        return fetch(sql, params, **options)
+
+    monkeypatch.setattr(store, "fetch", spy)
+    with psycopg.connect(attached.owner_conninfo) as conn:
+        stored = {row[0] for row in conn.execute("SELECT DISTINCT channel FROM checkpoint_blobs")}
+    reads = read_new_checkpoints(store, {"plat-hot": None, "plat-cool": None})
+    assert all(read is not None and read.newer for read in reads.values())
+    stream = set(StateShape.of(store.graph).channels)
+    assert stored - stream, "the platform stores other channels too: the test proves nothing"
+    assert asked and set(asked) <= stream
+    assert {"messages", "token_usage"} <= set(asked)

@@ -10,9 +10,9 @@ when this read cannot stand in for the per-thread one (its projected checkpoint 
 checkpoint in the saver's format before version 4 or with writes of no task, a blob refused
 by `store.checkpoint_serde`); the scanner projects those alone, through langgraph's public
 reading API. Plain SQL over the saver's tables; a checkpoint's values are its stored stream
-channels. `tests/attach/test_projector.py` compares its rows with the per-thread path's,
-`tests/attach/test_batch_internals.py` what it assumes of langgraph (`bench/attach_batch.py`:
-what it buys over the public API per thread).
+channels, the only blobs read (`StateShape`). `tests/attach/test_projector.py` compares its
+rows with the per-thread path's, `tests/attach/test_batch_internals.py` what it assumes of
+langgraph (`bench/attach_batch.py`: what it buys over the public API per thread).
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ from yuxi_dash.store.checkpointer import ThreadCheckpoint
 # than the one before it's (what `fold` drops anyway: the saver's versions are unique, a
 # counter and a random fraction, so the same version is the same write, across forks too);
 # with what the thread's whole window holds: its checkpoints, writes of no task, a checkpoint
-# in an old format (a ``v`` that is not a number counts as old: the thread is read alone)
+# in an old format (a ``v`` that is not a number, or a checkpoint that is no JSON object, counts
+# as old: the thread is read alone); of a checkpoint only the parts a state is built from
 ROWS_SQL = """
-SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata,
+SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+    checkpoint->'channel_versions' AS channel_versions,
+    checkpoint->'channel_values' AS channel_values, checkpoint->'ts' AS ts, metadata,
     read, pending_writes, old_format
 FROM (
     SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint,
@@ -52,7 +55,8 @@ FROM (
             WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
               AND cw.checkpoint_id = c.checkpoint_id AND cw.task_id = %(null_task)s
         )) OVER thread AS pending_writes,
-        bool_or(c.parent_checkpoint_id IS NOT NULL
+        bool_or(jsonb_typeof(c.checkpoint) <> 'object'
+                OR c.parent_checkpoint_id IS NOT NULL
                 AND CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number'
                          THEN (c.checkpoint->>'v')::numeric ELSE 0 END < %(format_with_sends)s)
             OVER thread AS old_format,
@@ -161,29 +165,49 @@ def read_new_checkpoints(
     return reads
 
 
+@dataclass(frozen=True)
+class StateShape:
+    """What a graph's state values hold: its stream channels (`Pregel.stream_channels_asis`),
+    and the empty value of each that has one (an aggregate's ``[]``), read once per batch.
+    A checkpoint's other channels (the graph's input, tasks, branches) are never read."""
+
+    channels: tuple[str, ...]
+    empty: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, graph: Any) -> StateShape:
+        stream = graph.stream_channels_asis
+        channels = (stream,) if isinstance(stream, str) else tuple(stream)
+        empty: dict[str, Any] = {}
+        for name in channels:
+            try:
+                empty[name] = copy.deepcopy(graph.channels[name].copy().get())
+            except (KeyError, EmptyChannelError):
+                pass  # no empty value: left out, as the snapshot leaves it out
+        return cls(channels, empty)
+
+    def values(
+        self, stored: Mapping[str, Any], only: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """A checkpoint's state values, as ``get_state`` gives them, from its stored channel
+        values: a stream channel never written reads as its empty value (a copy), or is left
+        out when it has none. ``only``: those channels alone."""
+        values: dict[str, Any] = {}
+        for name in self.channels:
+            if only is not None and name not in only:
+                continue
+            if name in stored:
+                values[name] = stored[name]
+            elif name in self.empty:
+                values[name] = copy.deepcopy(self.empty[name])
+        return values
+
+
 def state_values(
     graph: Any, stored: Mapping[str, Any], only: Collection[str] | None = None
 ) -> dict[str, Any]:
-    """A checkpoint's state values, as ``get_state`` gives them, from its stored channel values.
-
-    The graph's stream channels (`Pregel.stream_channels_asis`) among the stored values; a
-    stream channel never written reads as its channel's empty value (an aggregate's ``[]``),
-    or is left out when it has none. ``only``: those channels alone.
-    """
-    stream = graph.stream_channels_asis
-    names = [stream] if isinstance(stream, str) else stream
-    values: dict[str, Any] = {}
-    for name in names:
-        if only is not None and name not in only:
-            continue
-        if name in stored:
-            values[name] = stored[name]
-            continue
-        try:
-            values[name] = copy.deepcopy(graph.channels[name].copy().get())
-        except (KeyError, EmptyChannelError):
-            pass  # no empty value: left out, as the snapshot leaves it out
-    return values
+    """A checkpoint's state values, as ``get_state`` gives them (`StateShape.values`)."""
+    return StateShape.of(graph).values(stored, only)
 
 
 def _plan(
@@ -230,7 +254,7 @@ def _first_read(
 
 
 def _named_versions(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    return row["checkpoint"].get("channel_versions") or {}
+    return row["channel_versions"] or {}
 
 
 def versions(row: Mapping[str, Any]) -> dict[str, str]:
@@ -276,7 +300,8 @@ class _Blobs:
         self.asked: set[tuple[str, str, str]] = set()  # fetched, found or not
         self.decoded: dict[tuple[str, str, str], Any] = {}
         self.built: dict[tuple[int, bytes], Any] = {}  # encoded object -> the object (`_load`)
-        self.graph = store.graph
+        self.shape = StateShape.of(store.graph)
+        self.stream = frozenset(self.shape.channels)  # the only channels read
 
     def fetch(self, wanted: list[tuple[str, Mapping[str, Any], Collection[str] | None]]) -> None:
         """Fetch the blobs of (thread, checkpoint row, those channels or every one) not fetched yet."""
@@ -285,7 +310,7 @@ class _Blobs:
                 (thread_id, channel, version)
                 for thread_id, row, only in wanted
                 for channel, version in versions(row).items()
-                if only is None or channel in only
+                if channel in self.stream and (only is None or channel in only)
             }
             - self.asked
         )
@@ -305,11 +330,11 @@ class _Blobs:
         self, thread_id: str, row: Mapping[str, Any], only: Collection[str] | None = None
     ) -> dict[str, Any]:
         """The checkpoint's channel values (as the saver's loader gives them), or those channels'."""
-        values = dict(row["checkpoint"].get("channel_values") or {})
+        values = dict(row["channel_values"] or {})
         if only is not None:
             values = {k: v for k, v in values.items() if k in only}
         for channel, version in versions(row).items():
-            if only is not None and channel not in only:
+            if channel not in self.stream or (only is not None and channel not in only):
                 continue
             key = (thread_id, channel, version)
             stored = self.raw.get(key)
@@ -352,17 +377,17 @@ class _Blobs:
     ) -> ThreadCheckpoint:
         """The checkpoint of one saver row, as ``get_state_history`` gives it (``only``: those channels).
 
-        Its values are `state_values` of the stored ones. Only rows without writes of no
+        Its values are `StateShape.values` of the stored ones. Only rows without writes of no
         task come here (`read_new_checkpoints`), in the saver's current format (`_readable`).
         """
         values = self._values(thread_id, row, only)
         metadata = dict(row["metadata"] or {})
-        stamp = row["checkpoint"].get("ts")
+        stamp = row["ts"]
         created = datetime.fromisoformat(stamp) if stamp else None
         return ThreadCheckpoint(
             thread_id=thread_id,
             checkpoint_id=str(row["checkpoint_id"]),
-            values=state_values(self.graph, values, only),
+            values=self.shape.values(values, only),
             created_at=created.astimezone(UTC) if created else None,
             step=int(metadata.get("step", 0) or 0),
             source=str(metadata.get("source", "")),
