@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.service.builders import seed_thread
 from yuxi_dash import service
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.ui.compress import _literal_table, _preview_rows
@@ -46,3 +47,20 @@ def test_preview_notes_name_the_real_reason(db_url: str) -> None:
         "t-plain": "agent does not support context compression",
         "t-orphan": "agent_not_found",
     }
+
+
+def test_preview_notes_a_change_only_against_a_checkpoint_the_list_showed(db_url: str) -> None:
+    """A row listed at a checkpoint that moved since says so; a row listed before any checkpoint
+    was projected (a first attach scan shows threads at their newest usage first) does not."""
+    seed_thread("t-listed")
+    seed_thread("t-shown", create_agent=False)
+    rows = _preview_rows(
+        [
+            {"thread_id": "t-listed", "checkpoint_id": "an-older-checkpoint"},
+            {"thread_id": "t-shown", "checkpoint_id": None},
+        ]
+    )
+    notes = {row["thread_id"]: row["note"] for row in rows}
+    assert all(row["checkpoint_id"] for row in rows)
+    assert "changed since the list was loaded" in notes["t-listed"]
+    assert "changed" not in notes["t-shown"]

@@ -104,7 +104,8 @@ def _preview_rows(pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
             note = "agent does not support context compression"
         if preview.reason == "insufficient_history" and preview.note:
             note = preview.note  # why, and whether one large tool result fills the kept part
-        if preview.checkpoint_id != item["checkpoint_id"]:
+        listed = item["checkpoint_id"]  # None: listed before a checkpoint was projected
+        if listed is not None and preview.checkpoint_id != listed:
             changed = "changed since the list was loaded"
             note = f"{note}; {changed}" if note else changed
         rows.append(
