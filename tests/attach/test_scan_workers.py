@@ -9,6 +9,9 @@ first stretch leaves the rest for the next one, which projects only those.
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -21,7 +24,8 @@ from tests.attach.test_projector import counts, dump
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
 from tests.fixtures.platform import Platform
-from yuxi_dash.attach import scan_workers
+from yuxi_dash.attach import scan_workers, scanner
+from yuxi_dash.attach.projector import ChangedThread
 from yuxi_dash.attach.scan_progress import (
     FAILED,
     FINISHED,
@@ -313,3 +317,52 @@ def test_the_process_setting_is_read_from_the_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("YUXI_DASH_ATTACH_SCAN_PROCESSES", "0")
     with pytest.raises(ValueError, match="attach_scan_processes|YUXI_DASH_ATTACH_SCAN_PROCESSES"):
         Settings()
+
+
+def test_stretches_keep_the_order_and_shrink_towards_the_end() -> None:
+    changed = [ChangedThread(f"t{i:05}", f"c{i:05}", 1) for i in range(10_000)]
+    stretches = scan_workers.split_stretches(changed, 250, 2)
+    assert [t for stretch in stretches for t in stretch] == changed
+    sizes = [len(stretch) for stretch in stretches]
+    assert sizes[0] == 250 and sizes == sorted(sizes, reverse=True)
+    assert sizes[-2] == scan_workers.BATCH  # the last ones are a batch (or what is left)
+    small = scan_workers.split_stretches(changed[:120], scan_workers.BATCH, 4)
+    assert [len(stretch) for stretch in small] == [50, 50, 20]
+
+
+def _worker_state() -> tuple[bool, int]:
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, gc.get_freeze_count()
+
+
+def test_a_worker_process_leaves_ctrl_c_to_its_parent_and_never_collects_its_imports() -> None:
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn, initializer=scan_workers._start_worker) as pool:
+        ignored, frozen = pool.submit(_worker_state).result()
+    assert ignored
+    assert frozen > 10_000  # the modules it imported to run a scan's chunk
+
+
+def test_the_new_threads_are_shown_while_the_worker_processes_start(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _ = two_dashboards
+    monkeypatch.setattr(scan_workers, "process_count", lambda _settings: 2)
+    monkeypatch.setattr(scan_workers, "PROCESS_MIN", 2)
+    attached.run(ROUND_ONE)
+    at_show: list[tuple[int, int]] = []
+    show = scanner.show_newest_usage
+
+    def spy(*args: Any, **kwargs: Any) -> set[str]:
+        at_show.append((len(multiprocessing.active_children()), _projected(settings)))
+        return show(*args, **kwargs)
+
+    monkeypatch.setattr(scanner, "show_newest_usage", spy)
+    before = len(multiprocessing.active_children())
+    report = scan(settings, show_first=True)
+    assert [(children - before, rows) for children, rows in at_show] == [(2, 0)]
+    assert (report.shown, report.projected, report.failed) == (4, 4, 0)
+    stored = read_watermark(settings, report.source)
+    assert stored is not None and stored.progress is not None
+    assert stored.progress["shown"] == 4

@@ -3,11 +3,11 @@
 `project_stretches` projects the threads a scan found changed (oldest newest checkpoint first)
 and yields each stretch with its `Tally` in the order submitted, so the scanner's watermark only
 follows finished work. Rules:
-- SQLite: one batch at a time in the caller's thread (one writer: the scanner's own saves
-  between batches never wait on a batch). PostgreSQL: `WORKERS` batches at once on threads;
-  from `PROCESS_MIN` threads on (a first scan), chunks of `CHUNK` on spawned processes (never
-  forked: the caller may be a server with threads), `process_count` of them. Both give the
-  same rows: `tests/attach/test_scan_workers.py`.
+- SQLite: one batch at a time in the caller's thread (one writer). PostgreSQL: `WORKERS`
+  batches at once on threads; from `PROCESS_MIN` threads on (a first scan), chunks of `CHUNK`
+  on `process_count` spawned processes (never forked: the caller may be a server with
+  threads), all started before the caller's ``meanwhile`` step runs. Both give the same rows
+  (`tests/attach/test_scan_workers.py`). Stretches shrink towards the end (`split_stretches`).
 - No more stretches are under way than there are workers; `should_stop` is asked before each
   one starts and while waiting, so a stop waits for at most the stretches already running.
 - `on_progress` gets a `ScanProgress` after each stretch and, on PostgreSQL, every
@@ -16,6 +16,7 @@ follows finished work. Rules:
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -102,9 +103,16 @@ def cpu_quota(quota_file: Path) -> int | None:
         return None
 
 
-def _quiet_interrupts() -> None:
-    """A worker process leaves Ctrl-C to its parent, which stops the scan."""
+def _start_worker() -> None:
+    """A worker process leaves Ctrl-C to its parent, which stops the scan; what it imported
+    lives as long as it does, so the garbage collector never walks it again (`gc.freeze`:
+    not in each full collection of a chunk, not at the worker's exit)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
+
+
+def _ready() -> None:
+    """A first task that only starts a worker process (its imports, `_start_worker`)."""
 
 
 def project_chunk(
@@ -126,10 +134,25 @@ def _pool(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executo
     processes = process_count(settings)
     if len(changed) >= PROCESS_MIN and processes > 1:
         spawn = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(processes, mp_context=spawn, initializer=_quiet_interrupts)
+        pool = ProcessPoolExecutor(processes, mp_context=spawn, initializer=_start_worker)
         return pool, processes, CHUNK
     workers = max(1, min(WORKERS, -(-len(changed) // BATCH)))
     return ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan"), workers, BATCH
+
+
+def split_stretches(
+    changed: Sequence[ChangedThread], size: int, workers: int
+) -> list[Sequence[ChangedThread]]:
+    """``changed`` in order, in stretches of ``size`` that shrink towards the end (to a
+    `BATCH`), so the workers finish together: none waits long on one last big stretch."""
+    stretches = []
+    start = 0
+    while start < len(changed):
+        left = len(changed) - start
+        step = min(size, max(BATCH, -(-left // (2 * workers))))
+        stretches.append(changed[start : start + step])
+        start += step
+    return stretches
 
 
 def project_stretches(
@@ -140,9 +163,15 @@ def project_stretches(
     *,
     together: bool = True,
     on_progress: Callable[[ScanProgress], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Generator[tuple[Sequence[ChangedThread], Tally | None], None, None]:
-    """Each stretch of ``changed`` with its tally (None: stopped before it ran), in order."""
+    """Each stretch of ``changed`` with its tally (None: stopped before it ran), in order.
+
+    ``meanwhile`` runs in this thread first, while the worker processes start (each imports
+    what it runs; the scanner shows the new threads' newest usage then)."""
     if not changed:
+        if meanwhile is not None:
+            meanwhile()
         return
     started = time.perf_counter()
     checkpoints_total = sum(t.checkpoints for t in changed)
@@ -161,6 +190,8 @@ def project_stretches(
         return should_stop is not None and should_stop()
 
     if is_sqlite(settings.database_url):
+        if meanwhile is not None:
+            meanwhile()
         store = platform_store(settings)
         for start in range(0, len(changed), BATCH):
             stretch = changed[start : start + BATCH]
@@ -173,11 +204,16 @@ def project_stretches(
             yield stretch, result
         return
     executor, workers, size = _pool(settings, changed)
-    stretches = [changed[i : i + size] for i in range(0, len(changed), size)]
+    stretches = split_stretches(changed, size, workers)
     on_processes = isinstance(executor, ProcessPoolExecutor)
     running: deque[Future[Tally | None]] = deque()
     stopped = False
     with executor as pool:
+        if on_processes:  # every worker starts now, each a spawned interpreter importing a while
+            for _ in range(workers):
+                pool.submit(_ready)
+        if meanwhile is not None:
+            meanwhile()
 
         def submit(stretch: Sequence[ChangedThread]) -> Future[Tally | None]:
             wanted = {t.thread_id for t in stretch if t.thread_id in missing}

@@ -2,8 +2,8 @@
 
 `scan(settings)` lists the threads with a root checkpoint above a floor (ONE read-only,
 parameterized, timed-out query), shows those never seen at their newest usage from
-`SHOW_FIRST_MIN` on (`attach.newest_usage`), then projects them (`attach.scan_workers`;
-docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rules:
+`SHOW_FIRST_MIN` on (`attach.newest_usage`, while the projection's worker processes start),
+then projects them (`attach.scan_workers`; docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rules:
 - The floor is the stored watermark minus `attach.checkpoint_clock`' overlap, never above the
   platform's ``now()`` minus it; a listed thread already projected is skipped unread.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (never the URL) as the
@@ -363,11 +363,17 @@ def scan(
     first = [t for t in changed if t.thread_id in missing]
     shown: set[str] = set()
     shown_seconds = None
-    if first and (len(first) >= SHOW_FIRST_MIN if show_first is None else show_first):
-        store = opened or platform_store(settings)
-        if isinstance(store, PlatformStore):
-            shown = show_newest_usage(settings, store, first, platform_id, should_stop)
-            shown_seconds = round(time.perf_counter() - started, 4)
+
+    total = sum(t.checkpoints for t in changed)
+
+    def show() -> None:  # while the projection's worker processes start
+        nonlocal shown_seconds
+        if first and (len(first) >= SHOW_FIRST_MIN if show_first is None else show_first):
+            store = opened or platform_store(settings)
+            if isinstance(store, PlatformStore):
+                shown.update(show_newest_usage(settings, store, first, platform_id, should_stop))
+                shown_seconds = round(time.perf_counter() - started, 4)
+                keeper.update(ScanProgress(0, len(changed), 0, total, 0.0, shown=len(shown)))
 
     def on_progress(now: ScanProgress) -> None:
         now = dataclasses.replace(now, shown=len(shown))
@@ -376,11 +382,16 @@ def scan(
         keeper.update(now)
 
     if changed:
-        total = sum(t.checkpoints for t in changed)
-        keeper.update(ScanProgress(0, len(changed), 0, total, 0.0, shown=len(shown)))
+        keeper.update(ScanProgress(0, len(changed), 0, total, 0.0))
         unsaved = 0
         running = project_stretches(
-            settings, changed, missing, should_stop, together=together, on_progress=on_progress
+            settings,
+            changed,
+            missing,
+            should_stop,
+            together=together,
+            on_progress=on_progress,
+            meanwhile=show,
         )
         try:
             with closing(running) as stretches:  # an error here waits for what runs, then stops
