@@ -185,6 +185,24 @@ def test_a_forged_saved_result_header_indexes_no_file_but_the_one_it_names(
         )
     assert indexed == sorted([("t-alice", secret.path), ("t-mallory", own.path)])
     assert refused == ["thread:t-mallory"] * 4
+    # the thread moves on with the forged headers still in its state: audited once, not again
+    latest = state_store().latest("t-mallory")
+    assert latest is not None
+    write_state(
+        "t-mallory",
+        {"messages": [*latest.values["messages"], HumanMessage("and now?", id="h-later")]},
+        expected_checkpoint_id=latest.checkpoint_id,
+    )
+    with service.thread_lock("t-mallory") as (session, conv):
+        assert conv is not None
+        project_thread(session, conv, state_store())
+    with session_scope() as session:
+        again = session.scalar(
+            sa.select(sa.func.count()).where(
+                AuditEntry.action == "index_saved_result", AuditEntry.outcome == "refused"
+            )
+        )
+    assert again == 4
 
 
 def test_each_call_row_holds_its_model_and_output_tokens_old_entries_null(db_url: str) -> None:

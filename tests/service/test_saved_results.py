@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.service.builders import seed_thread
-from yuxi_dash.service.saved_results import owned_results
+from yuxi_dash.service.saved_results import Refusal, owned_results
 from yuxi_dash.store.db import session_scope
 from yuxi_dash.store.models import Conversation, ToolResult, utcnow
 
@@ -37,7 +37,7 @@ def _row(thread_id: str) -> dict[str, Any]:
     }
 
 
-def _index(session: Any, thread_id: str, refused: list[tuple[str, str]]) -> int:
+def _index(session: Any, thread_id: str, refused: list[Refusal]) -> int:
     conv = session.scalar(sa.select(Conversation).where(Conversation.thread_id == thread_id))
     kept = owned_results(session, [_row(thread_id)], {thread_id: conv}, refused)
     if kept:
@@ -60,7 +60,7 @@ def _waiting_on_a_lock(session: Any) -> bool:
 def test_two_owners_indexing_one_file_at_once_index_it_once(db_url: str) -> None:
     seed_thread("ta", user_id="alice")
     seed_thread("tb", user_id="bob", create_agent=False)
-    refused_b: list[tuple[str, str]] = []
+    refused_b: list[Refusal] = []
     result: dict[str, int] = {}
 
     def second_writer() -> None:
@@ -80,7 +80,9 @@ def test_two_owners_indexing_one_file_at_once_index_it_once(db_url: str) -> None
     writer.join(WAIT_SECONDS)
     assert not writer.is_alive()
     assert result == {"kept": 0}
-    assert refused_b == [("tb", "the file is another owner's saved result")]
+    assert [(thread, why) for thread, _, why in refused_b] == [
+        ("tb", "the file is another owner's saved result")
+    ]
     with session_scope() as session:
         owners = session.scalars(sa.select(ToolResult.thread_id).where(ToolResult.path == PATH))
         assert list(owners) == ["ta"]
@@ -90,7 +92,7 @@ def test_the_same_owner_indexes_a_shared_file_from_two_threads(db_url: str) -> N
     """One owner's two threads may both point at one file (the lock refuses nobody)."""
     seed_thread("ta", user_id="alice")
     seed_thread("tc", user_id="alice", create_agent=False)
-    refused: list[tuple[str, str]] = []
+    refused: list[Refusal] = []
     with session_scope() as session:
         assert _index(session, "ta", refused) == 1
     with session_scope() as session:

@@ -200,7 +200,7 @@ class ProjectionWrites:
     tools: list[dict[str, Any]] = field(default_factory=list)
     known: set[str] = field(default_factory=set)  # threads that may hold snapshots already
     owners: dict[str, Conversation] = field(default_factory=dict)  # thread id -> its row
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (thread id, why) not indexed
+    refused: list[tuple[str, str, str]] = field(default_factory=list)  # `Refusal`s: not indexed
     compressions: list[dict[str, Any]] = field(default_factory=list)  # `store.compressions` rows
     settings: Settings | None = None  # where the threads' files resolve (the records' ledgers)
 

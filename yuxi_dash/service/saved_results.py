@@ -6,7 +6,8 @@ the tool's name and the first 16 hex digits of the content's SHA-256). A header 
 only when its path is exactly the file its own tool and full SHA-256 name (never a history
 file, the marker, another directory, or a file of other content), and when no thread of
 another owner (another user, or the other origin) indexed that file first. A refused header
-is indexed nowhere and audited (``index_saved_result``, refused, ``saved_result_refused``).
+is indexed nowhere and audited once per thread (``index_saved_result``, refused,
+``saved_result_refused``, the header's digest), however often the thread is projected again.
 
 "First" is read and written in one transaction holding each path's lock: on PostgreSQL a
 transaction advisory lock per path (`PATH_LOCK_SPACE` and the path's `hashtext`, taken in key
@@ -15,6 +16,7 @@ order, so writers never wait in a circle); on SQLite the database's single write
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,13 +26,13 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import record_audits
+from yuxi_dash.access.audit import record_audits, thread_target
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import tool_result_relpath
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows
 from yuxi_dash.store.db import is_sqlite
-from yuxi_dash.store.models import Conversation, ToolResult, utcnow
+from yuxi_dash.store.models import AuditEntry, Conversation, ToolResult, utcnow
 
 PROJECTION_ACTOR = "system:projection"
 REFUSE_ACTION = "index_saved_result"
@@ -44,7 +46,13 @@ LOCK_PATHS = sa.text(
     "ORDER BY key) AS keys"
 )
 
-Refusal = tuple[str, str]  # (thread id, why)
+Refusal = tuple[str, str, str]  # (thread id, the header's key (`header_key`), why)
+
+
+def header_key(tool: str, sha256: str, path: str) -> str:
+    """A saved-result header's identity in a refusal's audit row: a digest of its tool, SHA-256
+    and path (the platform's text, never written out)."""
+    return hashlib.sha256("\0".join((tool, sha256, path)).encode()).hexdigest()[:32]
 
 
 def refused_header(tool: str, sha256: str, path: str) -> str | None:
@@ -78,7 +86,9 @@ def index_saved_results(
         tool = saved.tool or message.name or "tool"
         why = refused_header(tool, saved.sha256, saved.path)
         if why is not None:
-            refused.append((thread_id, why))
+            refused.append(
+                (thread_id, header_key(tool[:128], saved.sha256, saved.path[:1024]), why)
+            )
             continue
         tools.append(
             {
@@ -123,7 +133,8 @@ def owned_results(
         conv = owners.get(row["thread_id"])
         mine = {(conv.origin, conv.user_id)} if conv is not None else set()
         if held.get(row["path"], set()) - mine:
-            refused.append((row["thread_id"], "the file is another owner's saved result"))
+            key = header_key(row["tool_name"], row["sha256"], row["path"])
+            refused.append((row["thread_id"], key, "the file is another owner's saved result"))
             continue
         kept.append(row)
         held.setdefault(row["path"], set()).update(mine)  # a later thread of this batch too
@@ -131,14 +142,28 @@ def owned_results(
 
 
 def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
-    """One audit row per refused header, in the projection's transaction (one statement)."""
+    """One audit row per refused header and thread, in the projection's transaction (one
+    statement): the first time a projection meets it. A header stays in the thread's state,
+    and each later projection of the thread meets it again; that is not audited again."""
+    wanted = list(refused)
+    if not wanted:
+        return
+    targets = sorted({thread_target(thread_id) for thread_id, _, _ in wanted})
+    held: set[tuple[str, Any]] = set()
+    for start in range(0, len(targets), THREAD_CHUNK):
+        found = session.execute(
+            sa.select(AuditEntry.target, AuditEntry.detail).where(
+                AuditEntry.action == REFUSE_ACTION,
+                AuditEntry.target.in_(targets[start : start + THREAD_CHUNK]),
+            )
+        )
+        held.update((target, (detail or {}).get("header")) for target, detail in found)
+    rows = []
+    for thread_id, key, why in wanted:
+        target = thread_target(thread_id)
+        if (target, key) not in held:
+            held.add((target, key))
+            rows.append((target, {"code": REFUSED_CODE, "reason": why, "header": key}))
     record_audits(
-        session,
-        actor=PROJECTION_ACTOR,
-        action=REFUSE_ACTION,
-        outcome="refused",
-        rows=[
-            (f"thread:{thread_id}", {"code": REFUSED_CODE, "reason": why})
-            for thread_id, why in refused
-        ],
+        session, actor=PROJECTION_ACTOR, action=REFUSE_ACTION, outcome="refused", rows=rows
     )
