@@ -35,7 +35,7 @@ from yuxi_dash.store.db import is_sqlite
 
 BATCH = 50  # threads projected in one transaction (a few platform queries, one write per table)
 WORKERS = 4  # batches projected at once on threads (PostgreSQL)
-PROCESS_MIN = 5_000  # changed threads from which a scan projects on worker processes
+PROCESS_MIN = 2_000  # changed threads from which a scan projects on worker processes
 MAX_PROCESSES = 4  # each opens its own pools on the platform and on our database
 CHUNK = 250  # threads a worker process projects per task (BATCH at a time)
 HEARTBEAT_SECONDS = 2.0  # progress while a stretch runs long
