@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tests.service.builders import seed_thread
 from yuxi_dash.service.bulk_rows import insert_new_rows, insert_rows, update_rows
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ChatMessage, Conversation
+from yuxi_dash.store.models import ChatMessage, Conversation, ScanWatermark
 
 CHAT = ChatMessage.__table__
 THREADS = Conversation.__table__
@@ -160,3 +160,26 @@ def test_new_rows_skip_the_keys_the_table_holds_and_get_the_columns_defaults(db_
         assert row.last_activity_at.replace(tzinfo=UTC) == seen
         assert row.status == "active" and row.created_at is not None  # the columns' defaults
         assert row.checkpoint_id is None
+
+
+def test_json_values_are_stored_as_an_insert_statement_stores_them(db_url: str) -> None:
+    """A JSON column's object, list and None (JSON null, not SQL NULL, as SQLAlchemy writes
+    a column without ``none_as_null``) come back the same by either path."""
+    table = ScanWatermark.__table__
+    values = [{"state": "running", "nested": {"n": [1, 2.5, None]}}, ["a", 1], None]
+    given = {"checkpoint_id": "", "scanned_at": datetime.now(UTC), "threads": 0}
+    by_insert = [{"source": f"stmt-{i}", **given, "progress": v} for i, v in enumerate(values)]
+    by_rows = [{"source": f"rows-{i}", **given, "progress": v} for i, v in enumerate(values)]
+    with session_scope() as session:
+        session.execute(sa.insert(table), by_insert)
+        insert_rows(session, table, by_rows)  # type: ignore[arg-type]
+    with session_scope() as session:
+        stored = dict(session.execute(sa.select(table.c.source, table.c.progress)).all())
+        json_nulls = session.scalar(
+            sa.select(sa.func.count()).where(
+                table.c.progress.is_not(None), table.c.source.in_(["stmt-2", "rows-2"])
+            )
+        )
+    assert [stored[f"rows-{i}"] for i in range(3)] == [stored[f"stmt-{i}"] for i in range(3)]
+    assert [stored[f"rows-{i}"] for i in range(3)] == values
+    assert json_nulls == 2

@@ -2,7 +2,8 @@
 
 `record_audit` writes one row of `audit_log`, in the caller's session (same transaction) or its
 own short one, so a refused or failed attempt is recorded even when its work was rolled back;
-`record_audits` many in one statement (same rules); `complete_audit` finishes a "pending" row.
+`audit_rows` the rows of many for a caller writing them at once (same rules); `complete_audit`
+finishes a "pending" row.
 
 Rules:
 - `detail` holds ids, codes and counts only: keys that could carry user content or query
@@ -26,14 +27,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from yuxi_dash.errors import YuxiDashError
 from yuxi_dash.resources import AUDIT_WRITER, get_resources
 from yuxi_dash.settings import Settings
 from yuxi_dash.store.db import is_lock_failure, session_scope
-from yuxi_dash.store.models import AuditEntry
+from yuxi_dash.store.models import AuditEntry, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -113,36 +113,24 @@ def record_audit(
     return entry_id
 
 
-def record_audits(
-    session: Session,
-    *,
-    actor: str,
-    action: str,
-    outcome: str,
-    rows: list[tuple[str, dict[str, Any]]],
-) -> int:
-    """Append one audit row per (target, detail) in ONE statement of the caller's session.
-
-    The same rules as `record_audit`; for a projection that refuses many items at once.
-    Returns the rows written.
-    """
-
-    if not rows:
-        return 0
-    session.execute(
-        sa.insert(AuditEntry),
-        [
-            {
-                "actor": storable(str(actor), 256),
-                "action": storable(str(action), 64),
-                "target": storable(str(target), 256),
-                "outcome": storable(str(outcome), 32),
-                "detail": sanitize_detail(detail),
-            }
-            for target, detail in rows
-        ],
-    )
-    return len(rows)
+def audit_rows(
+    *, actor: str, action: str, outcome: str, rows: list[tuple[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The `audit_log` rows of many (target, detail) pairs, by the rules of `record_audit`, for
+    a caller that writes them at once in its own transaction (the projection's refusals: one
+    ``COPY``, `service.bulk_rows`)."""
+    now = utcnow()
+    return [
+        {
+            "at": now,
+            "actor": storable(str(actor), 256),
+            "action": storable(str(action), 64),
+            "target": storable(str(target), 256),
+            "outcome": storable(str(outcome), 32),
+            "detail": sanitize_detail(detail),
+        }
+        for target, detail in rows
+    ]
 
 
 def complete_audit(

@@ -8,7 +8,7 @@ each column as ONE array parameter and reads the rows back with ``unnest``
 column names, so the driver can keep it prepared; each array is cast to its
 column's type, so a column NULL in every row is still typed. Values go
 through their column type's bind processing; on PostgreSQL a string longer
-than its column is cut to it. SQLite gets the same rows through SQLAlchemy
+than its column is cut to it, a JSON value goes as JSON. SQLite gets the same rows through SQLAlchemy
 (a multi-row INSERT per `INSERT_ROWS`; an UPDATE by primary key per row).
 `insert_new_rows` skips a key the table holds (``ON CONFLICT DO NOTHING``).
 
@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import psycopg
 import sqlalchemy as sa
+from psycopg.types.json import Json
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
@@ -58,16 +59,29 @@ def _unnest(table: sa.Table, names: tuple[str, ...], dialect: Dialect) -> str:
 
 def _processors(table: sa.Table, names: Sequence[str], dialect: Dialect) -> list[Any]:
     """Each column's bind processing (None: the value as it is); a string longer than its
-    ``String(n)`` column is cut to it, as a ``varchar(n)`` cast cuts it."""
+    ``String(n)`` column is cut to it, as a ``varchar(n)`` cast cuts it; on PostgreSQL a
+    ``JSON`` column's value as psycopg's `Json` (None is JSON ``null`` unless the column's
+    ``none_as_null``, as SQLAlchemy writes it)."""
     processors = []
     for name in names:
         column_type = table.c[name].type
         process = column_type.bind_processor(dialect)
+        if isinstance(column_type, sa.JSON) and dialect.name == "postgresql":
+            process = _json(column_type)
         length = getattr(column_type, "length", None)
         if isinstance(column_type, sa.String) and length:
             process = _cut(process, length)
         processors.append(process)
     return processors
+
+
+def _json(column_type: sa.JSON) -> Any:
+    def as_json(value: Any) -> Any:
+        if value is None and column_type.none_as_null:
+            return None
+        return Json(value)
+
+    return as_json
 
 
 def _cut(process: Any, length: int) -> Any:

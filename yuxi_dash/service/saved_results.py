@@ -19,17 +19,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from langchain_core.messages import BaseMessage, ToolMessage
 from sqlalchemy.orm import Session
 
 from yuxi_dash import validation
-from yuxi_dash.access.audit import record_audits, thread_target
+from yuxi_dash.access.audit import audit_rows, thread_target
 from yuxi_dash.compression.compaction import parse_saved_result
 from yuxi_dash.errors import InvalidInput
 from yuxi_dash.files.workdir import tool_result_relpath
+from yuxi_dash.service.bulk_rows import insert_rows
 from yuxi_dash.service.projected_rows import THREAD_CHUNK, ProjectedRows
 from yuxi_dash.store.db import is_sqlite
 from yuxi_dash.store.models import AuditEntry, Conversation, ToolResult, utcnow
@@ -143,7 +144,7 @@ def owned_results(
 
 def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
     """One audit row per refused header and thread, in the projection's transaction (one
-    statement): the first time a projection meets it. A header stays in the thread's state,
+    ``COPY``): the first time a projection meets it. A header stays in the thread's state,
     and each later projection of the thread meets it again; that is not audited again."""
     wanted = list(refused)
     if not wanted:
@@ -164,6 +165,5 @@ def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
         if (target, key) not in held:
             held.add((target, key))
             rows.append((target, {"code": REFUSED_CODE, "reason": why, "header": key}))
-    record_audits(
-        session, actor=PROJECTION_ACTOR, action=REFUSE_ACTION, outcome="refused", rows=rows
-    )
+    audits = audit_rows(actor=PROJECTION_ACTOR, action=REFUSE_ACTION, outcome="refused", rows=rows)
+    insert_rows(session, cast(sa.Table, AuditEntry.__table__), audits)
