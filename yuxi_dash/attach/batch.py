@@ -152,7 +152,15 @@ def read_new_checkpoints(
             plans[thread_id] = _plan(thread_id, since[thread_id], found, blobs)
         except CheckpointRefused:
             reads[thread_id] = None  # alone, it is refused and audited as a thread
-    blobs.fetch([(t, row, channels) for t, plan in plans.items() for row, channels in plan])
+    # what the plans add (a thread read from the start got every blob it needs above)
+    blobs.fetch(
+        [
+            (t, row, channels)
+            for t, plan in plans.items()
+            if since[t] is not None
+            for row, channels in plan
+        ]
+    )
     for thread_id, plan in plans.items():
         try:
             kept = [blobs.checkpoint(thread_id, row, channels) for row, channels in plan]
