@@ -10,7 +10,6 @@ the first scan and after an incremental one, every projected row is the same.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,11 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from tests.attach.test_refusals import poison
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.platform import Platform
 from yuxi_dash.attach import projector
-from yuxi_dash.attach.batch import BLOBS_SQL, NULL_TASK_ID, StateShape, read_new_checkpoints
+from yuxi_dash.attach.batch import NULL_TASK_ID, read_new_checkpoints
 from yuxi_dash.attach.platform_store import PlatformStore, platform_store
 from yuxi_dash.attach.scanner import ScanReport, scan
 from yuxi_dash.settings import Settings, get_settings
@@ -307,28 +307,30 @@ def test_a_checkpoint_that_is_no_json_object_costs_its_thread_alone(
     assert report.projected + report.quarantined == 2 and report.failed == 0
 
 
-def test_the_batch_reads_only_the_blobs_of_the_state_s_channels(
-    db_url: str, attached: Platform, monkeypatch: pytest.MonkeyPatch
+def test_a_refused_type_in_the_graph_input_quarantines_its_thread_on_both_paths(
+    db_url: str, second_database: str, attached: Platform, tmp_path: Path
 ) -> None:
-    """A checkpoint's other channels (the graph's input, its tasks, its branches) are never
-    fetched: the rows are the per-thread path's all the same (the first test)."""
+    """The batch builds a state from its stream channels only, but decodes every blob a
+    checkpoint names, as the saver does: a type outside the allow-list in the graph's input
+    (``__start__``) refuses the thread on both paths, and nothing it names runs."""
+    batched = get_settings()
+    per_thread = batched.model_copy(update={"database_url": second_database})
+    db.get_engine(per_thread)
     attached.run(ROUND_ONE[:2])
-    store = platform_store(get_settings())
-    assert isinstance(store, PlatformStore)
-    asked: list[str] = []
-    fetch = store.fetch
-
-    def spy(sql: str, params: Any, **options: Any) -> list[dict[str, Any]]:
-        if sql == BLOBS_SQL:
-            asked.extend(channel for _, channel, _ in json.loads(params["keys"]))
-        return fetch(sql, params, **options)
-
-    monkeypatch.setattr(store, "fetch", spy)
-    with psycopg.connect(attached.owner_conninfo) as conn:
-        stored = {row[0] for row in conn.execute("SELECT DISTINCT channel FROM checkpoint_blobs")}
-    reads = read_new_checkpoints(store, {"plat-hot": None, "plat-cool": None})
-    assert all(read is not None and read.newer for read in reads.values())
-    stream = set(StateShape.of(store.graph).channels)
-    assert stored - stream, "the platform stores other channels too: the test proves nothing"
-    assert asked and set(asked) <= stream
-    assert {"messages", "token_usage"} <= set(asked)
+    marker = tmp_path / "pwned"
+    assert poison(attached, "plat-cool", "__start__", marker) > 0
+    by_batch = scan(batched)
+    by_thread = scan(per_thread, together=False)
+    assert not marker.exists()
+    for report in (by_batch, by_thread):
+        assert (report.projected, report.quarantined, report.failed) == (1, 1, 0)
+    # the batch keeps the row it made for the thread before reading it alone (its detail then
+    # shows the refusal); nothing was projected into it
+    rows, alone = dump(batched), dump(per_thread)
+    placeholder = [row for row in rows["conversations"] if row[0] == "plat-cool"]
+    assert len(placeholder) == 1 and placeholder[0] not in alone["conversations"]
+    rows["conversations"].remove(placeholder[0])
+    assert rows == alone
+    with db.session_scope(batched) as session:
+        kept = session.scalar(sa.select(Conversation).where(Conversation.thread_id == "plat-cool"))
+        assert kept is not None and kept.checkpoint_id is None and kept.usage_measured_at is None

@@ -24,7 +24,7 @@ from tests.attach.test_projector import counts, dump
 from tests.attach.test_scan import ROUND_ONE
 from tests.fixtures.database import ADMIN_URL, _create_database, _drop_database
 from tests.fixtures.platform import Platform
-from yuxi_dash.attach import scan_workers, scanner
+from yuxi_dash.attach import scan_progress, scan_workers, scanner
 from yuxi_dash.attach.projector import ChangedThread
 from yuxi_dash.attach.scan_progress import (
     FAILED,
@@ -35,7 +35,7 @@ from yuxi_dash.attach.scan_progress import (
     ScanProgress,
 )
 from yuxi_dash.attach.scanner import read_watermark, scan
-from yuxi_dash.attach.status import attach_status
+from yuxi_dash.attach.status import attach_status, stored_progress
 from yuxi_dash.cli.attach import progress_printer
 from yuxi_dash.settings import Settings, get_settings
 from yuxi_dash.store import db
@@ -366,3 +366,29 @@ def test_the_new_threads_are_shown_while_the_worker_processes_start(
     stored = read_watermark(settings, report.source)
     assert stored is not None and stored.progress is not None
     assert stored.progress["shown"] == 4
+
+
+def test_the_shown_count_is_stored_before_the_first_stretch_runs(
+    two_dashboards: tuple[Settings, Settings],
+    attached: Platform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The page reads the stored progress: it says how many threads were shown as soon as
+    they are, not at the first stretch's end."""
+    settings, _ = two_dashboards
+    monkeypatch.setattr(scan_progress, "SAVE_SECONDS", 3600.0)  # no update by the clock
+    attached.run(ROUND_ONE)
+    at_first: list[tuple[bool, int]] = []
+    run = scan_workers.run_batch
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        if not at_first:
+            stored = stored_progress(settings)
+            assert stored is not None
+            at_first.append((stored.running, stored.progress.shown))
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(scan_workers, "run_batch", spy)
+    report = scan(settings, show_first=True)
+    assert report.shown == 4
+    assert at_first == [(True, 4)]

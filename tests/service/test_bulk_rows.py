@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tests.service.builders import seed_thread
 from yuxi_dash.service.bulk_rows import insert_new_rows, insert_rows, update_rows
 from yuxi_dash.store.db import session_scope
-from yuxi_dash.store.models import ChatMessage, Conversation, ScanWatermark
+from yuxi_dash.store.models import AuditEntry, ChatMessage, Conversation, ScanWatermark
 
 CHAT = ChatMessage.__table__
 THREADS = Conversation.__table__
@@ -183,3 +183,15 @@ def test_json_values_are_stored_as_an_insert_statement_stores_them(db_url: str) 
     assert [stored[f"rows-{i}"] for i in range(3)] == [stored[f"stmt-{i}"] for i in range(3)]
     assert [stored[f"rows-{i}"] for i in range(3)] == values
     assert json_nulls == 2
+
+
+def test_an_updated_json_column_holds_the_new_value(db_url: str) -> None:
+    with session_scope() as session:
+        entry = AuditEntry(actor="a", action="x", target="t", outcome="ok", detail={"n": 1})
+        session.add(entry)
+        session.flush()
+        entry_id = entry.id
+    with session_scope() as session:
+        update_rows(session, AuditEntry.__table__, [{"id": entry_id, "detail": {"n": [2, "b"]}}])  # type: ignore[arg-type]
+    with session_scope() as session:
+        assert session.get(AuditEntry, entry_id).detail == {"n": [2, "b"]}  # type: ignore[union-attr]

@@ -199,7 +199,9 @@ def test_a_forged_saved_result_header_indexes_no_file_but_the_one_it_names(
     with session_scope() as session:
         again = session.scalar(
             sa.select(sa.func.count()).where(
-                AuditEntry.action == "index_saved_result", AuditEntry.outcome == "refused"
+                AuditEntry.action == "index_saved_result",
+                AuditEntry.outcome == "refused",
+                AuditEntry.target == "thread:t-mallory",
             )
         )
     assert again == 4

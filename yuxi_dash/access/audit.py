@@ -2,10 +2,8 @@
 
 `record_audit` writes one row of `audit_log`, in the caller's session (same transaction) or its
 own short one, so a refused or failed attempt is recorded even when its work was rolled back;
-`audit_rows` the rows of many for a caller writing them at once (same rules); `complete_audit`
-finishes a "pending" row.
-
-Rules:
+`audit_rows` builds many by the same rules (the caller writes them at once); `complete_audit`
+finishes a "pending" row. Rules:
 - `detail` holds ids, codes and counts only: keys that could carry user content or query
   parameters are dropped before writing.
 - `record_audit_eventually` hands a row to a background writer when the write lock cannot be

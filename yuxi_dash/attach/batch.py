@@ -10,9 +10,9 @@ when this read cannot stand in for the per-thread one (its projected checkpoint 
 checkpoint in the saver's format before version 4 or with writes of no task, a blob refused
 by `store.checkpoint_serde`); the scanner projects those alone, through langgraph's public
 reading API. Plain SQL over the saver's tables; a checkpoint's values are its stored stream
-channels, the only blobs read (`StateShape`). `tests/attach/test_projector.py` compares its
-rows with the per-thread path's, `tests/attach/test_batch_internals.py` what it assumes of
-langgraph (`bench/attach_batch.py`: what it buys over the public API per thread).
+channels (`StateShape`), every blob it names decoded. `tests/attach/test_projector.py`
+compares its rows with the per-thread path's, `tests/attach/test_batch_internals.py` what it
+assumes of langgraph (`bench/attach_batch.py`: what it buys over the public API per thread).
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ def read_new_checkpoints(
 class StateShape:
     """What a graph's state values hold: its stream channels (`Pregel.stream_channels_asis`),
     and the empty value of each that has one (an aggregate's ``[]``), read once per batch.
-    A checkpoint's other channels (the graph's input, tasks, branches) are never read."""
+    A checkpoint's other channels (the graph's input, tasks, branches) are decoded all the
+    same, as the saver decodes them: a refused type there refuses the thread."""
 
     channels: tuple[str, ...]
     empty: Mapping[str, Any]
@@ -309,7 +310,6 @@ class _Blobs:
         self.decoded: dict[tuple[str, str, str], Any] = {}
         self.built: dict[tuple[int, bytes], Any] = {}  # encoded object -> the object (`_load`)
         self.shape = StateShape.of(store.graph)
-        self.stream = frozenset(self.shape.channels)  # the only channels read
 
     def fetch(self, wanted: list[tuple[str, Mapping[str, Any], Collection[str] | None]]) -> None:
         """Fetch the blobs of (thread, checkpoint row, those channels or every one) not fetched yet."""
@@ -318,7 +318,7 @@ class _Blobs:
                 (thread_id, channel, version)
                 for thread_id, row, only in wanted
                 for channel, version in versions(row).items()
-                if channel in self.stream and (only is None or channel in only)
+                if only is None or channel in only
             }
             - self.asked
         )
@@ -342,7 +342,7 @@ class _Blobs:
         if only is not None:
             values = {k: v for k, v in values.items() if k in only}
         for channel, version in versions(row).items():
-            if channel not in self.stream or (only is not None and channel not in only):
+            if only is not None and channel not in only:
                 continue
             key = (thread_id, channel, version)
             stored = self.raw.get(key)

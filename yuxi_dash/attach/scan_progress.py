@@ -115,10 +115,11 @@ class ProgressKeeper:
         self.last: ScanProgress | None = None
         self._saved_at = -SAVE_SECONDS
 
-    def update(self, progress: ScanProgress) -> None:
-        """The scan moved (or is alive): written when SAVE_SECONDS have passed since the last."""
+    def update(self, progress: ScanProgress, *, now: bool = False) -> None:
+        """The scan moved (or is alive): written when SAVE_SECONDS have passed since the last
+        (``now``: at once, a step the page should show without waiting)."""
         self.last = progress
-        if time.monotonic() - self._saved_at >= SAVE_SECONDS:
+        if now or time.monotonic() - self._saved_at >= SAVE_SECONDS:
             self._saved_at = time.monotonic()
             self._write(progress, RUNNING)
 

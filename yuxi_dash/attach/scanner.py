@@ -1,9 +1,9 @@
 """The incremental scan: project an attached platform's threads into the dashboard's tables.
 
 `scan(settings)` lists the threads with a root checkpoint above a floor (ONE read-only,
-parameterized, timed-out query), shows those never seen at their newest usage from
-`SHOW_FIRST_MIN` on (`attach.newest_usage`, while the projection's worker processes start),
-then projects them (`attach.scan_workers`; docs/architecture.md, "An attach scan"). Nothing is written to the platform. Rules:
+timed-out query), shows those never seen at their newest usage from `SHOW_FIRST_MIN` on
+(`attach.newest_usage`, while the workers start), then projects them (`attach.scan_workers`;
+docs/architecture.md, "An attach scan"), writing nothing to the platform. Rules:
 - The floor is the stored watermark minus `attach.checkpoint_clock`' overlap, never above the
   platform's ``now()`` minus it; a listed thread already projected is skipped unread.
 - The watermark is stored in ``scan_watermarks`` under `source_label` (never the URL) as the
@@ -373,7 +373,9 @@ def scan(
             if isinstance(store, PlatformStore):
                 shown.update(show_newest_usage(settings, store, first, platform_id, should_stop))
                 shown_seconds = round(time.perf_counter() - started, 4)
-                keeper.update(ScanProgress(0, len(changed), 0, total, 0.0, shown=len(shown)))
+                keeper.update(
+                    ScanProgress(0, len(changed), 0, total, 0.0, shown=len(shown)), now=True
+                )
 
     def on_progress(now: ScanProgress) -> None:
         now = dataclasses.replace(now, shown=len(shown))

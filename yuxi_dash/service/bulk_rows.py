@@ -8,9 +8,9 @@ each column as ONE array parameter and reads the rows back with ``unnest``
 column names, so the driver can keep it prepared; each array is cast to its
 column's type, so a column NULL in every row is still typed. Values go
 through their column type's bind processing; on PostgreSQL a string longer
-than its column is cut to it, a JSON value goes as JSON. SQLite gets the same rows through SQLAlchemy
-(a multi-row INSERT per `INSERT_ROWS`; an UPDATE by primary key per row).
-`insert_new_rows` skips a key the table holds (``ON CONFLICT DO NOTHING``).
+than its column is cut to it, a JSON value goes as JSON. SQLite gets the same
+rows through SQLAlchemy (a multi-row INSERT per `INSERT_ROWS`; an UPDATE by
+primary key per row). `insert_new_rows` skips a key the table holds (``ON CONFLICT DO NOTHING``).
 
 Every row of one call names the same columns, from the table's own metadata.
 """
@@ -77,9 +77,9 @@ def _processors(table: sa.Table, names: Sequence[str], dialect: Dialect) -> list
 
 def _json(column_type: sa.JSON) -> Any:
     def as_json(value: Any) -> Any:
-        if value is None and column_type.none_as_null:
-            return None
-        return Json(value)
+        if isinstance(value, sa.sql.elements.Null) or (value is None and column_type.none_as_null):
+            return None  # SQL NULL
+        return Json(None if value is sa.JSON.NULL else value)  # JSON.NULL: JSON null
 
     return as_json
 

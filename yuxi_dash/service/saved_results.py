@@ -158,7 +158,10 @@ def audit_refusals(session: Session, refused: Iterable[Refusal]) -> None:
                 AuditEntry.target.in_(targets[start : start + THREAD_CHUNK]),
             )
         )
-        held.update((target, (detail or {}).get("header")) for target, detail in found)
+        held.update(
+            (target, detail.get("header") if isinstance(detail, dict) else None)
+            for target, detail in found
+        )
     rows = []
     for thread_id, key, why in wanted:
         target = thread_target(thread_id)
