@@ -64,7 +64,7 @@ class NotedState(MessagesState):
     mood: str  # a plain channel, never written
 
 
-def test_state_values_are_get_states_values_at_every_checkpoint() -> None:
+def test_a_state_shapes_values_are_get_states_values_at_every_checkpoint() -> None:
     """batch.py reads a checkpoint without writes of no task as its stored values (the graph's
     stream channels; a never-written aggregate as its empty value): the same as get_state, at
     every checkpoint of a run, the input one (step -1) included."""
@@ -83,11 +83,12 @@ def test_state_values_are_get_states_values_at_every_checkpoint() -> None:
         assert not [w for w in one.pending_writes if w[0] == batch.NULL_TASK_ID]
         stored = one.checkpoint["channel_values"]
         with internal("Pregel.stream_channels_asis and a channel's copy().get()"):
-            values = batch.state_values(compiled, stored)
+            shape = batch.StateShape.of(compiled)
+        values = shape.values(stored)
         assert values == compiled.get_state(one.config).values, one.metadata["step"]
         assert values["notes"] == []  # never written: the aggregate's empty value
         assert "mood" not in values
-        only = batch.state_values(compiled, stored, only={"notes"})
+        only = shape.values(stored, only={"notes"})
         assert only == {"notes": []}
 
 

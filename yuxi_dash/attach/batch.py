@@ -212,13 +212,6 @@ class StateShape:
         return values
 
 
-def state_values(
-    graph: Any, stored: Mapping[str, Any], only: Collection[str] | None = None
-) -> dict[str, Any]:
-    """A checkpoint's state values, as ``get_state`` gives them (`StateShape.values`)."""
-    return StateShape.of(graph).values(stored, only)
-
-
 def _plan(
     thread_id: str, since: str | None, found: list[dict[str, Any]], blobs: _Blobs
 ) -> list[tuple[dict[str, Any], frozenset[str] | None]]:

@@ -50,10 +50,11 @@ LOCK_PATHS = sa.text(
 Refusal = tuple[str, str, str]  # (thread id, the header's key (`header_key`), why)
 
 
-def header_key(tool: str, sha256: str, path: str) -> str:
-    """A saved-result header's identity in a refusal's audit row: a digest of its tool, SHA-256
-    and path (the platform's text, never written out)."""
-    return hashlib.sha256("\0".join((tool, sha256, path)).encode()).hexdigest()[:32]
+def header_key(row: Mapping[str, Any]) -> str:
+    """A saved-result header's identity in a refusal's audit row: a digest of its index row's
+    tool, SHA-256 and path (the platform's text, never written out)."""
+    named = "\0".join((row["tool_name"], row["sha256"], row["path"]))
+    return hashlib.sha256(named.encode()).hexdigest()[:32]
 
 
 def refused_header(tool: str, sha256: str, path: str) -> str | None:
@@ -85,24 +86,21 @@ def index_saved_results(
         if saved is None or not saved.path or not saved.sha256 or saved.path in rows.tool_paths:
             continue
         tool = saved.tool or message.name or "tool"
+        row = {
+            "thread_id": thread_id,
+            "tool_name": tool[:128],
+            "tool_call_id": message.tool_call_id,
+            "sha256": saved.sha256,
+            "path": saved.path[:1024],
+            "chars": saved.chars,
+            "approx_tokens": saved.approx_tokens or 0,
+            "created_at": utcnow(),
+        }
         why = refused_header(tool, saved.sha256, saved.path)
         if why is not None:
-            refused.append(
-                (thread_id, header_key(tool[:128], saved.sha256, saved.path[:1024]), why)
-            )
+            refused.append((thread_id, header_key(row), why))
             continue
-        tools.append(
-            {
-                "thread_id": thread_id,
-                "tool_name": tool[:128],
-                "tool_call_id": message.tool_call_id,
-                "sha256": saved.sha256,
-                "path": saved.path[:1024],
-                "chars": saved.chars,
-                "approx_tokens": saved.approx_tokens or 0,
-                "created_at": utcnow(),
-            }
-        )
+        tools.append(row)
         rows.tool_paths.add(saved.path)
         added += 1
     return added
@@ -134,8 +132,8 @@ def owned_results(
         conv = owners.get(row["thread_id"])
         mine = {(conv.origin, conv.user_id)} if conv is not None else set()
         if held.get(row["path"], set()) - mine:
-            key = header_key(row["tool_name"], row["sha256"], row["path"])
-            refused.append((row["thread_id"], key, "the file is another owner's saved result"))
+            why = "the file is another owner's saved result"
+            refused.append((row["thread_id"], header_key(row), why))
             continue
         kept.append(row)
         held.setdefault(row["path"], set()).update(mine)  # a later thread of this batch too
