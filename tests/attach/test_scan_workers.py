@@ -1,7 +1,7 @@
 """A scan on worker processes projects what a scan on threads projects; progress; a stop resumes.
 
 A real platform (a `create_agent` graph on LangGraph's PostgresSaver) is attached
-by two dashboards, each with its own PostgreSQL database: one projects on spawned
+by two dashboards, each with its own PostgreSQL database: one projects on
 worker processes (`scan_workers.PROCESS_MIN` lowered so four threads qualify),
 the other on threads. Every projected row is the same. A scan stopped after its
 first stretch leaves the rest for the next one, which projects only those.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -334,12 +336,18 @@ def _worker_state() -> tuple[bool, int]:
     return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, gc.get_freeze_count()
 
 
+def _parent() -> int:
+    return os.getppid()
+
+
 def test_a_worker_process_leaves_ctrl_c_to_its_parent_and_never_collects_its_imports() -> None:
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=spawn, initializer=scan_workers._start_worker) as pool:
+    context = scan_workers.worker_context()
+    with ProcessPoolExecutor(1, mp_context=context, initializer=scan_workers._start_worker) as pool:
         ignored, frozen = pool.submit(_worker_state).result()
+        parent = pool.submit(_parent).result()
     assert ignored
-    assert frozen > 10_000  # the modules it imported to run a scan's chunk
+    assert frozen > 10_000  # the modules the fork server imported to run a scan's chunk
+    assert parent != os.getpid()  # forked from the fork server, not from this process
 
 
 def test_the_new_threads_are_shown_while_the_worker_processes_start(
@@ -353,13 +361,17 @@ def test_the_new_threads_are_shown_while_the_worker_processes_start(
     attached.run(ROUND_ONE)
     at_show: list[tuple[int, int]] = []
     show = scanner.show_newest_usage
+    before = len(multiprocessing.active_children())
 
     def spy(*args: Any, **kwargs: Any) -> set[str]:
+        # the show step waits for both workers: they start beside it, not after it
+        deadline = time.monotonic() + 60
+        while len(multiprocessing.active_children()) - before < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         at_show.append((len(multiprocessing.active_children()), _projected(settings)))
         return show(*args, **kwargs)
 
     monkeypatch.setattr(scanner, "show_newest_usage", spy)
-    before = len(multiprocessing.active_children())
     report = scan(settings, show_first=True)
     assert [(children - before, rows) for children, rows in at_show] == [(2, 0)]
     assert (report.shown, report.projected, report.failed) == (4, 4, 0)

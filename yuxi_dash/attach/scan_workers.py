@@ -5,8 +5,8 @@ and yields each stretch with its `Tally` in the order submitted, so the scanner'
 follows finished work. Rules:
 - SQLite: one batch at a time in the caller's thread (one writer). PostgreSQL: `WORKERS`
   batches at once on threads; from `PROCESS_MIN` threads on (a first scan), chunks of `CHUNK`
-  on `process_count` spawned processes (never forked: the caller may be a server with
-  threads), all started before the caller's ``meanwhile`` step runs. Both give the same rows
+  on `process_count` processes (`worker_context`: forked from the fork server, never from
+  the caller), all starting while the caller's ``meanwhile`` step runs. Both give the same rows
   (`tests/attach/test_scan_workers.py`). Stretches shrink towards the end (`split_stretches`).
 - No more stretches are under way than there are workers; `should_stop` is asked before each
   one starts and while waiting, so a stop waits for at most the stretches already running.
@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from yuxi_dash.attach.platform_store import platform_store
@@ -112,7 +113,23 @@ def _start_worker() -> None:
 
 
 def _ready() -> None:
-    """A first task that only starts a worker process (its imports, `_start_worker`)."""
+    """A first task that only starts a worker process (`_start_worker`)."""
+
+
+def _start_workers(pool: Executor, workers: int) -> None:
+    """Start every worker process of ``pool`` now (each with a `_ready` task)."""
+    for _ in range(workers):
+        pool.submit(_ready)
+
+
+def worker_context() -> BaseContext:
+    """How a scan's worker processes start: forked from Python's fork server, a fresh
+    single-threaded interpreter started once per process, which imports this module (and the
+    program's main, as it does by default) before it forks any: no worker imports on its own.
+    The caller itself is never forked (it may be a server with threads)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["__main__", __name__])  # no effect once the server runs
+    return context
 
 
 def project_chunk(
@@ -133,8 +150,8 @@ def _pool(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executo
     """The pool a scan of ``changed`` runs on (PostgreSQL), its workers, the stretch size."""
     processes = process_count(settings)
     if len(changed) >= PROCESS_MIN and processes > 1:
-        spawn = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(processes, mp_context=spawn, initializer=_start_worker)
+        context = worker_context()
+        pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker)
         return pool, processes, CHUNK
     workers = max(1, min(WORKERS, -(-len(changed) // BATCH)))
     return ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan"), workers, BATCH
@@ -167,8 +184,9 @@ def project_stretches(
 ) -> Generator[tuple[Sequence[ChangedThread], Tally | None], None, None]:
     """Each stretch of ``changed`` with its tally (None: stopped before it ran), in order.
 
-    ``meanwhile`` runs in this thread first, while the worker processes start (each imports
-    what it runs; the scanner shows the new threads' newest usage then)."""
+    ``meanwhile`` runs in this thread first, while the worker processes start (the fork server
+    imports what they run, once per process; the scanner shows the new threads' newest usage
+    then)."""
     if not changed:
         if meanwhile is not None:
             meanwhile()
@@ -209,11 +227,13 @@ def project_stretches(
     running: deque[Future[Tally | None]] = deque()
     stopped = False
     with executor as pool:
-        if on_processes:  # every worker starts now, each a spawned interpreter importing a while
-            for _ in range(workers):
-                pool.submit(_ready)
-        if meanwhile is not None:
-            meanwhile()
+        with ThreadPoolExecutor(1, thread_name_prefix="yuxi-dash-scan-start") as starter:
+            # the first worker's start waits for the fork server's imports: not in this thread
+            starting = starter.submit(_start_workers, pool, workers) if on_processes else None
+            if meanwhile is not None:
+                meanwhile()
+            if starting is not None:
+                starting.result()
 
         def submit(stretch: Sequence[ChangedThread]) -> Future[Tally | None]:
             wanted = {t.thread_id for t in stretch if t.thread_id in missing}
