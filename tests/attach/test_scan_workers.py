@@ -336,18 +336,27 @@ def _worker_state() -> tuple[bool, int]:
     return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, gc.get_freeze_count()
 
 
-def _parent() -> int:
-    return os.getppid()
-
-
 def test_a_worker_process_leaves_ctrl_c_to_its_parent_and_never_collects_its_imports() -> None:
     context = scan_workers.worker_context()
     with ProcessPoolExecutor(1, mp_context=context, initializer=scan_workers._start_worker) as pool:
         ignored, frozen = pool.submit(_worker_state).result()
-        parent = pool.submit(_parent).result()
+        parent = pool.submit(os.getppid).result()
     assert ignored
-    assert frozen > 10_000  # the modules the fork server imported to run a scan's chunk
+    assert frozen > 10_000  # the modules imported to run a scan's chunk
     assert parent != os.getpid()  # forked from the fork server, not from this process
+
+
+def test_the_fork_server_imports_what_a_worker_runs_before_forking_it() -> None:
+    """A worker that runs nothing of ours finds the scan's modules already imported."""
+    check = "import sys; sys.exit(0 if 'yuxi_dash.attach.scan_workers' in sys.modules else 3)"
+    worker = scan_workers.worker_context().Process(target=exec, args=(check,))
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == 0
+
+
+def _slow_ready() -> None:
+    time.sleep(0.5)  # busy while the next worker starts
 
 
 def test_the_new_threads_are_shown_while_the_worker_processes_start(
@@ -359,20 +368,32 @@ def test_the_new_threads_are_shown_while_the_worker_processes_start(
     monkeypatch.setattr(scan_workers, "process_count", lambda _settings: 2)
     monkeypatch.setattr(scan_workers, "PROCESS_MIN", 2)
     attached.run(ROUND_ONE)
+    monkeypatch.setattr(scan_workers, "_ready", _slow_ready)  # both workers start, not one
     at_show: list[tuple[int, int]] = []
     show = scanner.show_newest_usage
     before = len(multiprocessing.active_children())
+    showing = threading.Event()
+    started_after_show_began: list[bool] = []
+    start = scan_workers._start_workers
+
+    def gated_start(*args: Any) -> None:
+        # the workers may start only once the show step runs: started before it, in the
+        # caller's thread, this waits in vain; started after it, the show step waits in vain
+        started_after_show_began.append(showing.wait(timeout=30))
+        start(*args)
 
     def spy(*args: Any, **kwargs: Any) -> set[str]:
-        # the show step waits for both workers: they start beside it, not after it
-        deadline = time.monotonic() + 60
+        showing.set()
+        deadline = time.monotonic() + 30
         while len(multiprocessing.active_children()) - before < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         at_show.append((len(multiprocessing.active_children()), _projected(settings)))
         return show(*args, **kwargs)
 
+    monkeypatch.setattr(scan_workers, "_start_workers", gated_start)
     monkeypatch.setattr(scanner, "show_newest_usage", spy)
     report = scan(settings, show_first=True)
+    assert started_after_show_began == [True]
     assert [(children - before, rows) for children, rows in at_show] == [(2, 0)]
     assert (report.shown, report.projected, report.failed) == (4, 4, 0)
     stored = read_watermark(settings, report.source)

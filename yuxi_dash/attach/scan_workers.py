@@ -117,18 +117,19 @@ def _ready() -> None:
 
 
 def _start_workers(pool: Executor, workers: int) -> None:
-    """Start every worker process of ``pool`` now (each with a `_ready` task)."""
+    """Start the worker processes of ``pool`` now, one `_ready` task each (a worker that is
+    already idle takes the next task instead: the pool starts the rest on later tasks)."""
     for _ in range(workers):
         pool.submit(_ready)
 
 
 def worker_context() -> BaseContext:
     """How a scan's worker processes start: forked from Python's fork server, a fresh
-    single-threaded interpreter started once per process, which imports this module (and the
-    program's main, as it does by default) before it forks any: no worker imports on its own.
-    The caller itself is never forked (it may be a server with threads)."""
+    single-threaded interpreter started once per process that imports this module first (if
+    that fails, each worker imports it, as a spawned one would). The caller is never forked: it
+    may be a server with threads. Each worker still runs the program's main module."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["__main__", __name__])  # no effect once the server runs
+    context.set_forkserver_preload([__name__])  # no effect once the server runs
     return context
 
 
@@ -227,13 +228,14 @@ def project_stretches(
     running: deque[Future[Tally | None]] = deque()
     stopped = False
     with executor as pool:
-        with ThreadPoolExecutor(1, thread_name_prefix="yuxi-dash-scan-start") as starter:
-            # the first worker's start waits for the fork server's imports: not in this thread
-            starting = starter.submit(_start_workers, pool, workers) if on_processes else None
-            if meanwhile is not None:
-                meanwhile()
-            if starting is not None:
+        if on_processes:  # the first start waits for the fork server's imports: not here
+            with ThreadPoolExecutor(1, thread_name_prefix="yuxi-dash-scan-start") as starter:
+                starting = starter.submit(_start_workers, pool, workers)
+                if meanwhile is not None:
+                    meanwhile()
                 starting.result()
+        elif meanwhile is not None:
+            meanwhile()
 
         def submit(stretch: Sequence[ChangedThread]) -> Future[Tally | None]:
             wanted = {t.thread_id for t in stretch if t.thread_id in missing}
