@@ -151,8 +151,9 @@ def _pool(settings: Settings, changed: Sequence[ChangedThread]) -> tuple[Executo
     """The pool a scan of ``changed`` runs on (PostgreSQL), its workers, the stretch size."""
     processes = process_count(settings)
     if len(changed) >= PROCESS_MIN and processes > 1:
-        context = worker_context()
-        pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker)
+        pool = ProcessPoolExecutor(
+            processes, mp_context=worker_context(), initializer=_start_worker
+        )
         return pool, processes, CHUNK
     workers = max(1, min(WORKERS, -(-len(changed) // BATCH)))
     return ThreadPoolExecutor(workers, thread_name_prefix="yuxi-dash-scan"), workers, BATCH
