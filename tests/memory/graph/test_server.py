@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import redis
 
-from tests.fixtures.graph import graph_settings, make_client
+from tests.fixtures.graph import graph_settings, how_the_server_died, make_client
 from yuxi_dash.errors import MemoryUnavailable
 from yuxi_dash.memory.graph.client import get_client
 from yuxi_dash.memory.graph.server import ensure_server, stop_server
@@ -72,3 +74,20 @@ def test_server_has_a_default_query_timeout(falkordb_server) -> None:
     name, value = conn.execute_command("GRAPH.CONFIG", "GET", "TIMEOUT_DEFAULT")
     assert value == Settings().falkordb_query_timeout_ms > 0
     conn.close()
+
+
+def test_a_server_that_dies_under_the_tests_is_reported_with_its_signal(tmp_path: Path) -> None:
+    """The fixtures' check: a crashed or killed session server names how it ended."""
+    settings = graph_settings(tmp_path / "fdb")
+    handle = ensure_server(settings)
+    try:
+        assert how_the_server_died(handle) is None
+        os.kill(handle.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10  # a bound for a slow machine, not a timing assertion
+        while (said := how_the_server_died(handle)) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert f"pid {handle.pid}" in said and "killed by SIGKILL" in said
+        assert "Ready to accept connections" in said  # the end of its log
+    finally:
+        stop_server(settings)
