@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +15,15 @@ import redis
 
 from tests.fixtures.graph import graph_settings, how_the_server_died, make_client
 from yuxi_dash.errors import MemoryUnavailable
+from yuxi_dash.memory.graph import server
 from yuxi_dash.memory.graph.client import get_client
-from yuxi_dash.memory.graph.server import ensure_server, stop_server
+from yuxi_dash.memory.graph.server import (
+    ServerHandle,
+    ServerLease,
+    embedded_handle,
+    ensure_server,
+    stop_server,
+)
 from yuxi_dash.settings import Settings
 
 
@@ -89,5 +99,69 @@ def test_a_server_that_dies_under_the_tests_is_reported_with_its_signal(tmp_path
             time.sleep(0.02)
         assert f"pid {handle.pid}" in said and "killed by SIGKILL" in said
         assert "Ready to accept connections" in said  # the end of its log
+    finally:
+        stop_server(settings)
+        (Path(tempfile.gettempdir()) / f"yuxi-falkordb-died-{handle.pid}.log").unlink(True)
+
+
+@pytest.fixture
+def paused_server(tmp_path: Path) -> Iterator[tuple[Settings, ServerHandle]]:
+    """A private server stopped with SIGSTOP: alive, but answering nothing (as when busy)."""
+    settings = graph_settings(tmp_path / "fdb")
+    handle = ensure_server(settings)
+    assert handle.pid is not None
+    os.kill(handle.pid, signal.SIGSTOP)
+    try:
+        yield settings, handle
+    finally:
+        os.kill(handle.pid, signal.SIGCONT)
+        stop_server(settings)
+
+
+def answering_pid(handle: ServerHandle) -> int:
+    """The PID of the process that answers on the handle's socket."""
+    conn = redis.Redis(unix_socket_path=str(handle.unix_socket), socket_timeout=10)
+    try:
+        return int(conn.info("server")["process_id"])
+    finally:
+        conn.close()
+
+
+def test_a_busy_server_is_waited_for_never_replaced(paused_server) -> None:
+    settings, first = paused_server
+    assert embedded_handle(settings) is None  # it does not answer now
+    assert ServerLease(settings).owned is False  # it runs: a command never owns it
+    resume = threading.Timer(3.0, os.kill, (first.pid, signal.SIGCONT))  # past one 2 s PING
+    resume.start()
+    try:
+        again = ensure_server(settings)
+    finally:
+        resume.join()
+    assert (again.pid, again.started) == (first.pid, False)
+    assert answering_pid(again) == first.pid  # its socket was not taken over
+
+
+def test_a_server_that_never_answers_is_refused_not_replaced(
+    paused_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, first = paused_server
+    monkeypatch.setattr(server, "_START_TIMEOUT_SECONDS", 1.0)
+    with pytest.raises(MemoryUnavailable, match=f"pid {first.pid}.*did not answer"):
+        ensure_server(settings)
+    os.kill(first.pid, signal.SIGCONT)
+    assert answering_pid(first) == first.pid
+    assert (settings.falkordb_data_dir / "falkordb.pid").read_text().strip() == str(first.pid)
+
+
+def test_a_pidfile_naming_another_program_starts_a_server(tmp_path: Path) -> None:
+    """A PID reused by another process (here: this one) is not a server to wait for."""
+    settings = graph_settings(tmp_path / "fdb")
+    settings.falkordb_data_dir.mkdir(parents=True)
+    (settings.falkordb_data_dir / "falkordb.pid").write_text(f"{os.getpid()}\n")
+    try:
+        assert ServerLease(settings).owned is True
+        handle = ensure_server(settings)
+        assert handle.started and handle.pid != os.getpid()
+        assert answering_pid(handle) == handle.pid
     finally:
         stop_server(settings)

