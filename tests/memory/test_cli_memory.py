@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 
@@ -142,3 +144,19 @@ def test_server_start_status_stop(tmp_path, monkeypatch, capsys) -> None:
     assert code == 0 and data["stopped"] is True
     code, data = run(capsys, "memory", "server", "status")
     assert data["running"] is False
+
+
+def test_server_status_says_a_busy_server_runs(tmp_path, monkeypatch, capsys) -> None:
+    """A server that does not answer (stopped here with SIGSTOP) is running, not absent."""
+    monkeypatch.setenv("YUXI_DASH_FALKORDB_DIR", str(tmp_path / "fdb"))
+    get_settings.cache_clear()
+    code, data = run(capsys, "memory", "server", "start")
+    pid = data["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        code, data = run(capsys, "memory", "server", "status")
+        assert code == 1 and data["running"] is True
+        assert (data["pid"], data["answering"]) == (pid, False)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        run(capsys, "memory", "server", "stop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -22,8 +23,10 @@ from yuxi_dash.memory.graph.server import (
     ServerLease,
     embedded_handle,
     ensure_server,
+    running_pid,
     stop_server,
 )
+from yuxi_dash.resources import FALKORDB_CHILDREN, get_resources
 from yuxi_dash.settings import Settings
 
 
@@ -90,14 +93,17 @@ def test_a_server_that_dies_under_the_tests_is_reported_with_its_signal(tmp_path
     """The fixtures' check: a crashed or killed session server names how it ended."""
     settings = graph_settings(tmp_path / "fdb")
     handle = ensure_server(settings)
+    assert handle.pid is not None
+    process = get_resources().peek(FALKORDB_CHILDREN, handle.pid)
     try:
-        assert how_the_server_died(handle) is None
+        assert how_the_server_died(handle, process) is None
         os.kill(handle.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10  # a bound for a slow machine, not a timing assertion
-        while (said := how_the_server_died(handle)) is None:
+        while (said := how_the_server_died(handle, process)) is None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         assert f"pid {handle.pid}" in said and "killed by SIGKILL" in said
+        assert running_pid(settings) is None  # the launcher lets go of the dead process
         assert "Ready to accept connections" in said  # the end of its log
     finally:
         stop_server(settings)
@@ -114,7 +120,8 @@ def paused_server(tmp_path: Path) -> Iterator[tuple[Settings, ServerHandle]]:
     try:
         yield settings, handle
     finally:
-        os.kill(handle.pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # a test may have killed it
+            os.kill(handle.pid, signal.SIGCONT)
         stop_server(settings)
 
 
@@ -153,6 +160,18 @@ def test_a_server_that_never_answers_is_refused_not_replaced(
     assert (settings.falkordb_data_dir / "falkordb.pid").read_text().strip() == str(first.pid)
 
 
+def test_a_server_that_ends_while_waited_for_is_started_again(paused_server) -> None:
+    settings, first = paused_server
+    kill = threading.Timer(1.0, os.kill, (first.pid, signal.SIGKILL))
+    kill.start()
+    try:
+        again = ensure_server(settings)
+    finally:
+        kill.join()
+    assert again.started and again.pid != first.pid
+    assert answering_pid(again) == again.pid
+
+
 def test_a_pidfile_naming_another_program_starts_a_server(tmp_path: Path) -> None:
     """A PID reused by another process (here: this one) is not a server to wait for."""
     settings = graph_settings(tmp_path / "fdb")
@@ -165,3 +184,25 @@ def test_a_pidfile_naming_another_program_starts_a_server(tmp_path: Path) -> Non
         assert answering_pid(handle) == handle.pid
     finally:
         stop_server(settings)
+
+
+def test_a_pidfile_naming_another_dirs_server_is_neither_used_nor_stopped(
+    tmp_path: Path,
+) -> None:
+    """A stale pidfile whose PID is now another data dir's server: that server is left alone."""
+    other = graph_settings(tmp_path / "other")
+    mine = graph_settings(tmp_path / "mine")
+    theirs = ensure_server(other)
+    try:
+        mine.falkordb_data_dir.mkdir(parents=True)
+        (mine.falkordb_data_dir / "falkordb.pid").write_text(f"{theirs.pid}\n")
+        assert running_pid(mine) is None and ServerLease(mine).owned is True
+        assert stop_server(mine) is False  # not ours to stop
+        assert answering_pid(theirs) == theirs.pid
+        (mine.falkordb_data_dir / "falkordb.pid").write_text(f"{theirs.pid}\n")
+        handle = ensure_server(mine)
+        assert handle.started and handle.pid != theirs.pid
+        assert answering_pid(handle) == handle.pid and answering_pid(theirs) == theirs.pid
+        stop_server(mine)
+    finally:
+        stop_server(other)

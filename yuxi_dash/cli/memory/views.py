@@ -27,7 +27,7 @@ from yuxi_dash.cli.memory import facts as fact_commands
 from yuxi_dash.cli.memory import history, support
 from yuxi_dash.cli.memory import retirements as retirement_commands
 from yuxi_dash.cli.output import render_table
-from yuxi_dash.errors import MemoryGatedOff
+from yuxi_dash.errors import MemoryGatedOff, MemoryUnavailable
 from yuxi_dash.wording import count, plain, reason_text, stamp
 
 
@@ -165,7 +165,12 @@ def _repair(args: argparse.Namespace) -> CommandResult:
 
 
 def _server(args: argparse.Namespace) -> CommandResult:
-    from yuxi_dash.memory.graph.server import embedded_handle, ensure_server, stop_server
+    from yuxi_dash.memory.graph.server import (
+        embedded_handle,
+        ensure_server,
+        running_pid,
+        stop_server,
+    )
     from yuxi_dash.settings import get_settings
 
     settings = get_settings()
@@ -178,8 +183,13 @@ def _server(args: argparse.Namespace) -> CommandResult:
     else:
         handle = ensure_server(settings)
     if handle is None:
-        data = {"running": False, "data_dir": str(settings.falkordb_data_dir)}
-        return CommandResult(data, "no embedded server is running")
+        pid = running_pid(settings)  # running but busy: say so, never "not running"
+        data = {"running": pid is not None, "data_dir": str(settings.falkordb_data_dir)}
+        if pid is None:
+            return CommandResult(data, "no embedded server is running")
+        data.update(pid=pid, answering=False)
+        text = f"the embedded server runs (pid {pid}) but did not answer; try again"
+        return CommandResult(data, text, exit_code=MemoryUnavailable.exit_code)
     data = {
         "running": True,
         "kind": handle.kind,

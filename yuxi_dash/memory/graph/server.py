@@ -43,6 +43,7 @@ LOGFILE_NAME = "falkordb.log"
 RDB_NAME = "falkordb.rdb"
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 _START_TIMEOUT_SECONDS = 10.0
+_BUSY_WAIT_SECONDS = 10.0  # a running server that does not answer is waited for this long
 _STOP_TIMEOUT_SECONDS = 20.0
 
 
@@ -94,7 +95,10 @@ def _pid_alive(pid: int) -> bool:
     # Servers this process started are its children: ask the handle, so none stays a zombie.
     child: subprocess.Popen[bytes] | None = get_resources().peek(FALKORDB_CHILDREN, pid)
     if child is not None:
-        return child.poll() is None
+        if child.poll() is None:
+            return True
+        get_resources().take(FALKORDB_CHILDREN, pid)  # reaped: its PID may be reused
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -116,15 +120,27 @@ def _read_pid(data_dir: Path) -> int | None:
 
 
 def _server_pid(data_dir: Path) -> int | None:
-    """The pidfile's PID while that process is a running redis-server (not a reused PID)."""
+    """The pidfile's PID while it runs our server for `data_dir` (not a reused PID).
+
+    Our redis-server names its socket on its command line (its process title, or its
+    arguments while it starts); without /proc a live PID is taken as ours."""
     pid = _read_pid(data_dir)
     if pid is None or not _pid_alive(pid):
         return None
+    if not Path("/proc/self").exists():
+        return pid
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None
-    return pid if b"redis-server" in command else None
+    return pid if os.fsencode(_socket_path(data_dir)) in command else None
+
+
+def running_pid(settings: Settings) -> int | None:
+    """The embedded server's PID while it runs, answering or busy (None: none runs)."""
+    if not settings.falkordb_embedded:
+        return None
+    return _server_pid(Path(settings.falkordb_data_dir).resolve())
 
 
 def _ping(socket_path: Path, timeout: float = 2.0) -> bool:
@@ -161,26 +177,34 @@ def embedded_handle(settings: Settings) -> ServerHandle | None:
     return _handle(data_dir, pid)
 
 
-def _wait_for_answer(data_dir: Path, pid: int) -> ServerHandle | None:
-    """The running server `pid` once it answers PING (None if it ended meanwhile).
+def _running(data_dir: Path) -> ServerHandle | None:
+    """The running server once it answers PING; None when none runs (or it ended meanwhile).
 
     It is never replaced while it runs: a busy server is waited for, then refused."""
+    pid = _server_pid(data_dir)
+    if pid is None:
+        return None
     socket_path = _socket_path(data_dir)
-    deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+    deadline = time.monotonic() + _BUSY_WAIT_SECONDS
     while (left := deadline - time.monotonic()) > 0:
         if _ping(socket_path, timeout=min(2.0, left)):
-            return _handle(data_dir, pid)
+            answered = _server_pid(data_dir)  # the one that answered, should it have changed
+            return None if answered is None else _handle(data_dir, answered)
         if not _pid_alive(pid):
             return None
         time.sleep(0.05)
+    why = "did not answer" if socket_path.exists() else f"has no socket at {socket_path}"
     raise MemoryUnavailable(
-        f"the embedded FalkorDB server (pid {pid}) runs but did not answer for "
-        f"{_START_TIMEOUT_SECONDS:.0f} s; try again, or stop it: yuxi-dash memory server stop"
+        f"the embedded FalkorDB server (pid {pid}) runs but {why} for "
+        f"{_BUSY_WAIT_SECONDS:.0f} s; try again, or stop it: yuxi-dash memory server stop"
     )
 
 
 def ensure_server(settings: Settings) -> ServerHandle:
-    """Reach the configured server, starting the embedded one if it is not running."""
+    """Reach the configured server, starting the embedded one if none runs.
+
+    A running one that does not answer is waited for (10 s), then refused
+    (`MemoryUnavailable`); it is never replaced."""
     if not settings.falkordb_embedded:
         return ServerHandle(
             kind="external",
@@ -189,8 +213,7 @@ def ensure_server(settings: Settings) -> ServerHandle:
             password=settings.falkordb_password,
         )
     data_dir = Path(settings.falkordb_data_dir).resolve()
-    pid = _server_pid(data_dir)
-    live = None if pid is None else _wait_for_answer(data_dir, pid)
+    live = _running(data_dir)
     if live is not None:
         return live
     try:
@@ -200,9 +223,14 @@ def ensure_server(settings: Settings) -> ServerHandle:
         raise MemoryUnavailable(f"cannot use the FalkorDB data dir {data_dir}: {exc}") from exc
     with lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)  # the dashboard and the CLI may race to start it
-        pid = _server_pid(data_dir)
-        live = None if pid is None else _wait_for_answer(data_dir, pid)
-        return live if live is not None else _start_embedded(settings)
+        if _server_pid(data_dir) is None:
+            return _start_embedded(settings)
+    live = _running(data_dir)  # another caller started one meanwhile: wait outside the lock
+    if live is None:
+        raise MemoryUnavailable(
+            f"the embedded FalkorDB server ended as it started; see {data_dir / LOGFILE_NAME}"
+        )
+    return live
 
 
 def _start_embedded(settings: Settings) -> ServerHandle:
@@ -296,18 +324,17 @@ def stop_server(settings: Settings) -> bool:
     if not settings.falkordb_embedded:
         return False
     data_dir = Path(settings.falkordb_data_dir).resolve()
-    pid = _read_pid(data_dir)
-    if pid is None:
+    if _read_pid(data_dir) is None:
         return False
     # Our connections go before the server does: a server stopped under open clients
     # leaves them hanging.
     get_resources().close_kind(GRAPH_CLIENTS)
-    was_alive = _pid_alive(pid)
-    if was_alive:
+    pid = _server_pid(data_dir)  # never a process that reused a stale pidfile's PID
+    if pid is not None:
         _terminate(pid)
     with contextlib.suppress(FileNotFoundError):
         (data_dir / PIDFILE_NAME).unlink()
-    return was_alive
+    return pid is not None
 
 
 class ServerLease:
@@ -325,7 +352,7 @@ class ServerLease:
         self.owned = settings.falkordb_embedded and _server_pid(data_dir) is None
 
     def ensure(self) -> ServerHandle:
-        """Start the embedded server now (a no-op when one is live or the server is external)."""
+        """Start the embedded server now, or reach the one that runs (`ensure_server`)."""
         return ensure_server(self.settings)
 
     def release(self) -> bool:
