@@ -152,7 +152,7 @@ def test_a_server_that_never_answers_is_refused_not_replaced(
     paused_server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings, first = paused_server
-    monkeypatch.setattr(server, "_START_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(server, "_BUSY_WAIT_SECONDS", 1.0)
     with pytest.raises(MemoryUnavailable, match=f"pid {first.pid}.*did not answer"):
         ensure_server(settings)
     os.kill(first.pid, signal.SIGCONT)
